@@ -1,0 +1,34 @@
+# Two entry points on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+DEMO   ?= fixtures/rmsnorm_naive
+
+.PHONY: demo test venv fixtures clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(BIN)/traceana info $(DEMO)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+# Regenerate the checked-in fixture profiles from their script.
+fixtures: $(VENV)/.installed
+	$(BIN)/python fixtures/make_fixtures.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""capture: run a workload under torch.profiler and write a profile directory (skeleton)."""

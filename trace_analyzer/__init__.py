@@ -1,0 +1,1 @@
+"""traceana: offline analysis of exported accelerator profiles."""

@@ -1,0 +1,2 @@
+import click
+def main(): pass
