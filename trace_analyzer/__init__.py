@@ -1,1 +1,20 @@
-"""traceana: offline analysis of exported accelerator profiles."""
+"""traceana: offline analysis of exported accelerator profiles (Neuron, Kineto).
+
+    import trace_analyzer as ta
+    p = ta.load("./profile_out")      # one run: its events table is p.events
+    runs = ta.load_runs("./archive")  # every run under a folder
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .discover import discover  # noqa: E402
+from .errors import InputError, TraceanaError, UsageError  # noqa: E402
+from .profile import Profile, load, load_runs  # noqa: E402
+from .schema import EVENTS_SCHEMA, LANE_KINDS  # noqa: E402
+
+__all__ = [
+    "EVENTS_SCHEMA", "LANE_KINDS", "InputError", "Profile", "TraceanaError", "UsageError",
+    "discover", "load", "load_runs",
+]

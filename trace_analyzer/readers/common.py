@@ -1,0 +1,109 @@
+"""What every reader shares: the result type, JSON loading, integer coercion, step assignment."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from ..discover import Source
+from ..errors import InputError
+from ..schema import conform, empty_events
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass
+class ReadResult:
+    """What one reader made of one source."""
+
+    source: Source
+    format: str
+    events: pl.DataFrame
+    schema_version: str | None = None
+    rank: int | None = None
+    rank_origin: str | None = None
+    notes: list[str] = field(default_factory=list)  # facts worth showing (clock, skipped records)
+    warnings: list[str] = field(default_factory=list)  # things that may make results wrong
+    read: bool = True  # False when the source was recognised and deliberately not read
+
+    @classmethod
+    def skipped(cls, src: Source, fmt: str, why: str) -> ReadResult:
+        return cls(source=src, format=fmt, events=empty_events(), notes=[why], read=False)
+
+
+def load_json(path: Path) -> object:
+    """Return the parsed JSON of a ``.json`` or ``.json.gz`` file, or raise InputError."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from e
+    if path.name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise InputError(path, f"not a readable gzip file ({e})") from e
+    if not data.strip():
+        raise InputError(path, "empty file")
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        hint = " (truncated?)" if e.pos >= len(data.rstrip()) - 1 else ""
+        raise InputError(path, f"not valid JSON{hint}: {e}") from e
+
+
+def as_i64(value: object) -> int | None:
+    """Return ``value`` as an int64, or None when it is absent, not a number or out of range."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if I64_MIN <= value <= I64_MAX else None
+    if isinstance(value, float):
+        if value != value or not (I64_MIN <= value <= I64_MAX):
+            return None
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return as_i64(int(value))
+        except ValueError:
+            return None
+    return None
+
+
+def finish(rows: dict[str, list], file: Path) -> pl.DataFrame:
+    """Return the events table built from column lists, with the file column set."""
+    if not rows or not next(iter(rows.values())):
+        return empty_events()
+    df = pl.DataFrame(rows, strict=False)
+    return conform(df.with_columns(file=pl.lit(str(file))))
+
+
+def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
+    """Return events with ``step`` set from the ProfilerStep#N span each one starts in.
+
+    Steps are host-clock spans; every event of the input (host or device) that starts inside
+    one gets its number. Events outside every step keep a null step.
+    """
+    steps = (
+        events.filter(pl.col("name").str.contains(r"^ProfilerStep#\d+$"))
+        .select(
+            pl.col("start_ns").alias("step_start"),
+            pl.col("end_ns").alias("step_end"),
+            pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step_no"),
+        )
+        .sort("step_start")
+    )
+    if steps.is_empty():
+        return events
+    order = events.with_row_index("_row").sort("start_ns")
+    joined = order.join_asof(steps, left_on="start_ns", right_on="step_start", strategy="backward")
+    joined = joined.with_columns(
+        step=pl.when(pl.col("start_ns") < pl.col("step_end")).then(pl.col("step_no"))
+    )
+    return joined.sort("_row").select(events.columns)

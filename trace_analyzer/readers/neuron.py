@@ -1,0 +1,62 @@
+"""Neuron Explorer's lanes and event kinds, shared by the Parquet and legacy JSON readers.
+
+Lanes follow Explorer's default grouping since Neuron 2.31 (format notes §3.1):
+``<instance>/PID:<pid>/framework/TID:<tid>``, ``.../framework/Stream:<n>``,
+``.../neuron_rt/NC:<lnc>``, ``.../neuron_hw/NC<lnc>:<pcore>``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# Runtime events that move data between host and device (format notes §3.3, §2.1).
+TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_tensor_read")
+# Hardware-lane events that keep a NeuronCore busy (§3.4): executions and collectives.
+EXECUTIONS = ("nc_exec_running", "cc_running")
+HW_SYNC = ("cc_exec_barrier",)
+FRAMEWORK_SUFFIX = r" \[trace\.json\]$"
+# Keys of extra_attributes_json (or top-level JSON keys) that become columns.
+EXTRA_COLUMNS = {"exec_id": "exec_id", "nrt_sequence_id": "seq_id"}
+
+
+def label(df: pl.DataFrame) -> pl.DataFrame:
+    """Return df with lane_kind and lane set from source, name, cores and stream.
+
+    Expects columns source, name, host, pid, tid, device (nc_idx), core (pcore_idx) and
+    ``stream`` (framework_stream_id, for framework events).
+    """
+    src, name = pl.col("source"), pl.col("name")
+    kind = (
+        pl.when(src == "neuron_hw")
+        .then(
+            pl.when(name.is_in(EXECUTIONS))
+            .then(pl.lit("hardware"))
+            .when(name.is_in(HW_SYNC))
+            .then(pl.lit("sync"))
+            .otherwise(pl.lit("other"))
+        )
+        .when(src == "neuron_rt")
+        .then(pl.when(name.is_in(TRANSFERS)).then(pl.lit("transfer")).otherwise(pl.lit("runtime")))
+        .when(name.str.contains(r"^ProfilerStep#\d+$"))
+        .then(pl.lit("annotation"))
+        .when(pl.col("stream").is_not_null())
+        .then(pl.lit("framework_stream"))
+        .otherwise(pl.lit("framework_op"))
+    )
+    proc = pl.format("{}/PID:{}", pl.col("host").fill_null("unknown"), "pid")
+    lane = (
+        pl.when(src == "neuron_hw")
+        .then(pl.format("{}/neuron_hw/NC{}:{}", proc, pl.col("device").fill_null(0),
+                        pl.col("core").fill_null(pl.col("device")).fill_null(0)))
+        .when(src == "neuron_rt")
+        .then(pl.format("{}/neuron_rt/NC:{}", proc, pl.col("device").fill_null(0)))
+        .when(pl.col("stream").is_not_null())
+        .then(pl.format("{}/framework/Stream:{}", proc, "stream"))
+        .otherwise(pl.format("{}/framework/TID:{}", proc, "tid"))
+    )
+    return df.with_columns(
+        lane_kind=kind,
+        lane=lane,
+        name=name.str.replace(FRAMEWORK_SUFFIX, ""),
+        category=src,
+    )

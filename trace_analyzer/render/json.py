@@ -1,0 +1,10 @@
+"""JSON: the stable, versioned, machine-readable form of every result."""
+
+from __future__ import annotations
+
+import orjson
+
+
+def render(kind: str, data: dict) -> str:
+    """Return ``data`` as indented JSON (integers stay integers: times are ns)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"

@@ -1,0 +1,89 @@
+"""The events table: one polars schema every reader produces, and the check at its boundary.
+
+Times are integer nanoseconds on the host clock, epoch-aligned where the input allows.
+Units are suffixes of column names. Missing values are nulls, never sentinels.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# What an event is to the analyses. A lane may hold events of several kinds (a GPU stream
+# carries kernels and memcpys); the kind belongs to the event.
+LANE_KINDS = (
+    "framework_op",  # aten ops and other cpu_op ranges
+    "framework_dispatch",  # PrivateUse1 runtime: operator dispatch on the host thread
+    "framework_stream",  # PrivateUse1 driver: device interaction, by stream
+    "runtime",  # neuron_rt calls, cuda/mtia runtime and driver API calls
+    "hardware",  # executions that keep a device lane busy: nc_exec_running, kernels
+    "transfer",  # host<->device copies: dmem_buf_copyin/out, nrt_tensor_write/read, gpu_memcpy
+    "sync",  # device-side synchronisation records: cuda_sync, cc_exec_barrier
+    "annotation",  # ProfilerStep#N, record_function, python frames
+    "other",  # anything else a reader keeps (timestamp_sync_point, nc_model_switch, ...)
+)
+LaneKind = pl.Enum(LANE_KINDS)
+
+EVENTS_SCHEMA: dict[str, pl.DataType] = {
+    "event_id": pl.Int64,  # unique within a profile (assigned on load)
+    "orig_id": pl.Int64,  # the id the input gave the event, if any
+    "name": pl.String,
+    "category": pl.String,  # the input's own category: Kineto `cat`, Explorer trace_event_source
+    "lane_kind": LaneKind,
+    "lane": pl.String,
+    "source": pl.String,  # framework, neuron_rt, neuron_hw, cuda, rocm, mtia, privateuse1
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "duration_ns": pl.Int64,
+    "host": pl.String,  # Neuron instance id or host name, when known
+    "pid": pl.Int64,
+    "tid": pl.Int64,
+    "rank": pl.Int64,
+    "device": pl.Int64,  # GPU index, MTIA device, Neuron logical core (nc_idx)
+    "core": pl.Int64,  # Neuron physical core (pcore_idx)
+    "stream": pl.Int64,
+    "correlation": pl.Int64,
+    "external_id": pl.Int64,
+    "seq_id": pl.Int64,  # nrt_sequence_id
+    "exec_id": pl.Int64,
+    "flow_ids": pl.List(pl.Int64),
+    "step": pl.Int64,  # the ProfilerStep#N the event falls in, if known
+    "file": pl.String,  # the input file the row came from
+    "args_json": pl.String,  # remaining attributes as JSON, not parsed on the hot path
+}
+
+# Columns a reader must fill; the rest may be null.
+REQUIRED = ("name", "lane_kind", "lane", "source", "start_ns", "end_ns", "duration_ns", "file")
+
+
+def empty_events() -> pl.DataFrame:
+    """Return an events table with no rows."""
+    return pl.DataFrame(schema=EVENTS_SCHEMA)
+
+
+def conform(df: pl.DataFrame) -> pl.DataFrame:
+    """Return ``df`` with every schema column, in schema order and type; absent ones null."""
+    exprs = []
+    for col, dtype in EVENTS_SCHEMA.items():
+        if col in df.columns:
+            exprs.append(pl.col(col).cast(dtype))
+        else:
+            exprs.append(pl.lit(None, dtype=dtype).alias(col))
+    return df.select(exprs)
+
+
+def check_events(df: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Return the rows fit for analysis and the count of dropped rows by reason.
+
+    A row is dropped when a required column is null or its end precedes its start.
+    """
+    missing = [c for c in EVENTS_SCHEMA if c not in df.columns]
+    if missing:
+        raise ValueError(f"{len(missing)} missing columns: {', '.join(repr(c) for c in missing)}")
+    reasons = {f"null {c}": pl.col(c).is_null() for c in REQUIRED}
+    reasons["end before start"] = pl.col("end_ns") < pl.col("start_ns")
+    counts = df.select(**{k: v.sum() for k, v in reasons.items()}).row(0, named=True)
+    dropped = {k: int(v) for k, v in counts.items() if v}
+    if dropped:
+        bad = pl.any_horizontal(list(reasons.values()))
+        df = df.filter(~bad)
+    return df, dropped
