@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import TraceanaError
+from .errors import InputError, TraceanaError
 from .info import info as info_analysis
 from .profile import load_runs
 from .render import RENDERERS, for_output
@@ -37,7 +37,7 @@ def emit(kind: str, data: dict, fmt: str | None, output: Path | None) -> None:
     try:
         output.write_text(text)
     except OSError as e:
-        raise click.ClickException(f"{output}: cannot write: {e.strerror or e}") from e
+        raise InputError(output, f"cannot write: {e.strerror or e}") from e
 
 
 def handle_errors(fn):

@@ -71,19 +71,31 @@ class Run:
 
 
 def capture_of(path: Path, top: Path) -> tuple[Capture | None, Path | None]:
-    """Return the capture a file belongs to and that capture's run root, or (None, None)."""
+    """Return the capture a file belongs to and that capture's run root, or (None, None).
+
+    The ``_pid_`` folder may sit under ``top`` (its parent is the run root) or above it, when
+    the user names a folder inside a capture (then ``top`` is the run root).
+    """
     parts = path.relative_to(top).parts[:-1] if path != top else ()
     folders = [top, *(top.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
     for depth in range(len(folders) - 1, -1, -1):
         m = PID_DIR.match(folders[depth].name)
-        if not m:
-            continue
-        inner = folders[depth + 1 :]
-        timestamp = inner[0].name if inner and TIMESTAMP_DIR.match(inner[0].name) else None
-        layout = "session" if timestamp else "flat"
-        cap = Capture(host=m["host"], pid=int(m["pid"]), layout=layout, timestamp=timestamp)
-        return cap, folders[depth].parent
+        if m:
+            inner = folders[depth + 1 :]
+            return _capture(m, inner[0].name if inner else None), folders[depth].parent
+    below = top.resolve()
+    for folder in below.parents:
+        m = PID_DIR.match(folder.name)
+        if m:
+            return _capture(m, below.name), top
+        below = folder
     return None, None
+
+
+def _capture(m: re.Match, inner: str | None) -> Capture:
+    timestamp = inner if inner and TIMESTAMP_DIR.match(inner) else None
+    return Capture(host=m["host"], pid=int(m["pid"]), layout="session" if timestamp else "flat",
+                   timestamp=timestamp)
 
 
 def rank_from_names(path: Path) -> tuple[int | None, str | None]:
@@ -191,8 +203,7 @@ def _single_file(f: Path) -> Run:
         run.sources.append(Source(path=f.parent, kind="explorer-parquet", named=True))
     elif _is_json(f.name):
         rank, origin = rank_from_names(f)
-        absolute = f.resolve()
-        cap, _ = capture_of(absolute, Path(absolute.anchor))
+        cap, _ = capture_of(f, f.parent)
         run.sources.append(
             Source(path=f, kind="json", capture=cap, named=True, rank=rank, rank_origin=origin)
         )

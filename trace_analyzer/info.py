@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .profile import Profile
+from .profile import Profile, undecoded_hardware
 
 SCHEMA_VERSION = 1
 
@@ -24,7 +24,10 @@ def run_info(p: Profile) -> dict:
             by_kind.setdefault(kind, []).append(row["lane"])
     hardware = len(by_kind.get("hardware", []))
     notes = list(p.notes)
-    if len(p.events) and not hardware:
+    if not hardware and undecoded_hardware(p):
+        notes.append("no hardware lanes read: they are in the NTFF/ntrace.pb files, which need an "
+                     "Explorer export (see warnings)")
+    elif len(p.events) and not hardware:
         notes.append("no hardware lanes: this profile records host activity only")
     ev = p.events
     return {

@@ -23,6 +23,7 @@ from .schema import check_events, empty_events
 FRAMEWORK_KINDS = ("framework_op", "framework_dispatch", "framework_stream", "annotation")
 MODEL_NTFF = re.compile(r"^(\d+)_instid_(\d+)_vnc_(\d+)\.ntff$")
 MODEL_NEFF = re.compile(r"^neff_(\d+)\.neff$")
+SESSION_NTFF = re.compile(r"^profile_nc_(\d+)_session_(\d+)\.ntff$")
 
 
 @dataclass
@@ -85,8 +86,19 @@ def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:
     df = pl.concat(frames)
     notes: list[str] = []
 
-    def pids(fmt: str, cond: pl.Expr) -> list[int]:
-        return df.filter((pl.col("_fmt") == fmt) & cond)["pid"].unique().drop_nulls().to_list()
+    def procs(fmt: str, cond: pl.Expr) -> pl.Expr:
+        """Return a mask of rows whose process also has rows of ``fmt`` matching ``cond``.
+
+        A process is (host, pid); a missing host (a trace.json outside a capture folder)
+        matches any host with that pid.
+        """
+        keys = df.filter((pl.col("_fmt") == fmt) & cond).select("host", "pid").unique().rows()
+        mask = pl.lit(False)
+        for host, pid in keys:
+            same_host = pl.col("host").is_null() | (pl.lit(host).is_null() if host is None
+                                                     else pl.col("host") == host)
+            mask = mask | ((pl.col("pid") == pid) & same_host)
+        return mask
 
     def drop(cond: pl.Expr, what: str) -> None:
         nonlocal df
@@ -95,18 +107,14 @@ def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:
             df = df.filter(~cond)
             notes.append(f"{n} {what}")
 
-    fmt = pl.col("_fmt")
-    parquet_pids = pids("explorer-parquet", pl.lit(True))
-    drop((fmt == "explorer-json") & pl.col("pid").is_in(parquet_pids),
+    fmt, src = pl.col("_fmt"), pl.col("source")
+    drop((fmt == "explorer-json") & procs("explorer-parquet", pl.lit(True)),
          "events of the legacy JSON export also in the Parquet export: kept the Parquet copy")
-    kineto_fw = pids("kineto-json", pl.col("lane_kind").is_in(FRAMEWORK_KINDS))
-    drop(fmt.str.starts_with("explorer") & (pl.col("source") == "framework")
-         & pl.col("pid").is_in(kineto_fw),
+    drop(fmt.str.starts_with("explorer") & (src == "framework")
+         & procs("kineto-json", pl.col("lane_kind").is_in(FRAMEWORK_KINDS)),
          "framework events of the Explorer export also in trace.json: kept trace.json's")
-    hw_pids = pids("explorer-parquet", pl.col("source") == "neuron_hw") + pids(
-        "explorer-json", pl.col("source") == "neuron_hw")
-    drop((fmt == "kineto-json") & (pl.col("source") == "privateuse1")
-         & pl.col("pid").is_in(hw_pids),
+    drop((fmt == "kineto-json") & (src == "privateuse1")
+         & (procs("explorer-parquet", src == "neuron_hw") | procs("explorer-json", src == "neuron_hw")),
          "device events of trace.json also on Explorer's neuron_hw lanes: kept Explorer's")
     return df.drop("_fmt"), notes
 
@@ -122,7 +130,7 @@ def neff_pairs(run: Run, warnings: list[str]) -> list[dict]:
     for ntff in run.ntffs:
         m = MODEL_NTFF.match(ntff.name)
         if m is None:
-            pairs.append({"ntff": str(ntff), "neff": None, "mode": "session"})
+            pairs.append(_unhashed(ntff, run))
             continue
         neff = neffs.get(m[1])
         pairs.append({"ntff": str(ntff), "neff": str(neff) if neff else None, "mode": "model"})
@@ -132,6 +140,25 @@ def neff_pairs(run: Run, warnings: list[str]) -> list[dict]:
     paired = {p["neff"] for p in pairs}
     pairs += [{"ntff": None, "neff": str(p), "mode": None} for p in run.neffs if str(p) not in paired]
     return pairs
+
+
+def _unhashed(ntff: Path, run: Run) -> dict:
+    """Return the entry of an NTFF whose name carries no NEFF hash.
+
+    ``profile_nc_<n>_session_<s>.ntff`` is a session profile (no 1:1 NEFF). Any other name
+    (``neuron-explorer capture -s profile.ntff``) is paired with the one NEFF in its folder.
+    """
+    if SESSION_NTFF.match(ntff.name):
+        return {"ntff": str(ntff), "neff": None, "mode": "session"}
+    beside = [n for n in run.neffs if n.parent == ntff.parent]
+    neff = str(beside[0]) if len(beside) == 1 else None
+    return {"ntff": str(ntff), "neff": neff, "mode": "capture"}
+
+
+def undecoded_hardware(p: Profile) -> bool:
+    """Return True when a run's hardware activity sits only in files traceana does not decode."""
+    has_export = any(r.format.startswith("explorer") and r.read for r in p.reads)
+    return not has_export and bool(p.run.ntffs or any(f.name == "ntrace.pb" for f in p.run.raw))
 
 
 def _raw_without_export(run: Run, reads: list[ReadResult], warnings: list[str]) -> None:

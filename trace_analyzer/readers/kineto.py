@@ -15,7 +15,7 @@ import polars as pl
 from ..discover import Source
 from ..errors import InputError
 from ..schema import conform
-from .common import ReadResult, as_i64, assign_steps, finish
+from .common import I64_MAX, I64_MIN, ReadResult, as_i64, assign_steps, finish
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
@@ -65,14 +65,17 @@ def read(src: Source, doc: dict) -> ReadResult:
     if not isinstance(events, list):
         raise InputError(src.path, "traceEvents is not a list")
     base, clock_note, aligned = _clock(doc, events)
-    (result.notes if aligned else result.warnings).append(clock_note)
+    if aligned:
+        result.notes.append(clock_note)
+    else:
+        result.warnings.append(f"{src.path}: {clock_note}")
     rows, flows, skipped = _collect(events, base)
     neuron = src.capture is not None or _any_neuron(rows)
     accel = "privateuse1" if neuron else _accelerator(doc, rows)
     df = finish(rows, src.path)
     if not df.is_empty():
         host_pid = _host_pid(df)
-        df = _label(df, accel, neuron, src.capture.host if src.capture else None, host_pid)
+        df = _label(df.with_columns(raw_pid=pl.col("pid")), accel, neuron, src.capture.host if src.capture else None, host_pid)
         df = _attach_flows(df, flows, result)
         df = assign_steps(conform(df))
     result.events = df
@@ -97,9 +100,11 @@ def _clock(doc: dict, events: list) -> tuple[int, str, bool]:
                "unknown origin"), False
 
 
-def _ns(v: object) -> int | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
-        return round(v * 1000)
+def _ns(v: object, base: int = 0) -> int | None:
+    """Return µs ``v`` as ns after ``base``, or None when not a number or outside int64."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 1e300:
+        ns = round(v * 1000) + base
+        return ns if I64_MIN <= ns <= I64_MAX else None
     return None
 
 
@@ -121,11 +126,11 @@ def _collect(events: list, base: int) -> tuple[dict[str, list], list[tuple], Cou
             if cat in NOT_EVENTS:
                 skipped[f"'{cat}' spans"] += 1
                 continue
-            ts, dur = _ns(e.get("ts")), _ns(e.get("dur", 0))
+            ts, dur = _ns(e.get("ts"), base), _ns(e.get("dur", 0))
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
             cols["name"].append(e.get("name"))
             cols["category"].append(cat if isinstance(cat, str) else None)
-            cols["start_ns"].append(None if ts is None else ts + base)
+            cols["start_ns"].append(ts)
             cols["duration_ns"].append(dur)
             cols["pid"].append(as_i64(e.get("pid")))
             cols["tid"].append(as_i64(e.get("tid")))
@@ -139,9 +144,8 @@ def _collect(events: list, base: int) -> tuple[dict[str, list], list[tuple], Cou
                 cols[col].append(v)
             cols["args_json"].append(orjson.dumps(args).decode() if args else None)
         elif ph in ("s", "f") and e.get("cat") in DEVICE_FLOWS:
-            ts = _ns(e.get("ts"))
             flows.append((as_i64(e.get("id")), ph, as_i64(e.get("pid")), as_i64(e.get("tid")),
-                          None if ts is None else ts + base))
+                          _ns(e.get("ts"), base)))
         else:
             skipped[_skip_reason(ph, e.get("cat"))] += 1
     return cols, flows, skipped
@@ -208,9 +212,9 @@ def _label(df: pl.DataFrame, accel: str, neuron: bool, host: str | None,
         stream=pl.when(device_side | (pl.col("where") == STREAM))
         .then(pl.col("stream").fill_null(pl.col("tid")))
         .otherwise(pl.col("stream")),
-        pid=pl.when(device_side & pl.lit(host_pid is not None)).then(pl.lit(host_pid)).otherwise(
-            pl.col("pid")
-        ),
+        pid=pl.when(_on_device_pid(df) & pl.lit(host_pid is not None))
+        .then(pl.lit(host_pid))
+        .otherwise(pl.col("pid")),
     )
     prefix = (f"{host}/" if host else "") + "PID:"
     fw = "/framework" if neuron else ""
@@ -225,6 +229,17 @@ def _label(df: pl.DataFrame, accel: str, neuron: bool, host: str | None,
     return df.with_columns(lane=lane).drop("where")
 
 
+def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
+    """Return a mask of the rows that Kineto wrote under a device's pid.
+
+    Device events use the device index as pid; some runtimes (MTIA) also log host-side calls
+    under it. Neither is a process: both belong to the host process that owns the trace.
+    """
+    device_pids = set(df.filter(pl.col("where") == DEVICE)["pid"].drop_nulls().to_list())
+    host_pids = set(df.filter(pl.col("category") == "cpu_op")["pid"].drop_nulls().to_list())
+    return (pl.col("where") == DEVICE) | pl.col("pid").is_in(list(device_pids - host_pids))
+
+
 def _attach_flows(df: pl.DataFrame, flows: list[tuple], result: ReadResult) -> pl.DataFrame:
     """Return df with ``flow_ids`` from ac2g flows, bound to the event at the flow's (tid, ts).
 
@@ -235,14 +250,8 @@ def _attach_flows(df: pl.DataFrame, flows: list[tuple], result: ReadResult) -> p
     if not flows:
         return df
     fl = pl.DataFrame(flows, schema=["flow_id", "ph", "fpid", "tid", "start_ns"], orient="row")
-    # Device events had their pid replaced by the host's; flows keep the raw pid, so match
-    # device-side ends on tid and time only within the device's own pid (device index).
-    ev = df.with_row_index("_row").select(
-        "_row", "tid", "start_ns", "lane_kind",
-        raw_pid=pl.when(pl.col("lane").str.contains("/stream:")).then(pl.col("device")).otherwise(
-            pl.col("pid")
-        ),
-    )
+    # Flows carry the pid Kineto wrote (a device index for device events), so match on that.
+    ev = df.with_row_index("_row").select("_row", "tid", "start_ns", "lane_kind", "raw_pid")
     prefer = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
     cand = fl.join(ev, left_on=["fpid", "tid", "start_ns"], right_on=["raw_pid", "tid", "start_ns"])
     cand = cand.with_columns(

@@ -25,7 +25,7 @@ def label(df: pl.DataFrame) -> pl.DataFrame:
     Expects columns source, name, host, pid, tid, device (nc_idx), core (pcore_idx) and
     ``stream`` (framework_stream_id, for framework events).
     """
-    src, name = pl.col("source"), pl.col("name")
+    src, name = pl.col("source"), pl.col("name").str.replace(FRAMEWORK_SUFFIX, "")
     kind = (
         pl.when(src == "neuron_hw")
         .then(
@@ -57,6 +57,6 @@ def label(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(
         lane_kind=kind,
         lane=lane,
-        name=name.str.replace(FRAMEWORK_SUFFIX, ""),
+        name=name,
         category=src,
     )
