@@ -23,7 +23,7 @@ class ReadResult:
 
     source: Source
     format: str
-    events: pl.DataFrame
+    events: pl.DataFrame = field(default_factory=empty_events)
     schema_version: str | None = None
     rank: int | None = None
     rank_origin: str | None = None
@@ -33,7 +33,7 @@ class ReadResult:
 
     @classmethod
     def skipped(cls, src: Source, fmt: str, why: str) -> ReadResult:
-        return cls(source=src, format=fmt, events=empty_events(), notes=[why], read=False)
+        return cls(source=src, format=fmt, notes=[why], read=False)
 
 
 def load_json(path: Path) -> object:

@@ -42,7 +42,7 @@ def read(src: Source, doc: dict) -> ReadResult:
             bad += 1
             continue
         _append(cols, e)
-    result = ReadResult(source=src, format="explorer-json", events=None)  # type: ignore[arg-type]
+    result = ReadResult(source=src, format="explorer-json")
     if bad:
         result.warnings.append(f"{src.path}: {bad} trace_event records without a timestamp dropped")
     df = finish(cols, src.path)

@@ -7,11 +7,9 @@ then read by column name. A missing required column is an error that names it.
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
-from ..discover import Source
+from ..discover import PARQUET_EVENTS, Source
 from ..errors import InputError
 from ..schema import conform
 from .common import ReadResult, assign_steps
@@ -28,13 +26,13 @@ COMPANIONS = ("SystemProfileMetadata", "Metadata", "SchemaFields", "CpuUsage", "
 
 def tables(folder) -> list:
     """Return the SystemProfileEvents files of an export folder, split parts in order."""
-    parts = [p for p in folder.iterdir() if re.match(r"^SystemProfileEvents(_\d+)?\.parquet$", p.name)]
-    return sorted(parts, key=lambda p: int(m[1]) if (m := re.search(r"_(\d+)\.parquet$", p.name)) else -1)
+    parts = [(m[1], p) for p in folder.iterdir() if (m := PARQUET_EVENTS.match(p.name))]
+    return [p for _, p in sorted(parts, key=lambda mp: int(mp[0][1:]) if mp[0] else -1)]
 
 
 def read(src: Source) -> ReadResult:
     """Return the events of one Parquet export folder."""
-    result = ReadResult(source=src, format="explorer-parquet", events=None)  # type: ignore[arg-type]
+    result = ReadResult(source=src, format="explorer-parquet")
     result.schema_version = _schema_version(src, result)
     frames = [_read_table(p) for p in tables(src.path)]
     raw = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]

@@ -61,7 +61,7 @@ LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id")
 def read(src: Source, doc: dict) -> ReadResult:
     """Return the events of one Kineto trace."""
     events = doc.get("traceEvents")
-    result = ReadResult(source=src, format="kineto-json", events=None)  # type: ignore[arg-type]
+    result = ReadResult(source=src, format="kineto-json")
     if not isinstance(events, list):
         raise InputError(src.path, "traceEvents is not a list")
     base, clock_note, aligned = _clock(doc, events)
