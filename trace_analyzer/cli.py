@@ -14,8 +14,11 @@ import click
 
 from . import __version__
 from .errors import InputError, TraceanaError
+from . import graph as graph_export
+from .chain import chain_result
 from .info import info as info_analysis
-from .profile import load_runs
+from .ops import ops_result
+from .profile import load, load_runs
 from .render import RENDERERS, for_output
 
 
@@ -87,6 +90,70 @@ def info(path: Path, fmt: str | None, output: Path | None) -> None:
     """
     profiles = load_runs(path)
     emit("info", info_analysis(profiles, str(path)), fmt, output)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N ops.")
+@output_options
+@handle_errors
+def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> None:
+    """The offline key_averages(): per op, calls, self CPU, device time and device %.
+
+    Device time is the hardware executions linked to each op (docs/graph.md); executions
+    that reach no op are the row "(unlinked)". Sorted by device time.
+
+    \b
+    Example:
+        traceana ops ./profile_out --format markdown
+    """
+    emit("ops", ops_result(load_runs(path), str(path), limit=limit), fmt, output)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--op", "op_name", metavar="NAME", help="Only this op (a name or a glob: 'aten::*').")
+@click.option("--step", type=int, help="Only executions in ProfilerStep#N.")
+@click.option("--by", "by", type=click.Choice(["execution", "op"]), default="execution",
+              show_default=True, help="One row per hardware execution, or per op.")
+@click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
+@output_options
+@handle_errors
+def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: bool,
+          limit: int | None, fmt: str | None, output: Path | None) -> None:
+    """The dependency chain of every hardware execution: op, dispatch, schedule, hardware.
+
+    Hops in µs: dispatch→schedule, schedule→hardware start, dispatch→hardware start, and the
+    hardware duration, with the link method (the least trusted one on the chain).
+
+    \b
+    Example:
+        traceana chain ./profile_out --op 'aten::mul' --limit 10
+    """
+    result = chain_result(load_runs(path), str(path), op=op_name, step=step, unlinked=unlinked,
+                          group_by_op=by == "op", limit=limit)
+    emit("chain", result, fmt, output)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="File to write: .graphml, .json (node-link) or .dot.")
+@handle_errors
+def graph(path: Path, output: Path) -> None:
+    """Export the dependency graph of one run: framework op → runtime → hardware.
+
+    \b
+    Example:
+        traceana graph ./profile_out -o chain.graphml
+    """
+    g = graph_export.build(load(path).events)
+    try:
+        graph_export.write(g, output)
+    except OSError as e:
+        raise InputError(output, f"cannot write: {e.strerror or e}") from e
+    click.echo(f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True)
 
 
 def main() -> None:

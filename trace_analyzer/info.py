@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from .chain import chains, coverage
 from .profile import Profile, undecoded_hardware
 
 SCHEMA_VERSION = 1
@@ -39,6 +40,7 @@ def run_info(p: Profile) -> dict:
         "start_ns": ev["start_ns"].min() if ev.height else None,
         "end_ns": ev["end_ns"].max() if ev.height else None,
         "hardware_lanes": hardware,
+        "links": coverage(chains(p.events)),
         "lanes": lanes.to_dicts(),
         "lanes_by_kind": dict(sorted(by_kind.items())),
         "neff_ntff": p.pairs,

@@ -16,7 +16,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..schema import conform
 from .common import ReadResult, as_i64, assign_steps, finish
-from .neuron import EXECUTIONS, HW_SYNC, label
+from .neuron import EXECUTIONS, HW_SYNC, label, mark_dispatch
 
 # Keys that become columns; everything else is kept in args_json.
 COLUMN_KEYS = {
@@ -47,7 +47,7 @@ def read(src: Source, doc: dict) -> ReadResult:
         result.warnings.append(f"{src.path}: {bad} trace_event records without a timestamp dropped")
     df = finish(cols, src.path)
     if not df.is_empty():
-        df = label(df.with_columns(end_ns=pl.col("start_ns") + pl.col("duration_ns")))
+        df = mark_dispatch(label(df.with_columns(end_ns=pl.col("start_ns") + pl.col("duration_ns"))))
         df = assign_steps(conform(df))
     result.events = df
     return result

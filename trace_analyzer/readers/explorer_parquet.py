@@ -13,7 +13,7 @@ from ..discover import PARQUET_EVENTS, Source
 from ..errors import InputError
 from ..schema import conform
 from .common import ReadResult, assign_steps
-from .neuron import EXTRA_COLUMNS, label
+from .neuron import EXTRA_COLUMNS, label, mark_dispatch
 
 KNOWN_MAJOR = 7
 REQUIRED = {"id": pl.Int64, "name": pl.String, "start_ts": pl.Int64, "end_ts": pl.Int64,
@@ -38,7 +38,7 @@ def read(src: Source) -> ReadResult:
     raw = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     present = [c for c in COMPANIONS if any(src.path.glob(f"{c}*.parquet"))]
     result.notes.append(f"{len(frames)} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}")
-    events = label(_columns(raw)).with_columns(file=pl.lit(str(src.path)))
+    events = mark_dispatch(label(_columns(raw)).with_columns(file=pl.lit(str(src.path))))
     result.events = assign_steps(conform(events))
     return result
 

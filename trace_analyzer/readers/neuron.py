@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..intervals import enclosing
+
 # Runtime events that move data between host and device (format notes §3.3, §2.1).
 TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_tensor_read")
 # Hardware-lane events that keep a NeuronCore busy (§3.4): executions and collectives.
@@ -60,3 +62,26 @@ def label(df: pl.DataFrame) -> pl.DataFrame:
         name=name,
         category=src,
     )
+
+
+def mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
+    """Return df with framework dispatch events told apart from the ops that hold them.
+
+    Explorer's copy of trace.json drops the Kineto category, so a PrivateUse1 dispatch event
+    and its aten op look alike on a TID lane. The dispatch is named after its op and nested
+    in it (format notes §4.4): a framework_op directly inside a framework_op of the same name
+    is a framework_dispatch.
+    """
+    ops = df.with_row_index("_row").filter(pl.col("lane_kind") == "framework_op")
+    if ops.is_empty():
+        return df
+    parent = enclosing(
+        ((r["pid"], r["tid"]), r["start_ns"], r["end_ns"], r["_row"])
+        for r in ops.select("pid", "tid", "start_ns", "end_ns", "_row").iter_rows(named=True)
+    )
+    names = dict(zip(ops["_row"].to_list(), ops["name"].to_list()))
+    dispatch = [row for row, up in parent.items() if names[row] == names[up]]
+    return df.with_row_index("_row").with_columns(
+        lane_kind=pl.when(pl.col("_row").is_in(dispatch)).then(pl.lit("framework_dispatch"))
+        .otherwise(pl.col("lane_kind"))
+    ).drop("_row")

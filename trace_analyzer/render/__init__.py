@@ -1,5 +1,6 @@
 """Renderers: turn analysis results into text. They never compute and never write files.
 
+A result is plain data: ``{"schema_version", "path", "runs": [...]}`` with one entry per run.
 One registry feeds ``--format``, the guess from an output file's extension, and the help.
 """
 
@@ -8,20 +9,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from . import csv as csv_renderer
 from . import json as json_renderer
-from . import table as table_renderer
+from . import text
 
 
 @dataclass(frozen=True)
 class Renderer:
     name: str
-    extension: str
+    extensions: tuple[str, ...]
     render: Callable[[str, dict], str]  # (result kind, result data) -> text
 
 
 RENDERERS = {
-    "table": Renderer("table", ".txt", table_renderer.render),
-    "json": Renderer("json", ".json", json_renderer.render),
+    "table": Renderer("table", (".txt",), text.render_table),
+    "markdown": Renderer("markdown", (".md", ".markdown"), text.render_markdown),
+    "json": Renderer("json", (".json",), json_renderer.render),
+    "csv": Renderer("csv", (".csv",), csv_renderer.render),
 }
 
 
@@ -31,6 +35,6 @@ def for_output(fmt: str | None, output: str | None) -> Renderer:
         return RENDERERS[fmt]
     if output:
         for r in RENDERERS.values():
-            if output.endswith(r.extension):
+            if output.lower().endswith(r.extensions):
                 return r
     return RENDERERS["table"]
