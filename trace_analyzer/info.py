@@ -24,7 +24,11 @@ def run_info(p: Profile) -> dict:
         for kind in row["kinds"]:
             by_kind.setdefault(kind, []).append(row["lane"])
     hardware = len(by_kind.get("hardware", []))
+    links = coverage(chains(p.events))
     notes = list(p.notes)
+    if links["unlinked"]:
+        notes.append(f"{links['unlinked']} hardware executions reach no framework op; "
+                     f"`traceana chain {p.root} --unlinked` lists them")
     if not hardware and undecoded_hardware(p):
         notes.append("no hardware lanes read: they are in the NTFF/ntrace.pb files, which need an "
                      "Explorer export (see warnings)")
@@ -40,7 +44,7 @@ def run_info(p: Profile) -> dict:
         "start_ns": ev["start_ns"].min() if ev.height else None,
         "end_ns": ev["end_ns"].max() if ev.height else None,
         "hardware_lanes": hardware,
-        "links": coverage(chains(p.events)),
+        "links": links,
         "lanes": lanes.to_dicts(),
         "lanes_by_kind": dict(sorted(by_kind.items())),
         "neff_ntff": p.pairs,

@@ -99,6 +99,8 @@ def _info(run: dict, style: str) -> list[str]:
 
 
 def _coverage_line(cov: dict) -> str:
+    if not cov["hardware_executions"]:
+        return "no hardware executions: nothing ran on a device lane"
     methods = ", ".join(f"{m} {n}" for m, n in cov["by_method"].items()) or "none"
     return (f"{cov['linked']} of {cov['hardware_executions']} hardware executions "
             f"({cov['linked_pct']} %) link to a framework op (by {methods}); "
@@ -106,9 +108,10 @@ def _coverage_line(cov: dict) -> str:
 
 
 def _ops(run: dict, style: str) -> list[str]:
-    lines = [_heading(f"ops: {run['root']}", style),
-             f"device time {run['total_device_us']} µs in {run['executions']} executions; "
-             + _coverage_line(run["coverage"])]
+    summary = _coverage_line(run["coverage"])
+    if run["executions"]:
+        summary = f"device time {run['total_device_us']} µs in {run['executions']} executions; {summary}"
+    lines = [_heading(f"ops: {run['root']}", style), summary]
     if run["rows"]:
         lines += ["", frame_text(pl.DataFrame(run["rows"], infer_schema_length=None), style)]
     return lines
