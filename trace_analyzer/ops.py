@@ -4,8 +4,9 @@ Definitions (docs/graph.md):
 - self CPU: an op's duration minus the durations of the ops nested directly in it on its
   thread (runtime and dispatch calls are not ops and are not subtracted);
 - device time: the summed duration of the logical executions linked to the op. A logical
-  execution is one Neuron execution (the ``nc_exec_running`` events of one ``exec_id``, one
-  per physical core with LNC=2, spanning min start to max end) or one device op (a kernel);
+  execution is one Neuron execution (the ``nc_exec_running`` events of one ``exec_id``, or
+  of one runtime call when they carry none: one per physical core with LNC=2, spanning min
+  start to max end) or one device op (a kernel);
 - device %: of the device time of every logical execution in the profile, linked or not.
   Executions that reach no op are the row ``(unlinked)``, never dropped.
 """
@@ -16,6 +17,7 @@ import polars as pl
 
 from .chain import chains, coverage
 from .intervals import enclosing
+from .link import link
 
 UNLINKED = "(unlinked)"
 OPS_COLUMNS = ["name", "calls", "self_cpu_us", "cpu_total_us", "device_us", "device_pct",
@@ -36,14 +38,21 @@ def self_cpu(ops: pl.DataFrame) -> pl.DataFrame:
             .with_columns(self_ns=pl.col("duration_ns") - pl.col("child_ns").fill_null(0)))
 
 
-def executions(chain: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Return one row per logical execution: its op, span, and dispatch→hardware latency."""
-    keyed = chain.join(events.select("event_id", "pid", "exec_id"), left_on="hw_event_id",
-                       right_on="event_id").with_columns(
-        key=pl.when(pl.col("exec_id").is_not_null())
-        .then(pl.format("{}:{}", "pid", "exec_id"))
-        .otherwise(pl.format("event:{}", "hw_event_id"))
-    )
+def executions(chain: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per logical execution: its op, span, and dispatch→hardware latency.
+
+    The physical cores of one Neuron execution share its ``exec_id``; without one, they
+    share the runtime call they link to. Any other hardware event is its own execution.
+    """
+    runtime_call = edges.filter(pl.col("hop") == "hardware").select(hw_event_id="dst", rt="src")
+    keyed = (chain.join(events.select("event_id", "pid", "exec_id"), left_on="hw_event_id",
+                        right_on="event_id")
+             .join(runtime_call, on="hw_event_id", how="left")
+             .with_columns(key=pl.when(pl.col("exec_id").is_not_null())
+                           .then(pl.format("exec:{}:{}", "pid", "exec_id"))
+                           .when(pl.col("rt").is_not_null())
+                           .then(pl.format("call:{}", "rt"))
+                           .otherwise(pl.format("event:{}", "hw_event_id"))))
     return keyed.group_by("key").agg(
         op=pl.col("op").drop_nulls().first(),
         op_event_id=pl.col("op_event_id").drop_nulls().first(),
@@ -53,11 +62,11 @@ def executions(chain: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(device_ns=pl.col("end_ns") - pl.col("start_ns"))
 
 
-def ops(events: pl.DataFrame, chain: pl.DataFrame | None = None) -> pl.DataFrame:
+def ops(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
     """Return the ops table, sorted by device time, then self CPU time."""
-    chain = chains(events) if chain is None else chain
+    edges = link(events) if edges is None else edges
     framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
-    execs = executions(chain, events)
+    execs = executions(chains(events, edges), events, edges)
     total_ns = execs["device_ns"].sum()
     host = framework.group_by("name").agg(
         calls=pl.len(), self_ns=pl.col("self_ns").sum(), cpu_ns=pl.col("duration_ns").sum())
@@ -83,9 +92,10 @@ def ops_result(profiles: list, path: str, *, limit: int | None = None) -> dict:
     """Return the ``ops`` result for every run."""
     runs = []
     for p in profiles:
-        chain = chains(p.events)
-        table = ops(p.events, chain)
-        execs = executions(chain, p.events)
+        edges = link(p.events)
+        chain = chains(p.events, edges)
+        table = ops(p.events, edges)
+        execs = executions(chain, p.events, edges)
         runs.append({
             "root": str(p.root),
             "total_device_us": round(execs["device_ns"].sum() / 1000, 3),
