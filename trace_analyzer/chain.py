@@ -15,7 +15,7 @@ MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; marg
 SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
 
 CHAIN_COLUMNS = [
-    "hw_event_id", "hw_name", "lane", "step", "op", "op_event_id", "link_method",
+    "hw_event_id", "hw_name", "lane", "step", "op", "op_event_id", "link_method", "runtime",
     "op_start_ns", "dispatch_start_ns", "schedule_start_ns", "submit_start_ns", "hw_start_ns",
     "hw_end_ns", "dispatch_to_schedule_us", "schedule_to_hw_us", "dispatch_to_hw_us",
     "hw_duration_us",
@@ -48,11 +48,13 @@ def chains(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFr
                 .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
                 .group_by(op_event_id="src").agg(op_dispatch_ns=pl.col("start_ns").min()))
     runtime = nearest(pl.col("src") == "neuron_rt", seq_id="seq_id", rt_pid="pid")
+    runtime_call = nearest(pl.col("kind") == "runtime", runtime="name")
     trust = _weakest(ancestors, op)
     out = (hw.select("step", "lane", hw="event_id", hw_event_id="event_id", hw_name="name",
                      hw_start_ns="start_ns", hw_end_ns="end_ns")
            .join(op, on="hw", how="left").join(dispatch, on="hw", how="left")
-           .join(runtime, on="hw", how="left").join(trust, on="hw", how="left"))
+           .join(runtime, on="hw", how="left").join(runtime_call, on="hw", how="left")
+           .join(trust, on="hw", how="left"))
     out = (out.join(_runtime_starts(events), on=["rt_pid", "seq_id"], how="left")
            .join(launched, on="op_event_id", how="left")
            .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns"))))

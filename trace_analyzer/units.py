@@ -1,0 +1,60 @@
+"""Durations with units (``5us``, ``1.2ms``, ``300ns``) and ``--fail-on`` expressions."""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+from .errors import UsageError
+
+NS_PER = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+DURATION = re.compile(r"^\s*(-?\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)\s*$")
+
+
+def parse_duration(text: str) -> int:
+    """Return a duration with a unit as integer ns; a bare number is an error (which unit?)."""
+    m = DURATION.match(text)
+    if not m:
+        raise UsageError(f"{text!r} is not a duration: give a number and a unit, e.g. 5us, "
+                         "1.2ms, 300ns")
+    return round(float(m[1]) * NS_PER[m[2]])
+
+
+OPERATORS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+             ">": operator.gt, "<": operator.lt}
+CONDITION = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d*)?)\s*$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One ``--fail-on`` condition: ``metric op number``, e.g. ``idle_pct>20``."""
+
+    text: str
+    metric: str
+    op: str
+    value: float
+
+    def holds(self, metrics: dict) -> bool:
+        return OPERATORS[self.op](metrics[self.metric], self.value)
+
+
+def parse_condition(text: str, known: dict) -> Condition:
+    """Return the parsed condition; its metric must be one of ``known`` (name -> meaning)."""
+    m = CONDITION.match(text)
+    if not m:
+        raise UsageError(f"--fail-on {text!r}: expected METRIC OP NUMBER, e.g. 'idle_pct>20'")
+    if m[1] not in known:
+        raise UsageError(f"--fail-on {text!r}: unknown metric {m[1]!r}; known: "
+                         + ", ".join(sorted(known)))
+    return Condition(text=text.strip(), metric=m[1], op=m[2], value=float(m[3]))
+
+
+def failed(conditions: list[Condition], metrics: dict) -> list[str]:
+    """Return a line for each condition that holds (a failed gate), with the measured value."""
+    out = []
+    for c in conditions:
+        value = metrics.get(c.metric)
+        if value is not None and c.holds(metrics):
+            out.append(f"--fail-on '{c.text}' failed: {c.metric} = {value}")
+    return out
