@@ -21,7 +21,7 @@ $(VENV)/.installed-test: $(VENV)/.installed
 venv: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(BIN)/traceana info $(DEMO)
+	$(BIN)/traceana gaps $(DEMO)
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest

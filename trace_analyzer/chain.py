@@ -5,11 +5,10 @@ This is Neuron Explorer's dependency chain view as a table, for every execution 
 
 from __future__ import annotations
 
-import re
-
 import polars as pl
 
 from .link import METHODS, link
+from .units import glob_regex
 
 MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
 SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
@@ -128,8 +127,7 @@ def select(chain: pl.DataFrame, *, op: str | None = None, step: int | None = Non
     """Return the chain rows of one op (a name or a glob such as ``aten::*``), one step, or
     only the executions that reach no op."""
     if op is not None:
-        pattern = "^" + re.escape(op).replace(r"\*", ".*").replace(r"\?", ".") + "$"
-        chain = chain.filter(pl.col("op").str.contains(pattern))
+        chain = chain.filter(pl.col("op").str.contains(glob_regex(op)))
     if step is not None:
         chain = chain.filter(pl.col("step") == step)
     if unlinked:

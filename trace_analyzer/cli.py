@@ -13,12 +13,14 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import InputError, TraceanaError
+from .errors import InputError, TraceanaError, UsageError
 from . import graph as graph_export
 from .chain import chain_result
+from .gaps import METRICS, gaps_result
 from .info import info as info_analysis
 from .ops import ops_result
 from .profile import load, load_runs
+from .units import parse_condition, parse_duration
 from .render import RENDERERS, for_output
 
 
@@ -90,6 +92,58 @@ def info(path: Path, fmt: str | None, output: Path | None) -> None:
     """
     profiles = load_runs(path)
     emit("info", info_analysis(profiles, str(path)), fmt, output)
+
+
+def _window(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise UsageError("--window wants START:END, e.g. 0.5ms:2ms")
+    return parse_duration(start), parse_duration(end)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--step", type=int, help="Window: ProfilerStep#N only.")
+@click.option("--window", "span", metavar="START:END",
+              help="Window: from START to END after the run's first event, e.g. 0.5ms:2ms.")
+@click.option("--min-gap", default="0ns", show_default=True, metavar="DURATION",
+              help="Leave shorter gaps out of the gap list and counts (their time stays idle).")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many gaps and ops the text reports show.")
+@click.option("--lane", "lane_glob", metavar="GLOB", help="Only hardware lanes matching GLOB.")
+@click.option("--by", type=click.Choice(["device", "lane", "op"]), default="device",
+              show_default=True, help="The table the text reports lead with.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="EXPR",
+              help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.")
+@output_options
+@handle_errors
+def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
+         lane_glob: str | None, by: str, fail_on: tuple[str, ...], fmt: str | None,
+         output: Path | None) -> None:
+    """Every idle gap on the hardware lanes, attributed to the op that ended it and a cause.
+
+    Causes: host_dispatch, transfer, sync, runtime, uncorrelated, other (docs/gaps.md).
+    Durations take units: 5us, 1.2ms, 300ns. --fail-on metrics: idle_pct, gap_max_us,
+    gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
+    leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.
+
+    \b
+    Example:
+        traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
+    """
+    conditions = [parse_condition(c, METRICS) for c in fail_on]
+    options = dict(step=step, span=_window(span), min_gap_ns=parse_duration(min_gap),
+                   lanes=lane_glob)
+    result = gaps_result(load_runs(path), str(path), conditions=conditions, **options)
+    result["view"] = {"by": by, "top": top}
+    emit("gaps", result, fmt, output)
+    failures = [f"{run['root']}: {line}" for run in result["runs"] for line in run["failed"]]
+    for line in failures:
+        click.echo(f"traceana: {line}", err=True)
+    if failures:
+        sys.exit(1)
 
 
 @cli.command()

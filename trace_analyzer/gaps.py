@@ -19,6 +19,7 @@ import polars as pl
 from .chain import chains
 from .errors import UsageError
 from .link import link
+from .units import failed, glob_regex
 
 CAUSES = ("host_dispatch", "transfer", "sync", "runtime", "uncorrelated", "other")
 # A transfer or sync explains a gap when it covers at least this share of it.
@@ -153,7 +154,8 @@ def attribute(gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame) -> 
                      on="prev_event", how="left")
            .join(names.rename({"event_id": "next_event", "name": "next_name"}),
                  on="next_event", how="left")
-           .join(nxt, on="next_event", how="left"))
+           .join(nxt, on="next_event", how="left")
+           .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left"))
     out = covered(out, transfers, "transfer")
     out = covered(out, syncs, "sync")
     return out.with_columns(cause=cause())
@@ -224,7 +226,7 @@ def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = Non
     events = getattr(profile, "events", profile)
     hw = events.filter(pl.col("lane_kind") == "hardware")
     if lanes:
-        hw = hw.filter(pl.col("lane").str.contains(_glob(lanes)))
+        hw = hw.filter(pl.col("lane").str.contains(glob_regex(lanes)))
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
         return _empty(w)
@@ -250,19 +252,16 @@ def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = Non
                       summary=_summary(devices_t, device_gaps, lanes_t.height))
 
 
-def _glob(pattern: str) -> str:
-    import re
-
-    return "^" + re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".") + "$"
-
-
 def _summary(devices: pl.DataFrame, device_gaps: pl.DataFrame, n_lanes: int) -> dict:
     """Return the totals over devices: what --fail-on and the verdict read."""
     total = {c: int(devices[c].sum()) for c in
              ("busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "executions",
               "gap_count")}
     d = device_gaps["duration_ns"]
-    q = (lambda p: int(round(d.quantile(p, "linear")))) if len(d) else (lambda p: None)
+
+    def q(p: float) -> int | None:
+        return int(round(d.quantile(p, "linear"))) if len(d) else None
+
     by_cause = {c: int(device_gaps.filter(pl.col("cause") == c)["duration_ns"].sum())
                 for c in CAUSES}
     return {
@@ -284,3 +283,55 @@ def _empty(w: Window | None) -> GapsResult:
                "devices": 0, "lanes": 0}
     return GapsResult(window=w, lanes=none, devices=none, gaps=none, device_gaps=none,
                       ops=by_op(none), summary=summary)
+
+
+# --fail-on metrics, read from a run's summary (µs for people, like the reports).
+METRICS = {
+    "idle_pct": "idle % of the window (gaps only; leading and trailing idle apart)",
+    "busy_us": "busy time", "idle_us": "idle time in gaps", "leading_us": "leading idle",
+    "trailing_us": "trailing idle", "gap_count": "number of gaps", "executions": "executions",
+    "gap_p50_us": "median gap", "gap_p90_us": "90th percentile gap",
+    "gap_p99_us": "99th percentile gap", "gap_max_us": "longest gap",
+    **{f"idle_{c}_us": f"idle time in gaps caused by {c}" for c in CAUSES},
+}
+
+
+def metrics(summary: dict) -> dict:
+    """Return the --fail-on metrics of a summary (None where there is nothing to measure)."""
+    def us(ns: int | None) -> float | None:
+        return None if ns is None else ns / 1000
+
+    out = {"idle_pct": summary["idle_pct"], "gap_count": summary["gap_count"],
+           "executions": summary["executions"]}
+    for name in ("busy", "idle", "leading", "trailing", "gap_p50", "gap_p90", "gap_p99", "gap_max"):
+        out[f"{name}_us"] = us(summary[f"{name}_ns"])
+    for c, ns in summary["idle_by_cause_ns"].items():
+        out[f"idle_{c}_us"] = us(ns)
+    return out
+
+
+def to_dict(r: GapsResult, root: str) -> dict:
+    """Return one run's gaps as plain data: the JSON output's shape (docs/gaps.md)."""
+    w = r.window
+    return {
+        "root": root,
+        "window": None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns,
+                                          "duration_ns": w.duration_ns, "origin": w.origin},
+        "summary": r.summary,
+        "devices": r.devices.to_dicts(),
+        "lanes": r.lanes.to_dicts(),
+        "gaps": r.gaps.to_dicts(),
+        "device_gaps": r.device_gaps.to_dicts(),
+        "ops": r.ops.to_dicts(),
+    }
+
+
+def gaps_result(profiles: list, path: str, *, conditions=(), **options) -> dict:
+    """Return the ``gaps`` result of every run, with the --fail-on conditions that failed."""
+    runs = []
+    for p in profiles:
+        run = to_dict(gaps(p, **options), str(p.root))
+        run["failed"] = failed(list(conditions), metrics(run["summary"]))
+        runs.append(run)
+    return {"schema_version": 1, "path": str(path),
+            "min_gap_ns": options.get("min_gap_ns", 0), "runs": runs}

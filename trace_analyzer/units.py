@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 from .errors import UsageError
 
+def glob_regex(pattern: str) -> str:
+    """Return the anchored regex of a shell-style glob (``*`` and ``?``) for polars matching."""
+    return "^" + re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".") + "$"
+
+
 NS_PER = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 DURATION = re.compile(r"^\s*(-?\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)\s*$")
 

@@ -7,4 +7,5 @@ import orjson
 
 def render(kind: str, data: dict) -> str:
     """Return ``data`` as indented JSON (integers stay integers: times are ns)."""
+    data = {k: v for k, v in data.items() if k != "view"}  # presentation only
     return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"

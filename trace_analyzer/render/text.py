@@ -25,6 +25,7 @@ def frame_text(df: pl.DataFrame, style: str = TABLE) -> str:
         fmt_table_cell_list_len=10,
         tbl_cell_numeric_alignment="RIGHT",
         float_precision=None,
+        fmt_float="full",
     ):
         return str(df)
 
@@ -40,8 +41,9 @@ def render_markdown(kind: str, data: dict) -> str:
 
 
 def _render(kind: str, data: dict, style: str) -> str:
-    layout: Callable[[dict, str], list[str]] = LAYOUTS[kind]
-    return "\n\n".join("\n".join(layout(run, style)) for run in data["runs"]) + "\n"
+    layout: Callable[..., list[str]] = LAYOUTS[kind]
+    view = data.get("view", {})  # presentation choices (--by, --top), not results
+    return "\n\n".join("\n".join(layout(run, style, **view)) for run in data["runs"]) + "\n"
 
 
 def _heading(text: str, style: str, level: int = 2) -> str:
@@ -137,4 +139,76 @@ def _chain(run: dict, style: str) -> list[str]:
     return lines + ["", frame_text(df, style)]
 
 
-LAYOUTS = {"info": _info, "ops": _ops, "chain": _chain}
+def _us(ns: int | None) -> float | None:
+    return None if ns is None else round(ns / 1000, 1)
+
+
+def _verdict(run: dict) -> str:
+    s, w = run["summary"], run["window"]
+    if not s["executions"]:
+        return "no hardware executions in the window: nothing to measure"
+    causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
+    top = max(causes, key=causes.get) if causes else None
+    text = (f"{s['devices']} device(s) idle {s['idle_pct']} % of the {w['origin']} "
+            f"({_us(s['idle_ns'])} µs in {s['gap_count']} gaps, longest {_us(s['gap_max_ns'])} µs)")
+    if top:
+        text += f"; top cause {top}: {_us(causes[top])} µs"
+    return ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + text
+
+
+AGGREGATE = {  # --by: which table, and its first column
+    "device": ("devices", "device"), "lane": ("lanes", "lane"), "op": ("ops", "op"),
+}
+
+
+def _aggregate(run: dict, by: str, top: int) -> pl.DataFrame:
+    rows = run[AGGREGATE[by][0]]
+    if by == "op":
+        return _ops_idle(rows[:top])
+    return pl.DataFrame([
+        {AGGREGATE[by][1]: r[AGGREGATE[by][1]], "busy µs": _us(r["busy_ns"]),
+         "idle µs": _us(r["idle_ns"]), "idle %": r["idle_pct"], "leading µs": _us(r["leading_ns"]),
+         "trailing µs": _us(r["trailing_ns"]), "executions": r["executions"],
+         "gaps": r["gap_count"], "p50 µs": _us(r["gap_p50_ns"]), "p90 µs": _us(r["gap_p90_ns"]),
+         "p99 µs": _us(r["gap_p99_ns"]), "max µs": _us(r["gap_max_ns"])} for r in rows])
+
+
+def _ops_idle(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame([
+        {"op": r["op"], "idle before µs": _us(r["idle_before_ns"]), "gaps": r["gaps"],
+         **{c: _us(r[f"{c}_ns"]) for c in ("host_dispatch", "transfer", "sync", "runtime",
+                                            "uncorrelated", "other")},
+         "transfers": r["transfers"] or ""} for r in rows])
+
+
+def _gap_rows(gaps: list[dict], where: str, origin: int) -> pl.DataFrame:
+    return pl.DataFrame([
+        {where: g[where], "at ms": round((g["start_ns"] - origin) / 1e6, 3),
+         "gap µs": _us(g["duration_ns"]), "cause": g["cause"],
+         "after op": g["prev_op"] or f"({g['prev_name']})", "next op": g["next_op"] or "(unlinked)", "evidence": g.get(f"{g['cause']}_event") or ""}
+        for g in gaps])
+
+
+def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]:
+    lines = [_heading(f"gaps: {run['root']}", style), "",
+             f"**{_verdict(run)}**" if style == MARKDOWN else _verdict(run)]
+    if not run["summary"]["executions"]:
+        return lines
+    origin = run["window"]["start_ns"]
+    lines += _section(f"by {by} (µs)", _aggregate(run, by, top), style)
+    longest = sorted(run["device_gaps"], key=lambda g: -g["duration_ns"])[:top]
+    if longest:
+        lines += _section(f"top {len(longest)} gaps (device idle; at = ms from the window start)",
+                          _gap_rows(longest, "device", origin), style)
+    if by != "op" and run["ops"]:
+        ops = run["ops"]
+        lines += _section("idle before each op (µs, by cause)", _ops_idle(ops[:top]), style)
+        if len(ops) > top:
+            lines.append(f"... and {len(ops) - top} more ops (--top to show more)")
+    if style == MARKDOWN and run["gaps"]:
+        lines += ["", f"<details><summary>all {len(run['gaps'])} gaps, per lane</summary>", "",
+                  frame_text(_gap_rows(run["gaps"], "lane", origin), style), "", "</details>"]
+    return lines
+
+
+LAYOUTS = {"info": _info, "ops": _ops, "chain": _chain, "gaps": _gaps}
