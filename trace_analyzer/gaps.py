@@ -225,8 +225,12 @@ def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = Non
     """Return the idle gaps of one run (a Profile, or its events table)."""
     events = getattr(profile, "events", profile)
     hw = events.filter(pl.col("lane_kind") == "hardware")
+    if min_gap_ns < 0:
+        raise UsageError("--min-gap must not be negative")
     if lanes:
         hw = hw.filter(pl.col("lane").str.contains(glob_regex(lanes)))
+        if hw.is_empty():
+            raise UsageError(f"no hardware lane matches --lane {lanes!r}")
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
         return _empty(w)
@@ -244,15 +248,17 @@ def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = Non
             found = found.join(keys, on="lane", how="left")
         kept = found.filter(pl.col("duration_ns") >= max(min_gap_ns, 1))
         parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w),
-                      kept.sort("start_ns", key))
+                      kept.sort("start_ns", key), found)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
-    devices_t, device_gaps = parts["device"]
+    devices_t, device_gaps, all_device_gaps = parts["device"]
+    # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
     return GapsResult(window=w, lanes=lanes_t, devices=devices_t, gaps=parts["lane"][1],
-                      device_gaps=device_gaps, ops=by_op(device_gaps),
-                      summary=_summary(devices_t, device_gaps, lanes_t.height))
+                      device_gaps=device_gaps, ops=by_op(all_device_gaps),
+                      summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height))
 
 
-def _summary(devices: pl.DataFrame, device_gaps: pl.DataFrame, n_lanes: int) -> dict:
+def _summary(devices: pl.DataFrame, device_gaps: pl.DataFrame, all_gaps: pl.DataFrame,
+             n_lanes: int) -> dict:
     """Return the totals over devices: what --fail-on and the verdict read."""
     total = {c: int(devices[c].sum()) for c in
              ("busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "executions",
@@ -262,7 +268,7 @@ def _summary(devices: pl.DataFrame, device_gaps: pl.DataFrame, n_lanes: int) -> 
     def q(p: float) -> int | None:
         return int(round(d.quantile(p, "linear"))) if len(d) else None
 
-    by_cause = {c: int(device_gaps.filter(pl.col("cause") == c)["duration_ns"].sum())
+    by_cause = {c: int(all_gaps.filter(pl.col("cause") == c)["duration_ns"].sum())
                 for c in CAUSES}
     return {
         **total,

@@ -149,8 +149,9 @@ def _verdict(run: dict) -> str:
         return "no hardware executions in the window: nothing to measure"
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
     top = max(causes, key=causes.get) if causes else None
+    longest = f", longest {_us(s['gap_max_ns'])} µs" if s["gap_count"] else ""
     text = (f"{s['devices']} device(s) idle {s['idle_pct']} % of the {w['origin']} "
-            f"({_us(s['idle_ns'])} µs in {s['gap_count']} gaps, longest {_us(s['gap_max_ns'])} µs)")
+            f"({_us(s['idle_ns'])} µs in {s['gap_count']} gaps{longest})")
     if top:
         text += f"; top cause {top}: {_us(causes[top])} µs"
     return ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + text
@@ -195,7 +196,9 @@ def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]
     if not run["summary"]["executions"]:
         return lines
     origin = run["window"]["start_ns"]
-    lines += _section(f"by {by} (µs)", _aggregate(run, by, top), style)
+    table = _aggregate(run, by, top)
+    if table.height:
+        lines += _section(f"by {by} (µs)", table, style)
     longest = sorted(run["device_gaps"], key=lambda g: -g["duration_ns"])[:top]
     if longest:
         lines += _section(f"top {len(longest)} gaps (device idle; at = ms from the window start)",
