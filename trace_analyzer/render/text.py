@@ -145,6 +145,8 @@ def _us(ns: int | None) -> float | None:
 
 def _verdict(run: dict) -> str:
     s, w = run["summary"], run["window"]
+    if not s["lanes"]:
+        return "no hardware lanes: this profile records host activity only (no hardware executions)"
     if not s["executions"]:
         return "no hardware executions in the window: nothing to measure"
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
