@@ -104,3 +104,14 @@ def corpus() -> Path:
         pytest.skip(f"../shared/corpus is absent: no {CORPUS_DATA}; the corpus tests need the "
                     "shared HTA sample traces checked out beside the repository")
     return CORPUS_DATA
+
+
+def union_of(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Reference model for the tests: the union of intervals; blocks that overlap or touch are one."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]

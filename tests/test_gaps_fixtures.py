@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, union_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NAIVE, FUSED, COMPILED, LNC2 = ("rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled",
@@ -41,18 +41,8 @@ def key(g: dict) -> tuple:
     return (g["lane"], g["start_ns"], g["end_ns"], g["duration_ns"], g["next_op"])
 
 
-def union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
-
-
 def covered(start: int, end: int, marks: list[tuple[int, int]]) -> int:
-    return sum(max(0, min(e, end) - max(s, start)) for s, e in union(marks))
+    return sum(max(0, min(e, end) - max(s, start)) for s, e in union_of(marks))
 
 
 def expected_cause(t: dict, g: dict) -> str:
@@ -141,7 +131,7 @@ def test_lnc2_lists_both_core_lanes_with_their_executions_and_gaps():
 
 def test_lnc2_device_is_the_union_of_its_cores():
     t, run = truth(LNC2), gaps_run(LNC2)
-    blocks = union([(e["start_ns"], e["end_ns"]) for e in t["executions"]])
+    blocks = union_of([(e["start_ns"], e["end_ns"]) for e in t["executions"]])
     device_gaps = [(a[1], b[0]) for a, b in zip(blocks, blocks[1:])]
     s = run["summary"]
     assert s["executions"] == len(t["executions"]) == 12

@@ -235,7 +235,7 @@ def test_crowded_overlapping_intervals_never_give_negative_idle(ivs, span):
     for k in ("a", "b"):
         m = merged.filter(pl.col("lane") == k).sort("start_ns").select("start_ns", "end_ns").rows()
         assert all(e1 < s2 for (_, e1), (s2, _) in zip(m, m[1:]))
-        assert m == model_blocks([(s, e) for kk, s, e in clipped if kk == k])
+        assert m == union_of([(s, e) for kk, s, e in clipped if kk == k])
     assert (found["duration_ns"] > 0).all()
     for r in out.to_dicts():
         assert r["idle_ns"] >= 0 and r["busy_ns"] <= r["window_ns"]
@@ -245,17 +245,6 @@ def test_crowded_overlapping_intervals_never_give_negative_idle(ivs, span):
         assert r["gap_count"] == own.height
         assert r["busy_ns"] == len({t for kk, s, e in clipped if kk == r["lane"]
                                     for t in range(s, e)})
-
-
-def model_blocks(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The union of closed-touching intervals: blocks that overlap or touch are one."""
-    out: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [tuple(b) for b in out]
 
 
 def test_random_orders_of_the_same_rows_merge_alike():
@@ -269,4 +258,4 @@ def test_random_orders_of_the_same_rows_merge_alike():
                            "start_ns": [s for s, _ in ivs], "end_ns": [s + d for s, d in ivs]})
         frames.append(merge(df, "lane").select("start_ns", "end_ns", "events").rows())
     assert all(f == frames[0] for f in frames)
-    assert [(s, e) for s, e, _ in frames[0]] == model_blocks([(s, s + d) for s, d in ivs])
+    assert [(s, e) for s, e, _ in frames[0]] == union_of([(s, s + d) for s, d in ivs])
