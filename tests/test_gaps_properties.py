@@ -12,6 +12,7 @@ import random
 
 import polars as pl
 from hypothesis import HealthCheck, given, settings
+from conftest import union_of
 from hypothesis import strategies as st
 
 from trace_analyzer.gaps import Window, between, gaps, merge, stats
