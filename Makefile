@@ -14,8 +14,8 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e '.[test]'
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-capture.txt
+	$(BIN)/pip install --quiet -e '.[test]' -r requirements-test.txt
 	touch $@
 
 venv: $(VENV)/.installed

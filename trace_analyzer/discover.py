@@ -26,7 +26,8 @@ PARQUET_EVENTS = re.compile(r"^SystemProfileEvents(_\d+)?\.parquet$")
 # Per-core device JSON exports (0.6-1.4 GB each) and device-profile JSON: not system events.
 DEVICE_JSON = re.compile(r"(_nc_\d+_session_\d+|^device_profile_model_.+)\.json(\.gz)?$")
 # JSON files that are known not to be traces.
-NOT_TRACES = {"capture.json", "truth.json"}
+NOT_TRACES = {"truth.json"}
+CAPTURE_JSON = "capture.json"  # written by capture/: what was profiled, how
 RAW_SYSTEM = {"ntrace.pb", "trace_info.pb", "cpu_util.pb", "host_mem.pb"}
 RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
@@ -63,6 +64,7 @@ class Run:
     ntffs: list[Path] = field(default_factory=list)
     raw: list[Path] = field(default_factory=list)  # ntrace.pb, trace_info.pb, ...
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    captures: list[Path] = field(default_factory=list)  # capture.json files
     layouts: set[str] = field(default_factory=set)
 
     @property
@@ -156,6 +158,8 @@ def discover(path: str | Path) -> list[Run]:
                 parquet_dirs.add(f.parent)
                 src = Source(path=f.parent, kind="explorer-parquet", capture=cap)
                 _place(src, owner, loose)
+        elif name == CAPTURE_JSON:
+            (owner or run_at(f.parent)).captures.append(f)
         elif _is_json(name):
             if name in NOT_TRACES:
                 continue

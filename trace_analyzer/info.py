@@ -6,6 +6,7 @@ import polars as pl
 
 from .chain import chains, coverage
 from .profile import Profile, undecoded_hardware
+from .readers.common import read_capture_json
 
 SCHEMA_VERSION = 1
 
@@ -48,6 +49,7 @@ def run_info(p: Profile) -> dict:
         "lanes": lanes.to_dicts(),
         "lanes_by_kind": dict(sorted(by_kind.items())),
         "neff_ntff": p.pairs,
+        "captures": [_capture(f) for f in p.run.captures],
         "raw_system_traces": [str(f) for f in p.run.raw],
         "dropped": p.dropped,
         "warnings": p.warnings,
@@ -69,6 +71,13 @@ def lane_table(events: pl.DataFrame) -> pl.DataFrame:
         .with_columns(span_ns=pl.col("end_ns") - pl.col("start_ns"))
         .sort("lane")
     )
+
+
+def _capture(path) -> dict:
+    doc = read_capture_json(path) or {}
+    keep = ("backend", "device", "workload", "variant", "torch_version", "torch_neuronx_version",
+            "started_at", "host", "shape", "dtype", "schedule")
+    return {"path": str(path), **{k: doc.get(k) for k in keep}}
 
 
 def _source(r) -> dict:

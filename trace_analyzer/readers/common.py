@@ -58,6 +58,21 @@ def load_json(path: Path) -> object:
         raise InputError(path, f"not valid JSON{hint}: {e}") from e
 
 
+def read_capture_json(path: Path) -> dict | None:
+    """Return the parsed capture.json written by capture/, or None when absent or unreadable."""
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def capture_backend(folder: Path) -> str | None:
+    """Return the backend a capture.json in ``folder`` names (cpu, cuda, neuron), if any."""
+    doc = read_capture_json(folder / "capture.json")
+    return doc.get("backend") if doc else None
+
+
 def as_i64(value: object) -> int | None:
     """Return ``value`` as an int64, or None when it is absent, not a number or out of range."""
     if value is None or isinstance(value, bool):

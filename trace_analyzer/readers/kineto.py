@@ -15,7 +15,7 @@ import polars as pl
 from ..discover import Source
 from ..errors import InputError
 from ..schema import conform
-from .common import I64_MAX, I64_MIN, ReadResult, as_i64, assign_steps, finish
+from .common import I64_MAX, I64_MIN, ReadResult, as_i64, assign_steps, capture_backend, finish
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
@@ -70,7 +70,8 @@ def read(src: Source, doc: dict) -> ReadResult:
     else:
         result.warnings.append(f"{src.path}: {clock_note}")
     rows, flows, skipped = _collect(events, base)
-    neuron = src.capture is not None or _any_neuron(rows)
+    neuron = _any_neuron(rows) or (src.capture is not None
+                                   and capture_backend(src.path.parent) in (None, "neuron"))
     accel = "privateuse1" if neuron else _accelerator(doc, rows)
     df = finish(rows, src.path)
     if not df.is_empty():

@@ -90,6 +90,11 @@ def _info(run: dict, style: str) -> list[str]:
              for l in run["lanes"]]
         )
         lines += _section("lanes (ms from the first event)", lanes, style)
+    if run.get("captures"):
+        caps = pl.DataFrame([{k: str(c.get(k) or "") for k in
+                              ("backend", "device", "workload", "variant", "torch_version",
+                               "started_at", "path")} for c in run["captures"]])
+        lines += _section("captures (capture.json)", caps, style)
     if run["neff_ntff"]:
         pairs = pl.DataFrame(
             [{"ntff": p["ntff"] or "", "neff": p["neff"] or "", "mode": p["mode"] or ""}
