@@ -16,6 +16,8 @@ from . import __version__
 from .errors import InputError, TraceanaError, UsageError
 from . import graph as graph_export
 from .chain import chain_result
+from .diff import DIFF_METRICS, DIFF_METRICS_HINT
+from .diff import diff as diff_profiles
 from .gaps import METRICS, gaps_result
 from .info import info as info_analysis
 from .ops import ops_result
@@ -139,11 +141,50 @@ def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
     result = gaps_result(load_runs(path), str(path), conditions=conditions, **options)
     result["view"] = {"by": by, "top": top}
     emit("gaps", result, fmt, output)
+    _exit_on_failures(result)
+
+
+def _exit_on_failures(result: dict) -> None:
+    """Name every --fail-on condition that held, on stderr, and exit 1 if any did."""
     failures = [f"{run['root']}: {line}" for run in result["runs"] for line in run["failed"]]
     for line in failures:
         click.echo(f"traceana: {line}", err=True)
     if failures:
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("head", type=click.Path(path_type=Path))
+@click.option("--step", type=int, help="Compare ProfilerStep#N of each.")
+@click.option("--min-gap", default="0ns", show_default=True, metavar="DURATION",
+              help="Leave shorter gaps out of the gap counts.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="How many changed ops the text reports show.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="EXPR",
+              help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.")
+@output_options
+@handle_errors
+def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
+         fail_on: tuple[str, ...], fmt: str | None, output: Path | None) -> None:
+    """Compare two profiles (BASE, then HEAD): idle, device time, gaps, ops, causes.
+
+    Each of BASE and HEAD is one run: a profile folder, a trace file, or a run's folder
+    inside a larger one. --fail-on metrics: every compared metric (idle_pct, device_time,
+    idle_us, executions, gap_count, gap_p50_us, gap_p90_us, gap_max_us, idle_<cause>_us)
+    with a suffix: _delta (head − base; pp for idle_pct), _pct_delta (relative %), _base,
+    _head, or none (head's value). Exit 1 after printing when one holds.
+
+    \b
+    Example:
+        traceana diff base/ head/ --format markdown --fail-on 'idle_pct_delta>2'
+    """
+    conditions = [parse_condition(c, DIFF_METRICS, DIFF_METRICS_HINT) for c in fail_on]
+    result = diff_profiles(load(base), load(head), str(base), str(head), conditions=conditions,
+                           step=step, min_gap_ns=parse_duration(min_gap))
+    result["view"] = {"top": top}
+    emit("diff", result, fmt, output)
+    _exit_on_failures(result)
 
 
 @cli.command()

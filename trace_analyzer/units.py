@@ -44,14 +44,16 @@ class Condition:
         return OPERATORS[self.op](metrics[self.metric], self.value)
 
 
-def parse_condition(text: str, known: dict) -> Condition:
-    """Return the parsed condition; its metric must be one of ``known`` (name -> meaning)."""
+def parse_condition(text: str, known: dict, hint: str | None = None) -> Condition:
+    """Return the parsed condition; its metric must be one of ``known`` (name -> meaning).
+
+    ``hint`` replaces the list of known names in the error (when it is long)."""
     m = CONDITION.match(text)
     if not m:
         raise UsageError(f"--fail-on {text!r}: expected METRIC OP NUMBER, e.g. 'idle_pct>20'")
     if m[1] not in known:
         raise UsageError(f"--fail-on {text!r}: unknown metric {m[1]!r}; known: "
-                         + ", ".join(sorted(known)))
+                         + (hint or ", ".join(sorted(known))))
     return Condition(text=text.strip(), metric=m[1], op=m[2], value=float(m[3]))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 # The table each result kind puts in its CSV form.
-MAIN_TABLE = {"info": "lanes", "ops": "rows", "chain": "rows", "gaps": "gaps"}
+MAIN_TABLE = {"info": "lanes", "ops": "rows", "chain": "rows", "gaps": "gaps", "diff": "metrics"}
 
 
 def render(kind: str, data: dict) -> str:

@@ -221,4 +221,47 @@ def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]
     return lines
 
 
-LAYOUTS = {"info": _info, "ops": _ops, "chain": _chain, "gaps": _gaps}
+def _diff(run: dict, style: str, top: int = 10) -> list[str]:
+    verdict = ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + run["verdict_text"]
+    lines = [_heading(f"diff: {run['root']}", style), "",
+             f"**{verdict}**" if style == MARKDOWN else verdict]
+    shown = [m for m in run["metrics"] if m["base"] or m["head"]]
+    metrics = pl.DataFrame([{"metric": m["what"], "base": _num(m["base"]), "head": _num(m["head"]),
+                             "change": _signed(m["delta"]), "change %": _signed(m["pct_delta"])}
+                            for m in shown])
+    lines += _section("key numbers (head − base)", metrics, style)
+    changed = [o for o in run["ops"] if o["device_us_delta"] or o["calls_delta"]
+               or o["idle_before_us_delta"]][:top]
+    if changed:
+        lines += _section(f"ops that changed most (device µs; top {len(changed)})",
+                          _op_changes(changed), style)
+    for title, ops in (("ops added in head", run["added"]), ("ops removed in head", run["removed"])):
+        if ops:
+            names = ", ".join(f"{o['name']} ({_num(_first(o['device_us_head'], o['device_us_base']))} µs)"
+                              for o in ops[:top])
+            more = f", and {len(ops) - top} more" if len(ops) > top else ""
+            lines += ["", f"{title}: {names}{more}"]
+    return lines
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def _num(v) -> str:
+    return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _signed(v) -> str:
+    return "" if v is None else f"{v:+g}"
+
+
+def _op_changes(ops: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame([
+        {"op": o["name"], "calls": f"{_num(o['calls_base'])} → {_num(o['calls_head'])}",
+         "device base": _num(o["device_us_base"]), "device head": _num(o["device_us_head"]),
+         "device Δ": _signed(o["device_us_delta"]),
+         "idle before Δ": _signed(o["idle_before_us_delta"])} for o in ops])
+
+
+LAYOUTS = {"info": _info, "ops": _ops, "chain": _chain, "gaps": _gaps, "diff": _diff}
