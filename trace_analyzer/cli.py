@@ -15,6 +15,7 @@ import click
 from . import __version__
 from .errors import InputError, TraceanaError, UsageError
 from . import graph as graph_export
+from . import export as trace_export
 from .chain import chain_result
 from .diff import DIFF_METRICS, DIFF_METRICS_HINT
 from .diff import diff as diff_profiles
@@ -249,6 +250,64 @@ def graph(path: Path, output: Path) -> None:
     except OSError as e:
         raise InputError(output, f"cannot write: {e.strerror or e}") from e
     click.echo(f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
+@handle_errors
+def export(path: Path, output: Path) -> None:
+    """Export one run as a trace for the Perfetto UI, with links and gaps drawn in.
+
+    Every lane is a track, every link a flow arrow, every idle gap a slice named by its
+    cause, on a track beside its hardware lane (docs/graph.md). Write it outside the
+    profile folder: traceana would read it there as another trace of the run.
+
+    \b
+    Example:
+        traceana export ./profile_out -o annotated.json
+    """
+    doc = trace_export.build(load(path), source=str(path))
+    try:
+        trace_export.write(doc, output)
+    except OSError as e:
+        raise InputError(output, f"cannot write: {e.strerror or e}") from e
+    n = doc["traceana"]
+    click.echo(f"wrote {output}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
+               f"{n['tracks']} tracks", err=True)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--base", type=click.Path(path_type=Path), metavar="BASE",
+              help="Compare with this run (e.g. before a change): adds the diff and its timeline.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="File to write: .html (one self-contained page) or .md (Markdown; the plots "
+                   "go beside it as <name>.<plot>.png).")
+@handle_errors
+def report(path: Path, base: Path | None, output: Path) -> None:
+    """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.
+
+    The page embeds the JSON of `gaps`, `ops` (and `diff`) and shows nothing else; it needs
+    no network (docs/report.md). Plots need matplotlib: pip install 'traceana[report]'.
+
+    \b
+    Example:
+        traceana report ./profile_out --base ./before -o report.html
+    """
+    from . import plots, report as report_page
+
+    report_page.format_of(output)
+    plots.require()
+    written = report_page.files(report_page.build(path, base), output)
+    for target, content in written.items():
+        try:
+            target.write_bytes(content)
+        except OSError as e:
+            raise InputError(target, f"cannot write: {e.strerror or e}") from e
+    beside = f" and {len(written) - 1} plots beside it" if len(written) > 1 else ""
+    click.echo(f"wrote {output}{beside}", err=True)
 
 
 def main() -> None:
