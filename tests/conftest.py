@@ -115,3 +115,14 @@ def union_of(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append([s, e])
     return [(s, e) for s, e in out]
+
+
+def one_line_error(code: int, out: str, err: str) -> str:
+    """Assert the CLI's bad-input contract (exit 2, nothing on stdout, one line, no traceback)
+    and return that line."""
+    assert code == 2, (code, out, err)
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 import pytest
-from conftest import X, kineto, run_cli, write_trace
+from conftest import X, kineto, one_line_error, run_cli, write_trace
 
 import trace_analyzer as ta
 from trace_analyzer.link import link
@@ -394,15 +394,6 @@ def test_gzip_output(tmp_path):
 
 
 # --- (4) errors --------------------------------------------------------------------------------
-
-
-def one_line_error(code: int, out: str, err: str) -> str:
-    assert code == 2, (code, out, err)
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def test_unwritable_output_is_exit_2_with_one_line(tmp_path):

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS_DATA, X, kineto, run_cli, write_trace
+from conftest import CORPUS_DATA, X, kineto, one_line_error, run_cli, write_trace
 
 import trace_analyzer
 
@@ -41,15 +41,6 @@ def naive_idle_pct() -> float:
     window = (max(e["end_ns"] for e in t["executions"])
               - min(e["start_ns"] for e in t["executions"]))
     return 100 * idle / window
-
-
-def one_line_error(code: int, out: str, err: str) -> str:
-    assert code == 2, (code, out, err)
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    return lines[0]
 
 
 # --- JSON -------------------------------------------------------------------------------------

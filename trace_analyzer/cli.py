@@ -8,23 +8,24 @@ from __future__ import annotations
 import functools
 import sys
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from . import __version__
-from .errors import InputError, TraceanaError, UsageError
-from . import graph as graph_export
 from . import export as trace_export
+from . import graph as graph_export
 from .chain import chain_result
 from .diff import DIFF_METRICS, DIFF_METRICS_HINT
 from .diff import diff as diff_profiles
+from .errors import InputError, TraceanaError, UsageError
 from .gaps import METRICS, gaps_result
 from .info import info as info_analysis
 from .ops import ops_result
 from .profile import load, load_runs
-from .units import parse_condition, parse_duration
 from .render import RENDERERS, for_output
+from .units import parse_condition, parse_duration
 
 
 def output_options(fn):
@@ -36,16 +37,23 @@ def output_options(fn):
     return fn
 
 
+@contextmanager
+def writing(path: Path):
+    """Turn an OSError while writing ``path`` into an InputError that names it."""
+    try:
+        yield
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror or e}") from e
+
+
 def emit(kind: str, data: dict, fmt: str | None, output: Path | None) -> None:
     """Render a result and print it, or write it to the one file the user named."""
     text = for_output(fmt, str(output) if output else None).render(kind, data)
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
+    with writing(output):
         output.write_text(text)
-    except OSError as e:
-        raise InputError(output, f"cannot write: {e.strerror or e}") from e
 
 
 def handle_errors(fn):
@@ -245,10 +253,8 @@ def graph(path: Path, output: Path) -> None:
         traceana graph ./profile_out -o chain.graphml
     """
     g = graph_export.build(load(path).events)
-    try:
+    with writing(output):
         graph_export.write(g, output)
-    except OSError as e:
-        raise InputError(output, f"cannot write: {e.strerror or e}") from e
     click.echo(f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True)
 
 
@@ -269,10 +275,8 @@ def export(path: Path, output: Path) -> None:
         traceana export ./profile_out -o annotated.json
     """
     doc = trace_export.build(load(path), source=str(path))
-    try:
+    with writing(output):
         trace_export.write(doc, output)
-    except OSError as e:
-        raise InputError(output, f"cannot write: {e.strerror or e}") from e
     n = doc["traceana"]
     click.echo(f"wrote {output}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
                f"{n['tracks']} tracks", err=True)
@@ -302,10 +306,8 @@ def report(path: Path, base: Path | None, output: Path) -> None:
     plots.require()
     written = report_page.files(report_page.build(path, base), output)
     for target, content in written.items():
-        try:
+        with writing(target):
             target.write_bytes(content)
-        except OSError as e:
-            raise InputError(target, f"cannot write: {e.strerror or e}") from e
     beside = f" and {len(written) - 1} plots beside it" if len(written) > 1 else ""
     click.echo(f"wrote {output}{beside}", err=True)
 
