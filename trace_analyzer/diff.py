@@ -25,6 +25,7 @@ COMPARED = {
     "gap_count": "gaps",
     "gap_p50_us": "median gap (µs)",
     "gap_p90_us": "p90 gap (µs)",
+    "gap_p99_us": "p99 gap (µs)",
     "gap_max_us": "longest gap (µs)",
     **{f"idle_{c}_us": f"idle from {c} (µs)" for c in CAUSES},
 }
@@ -40,7 +41,8 @@ def summary_metrics(g: GapsResult) -> dict:
     out = {"device_time": us(s["busy_ns"]), "idle_pct": s["idle_pct"], "idle_us": us(s["idle_ns"]),
            "window_us": us(s["window_ns"]), "executions": s["executions"],
            "gap_count": s["gap_count"], "gap_p50_us": us(s["gap_p50_ns"]),
-           "gap_p90_us": us(s["gap_p90_ns"]), "gap_max_us": us(s["gap_max_ns"])}
+           "gap_p90_us": us(s["gap_p90_ns"]), "gap_p99_us": us(s["gap_p99_ns"]),
+           "gap_max_us": us(s["gap_max_ns"])}
     out.update({f"idle_{c}_us": us(ns) for c, ns in s["idle_by_cause_ns"].items()})
     return out
 
