@@ -312,6 +312,110 @@ def report(path: Path, base: Path | None, output: Path) -> None:
     click.echo(f"wrote {output}{beside}", err=True)
 
 
+@cli.command()
+@click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The Parquet table to write (or to update, when it exists).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Local worker processes (default: the number of cores; 1 runs in-process).")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="Run on an existing Dask cluster, e.g. tcp://host:8786 (the dask extra).")
+@click.option("--hash", "hash_files", is_flag=True,
+              help="Tell changed runs by the SHA-256 of their files, not size and mtime.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any run failed.")
+@handle_errors
+def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: str | None,
+          hash_files: bool, strict: bool) -> None:
+    """Analyse every run under ROOTS into one Parquet table, one row per run × device.
+
+    ROOTS are folders (any layout traceana reads), archives (.tar, .tar.gz, .tgz, .zip, read
+    in memory) and trace files. A bad run is recorded in the `error` column and the batch goes
+    on. With an existing table, unchanged runs are skipped and new or changed ones added; the
+    table is replaced atomically (docs/batch.md).
+
+    \b
+    Example:
+        traceana batch ./archive -o runs.parquet --jobs 8
+    """
+    import time
+
+    from . import batch as batch_mod
+
+    if output.suffix.lower() != ".parquet":
+        raise UsageError(f"{output}: the batch table is Parquet; name a .parquet file")
+    n_jobs = jobs or batch_mod.default_jobs()
+    bar = None
+    started = time.monotonic()
+
+    def progress(done: int, failed: int, total: int) -> None:
+        nonlocal bar
+        if not batch_mod.stderr_is_terminal():
+            return
+        if bar is None:
+            bar = click.progressbar(length=total, file=sys.stderr, show_eta=True,
+                                    show_pos=True, label="runs",
+                                    item_show_func=lambda s: s)
+            bar.__enter__()
+        rate = done / max(time.monotonic() - started, 1e-9)
+        bar.current_item = f"{failed} failed, {rate:.1f} runs/s"
+        bar.update(1)
+
+    try:
+        with writing(output):
+            res = batch_mod.run_batch(list(roots), output, jobs=n_jobs, scheduler=scheduler,
+                                      hash_files=hash_files, progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    for line in res.failures:
+        click.echo(f"traceana: failed: {line}", err=True)
+    click.echo(f"{res.found} runs: {res.succeeded} succeeded, {res.failed} failed "
+               f"({res.analysed} analysed, {res.skipped} unchanged and skipped); "
+               + (f"wrote {output} ({res.table.height} rows)" if res.analysed or not res.found
+                  else f"{output} unchanged ({res.table.height} rows)"), err=True)
+    if strict and res.failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("table", type=click.Path(path_type=Path))
+@click.option("--by", type=click.Choice(["variant", "backend", "path-glob"]), default="variant",
+              show_default=True, help="Group runs by capture.json's variant or backend, or by "
+                                      "which --glob their run id matches.")
+@click.option("--glob", "globs", multiple=True, metavar="PATTERN",
+              help="With --by path-glob: a group per pattern (first match wins), e.g. '*naive*'.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also draw idle % and device time over time to this .png (the report extra).")
+@output_options
+@handle_errors
+def trend(table: Path, by: str, globs: tuple[str, ...], plot_path: Path | None,
+          fmt: str | None, output: Path | None) -> None:
+    """Idle % and device time over capture time, per group, from a `traceana batch` table.
+
+    A run's time is its capture.json started_at, else its files' modification time.
+    -o trend.png draws the plot instead of printing the table.
+
+    \b
+    Example:
+        traceana trend runs.parquet --by variant -o trend.png
+    """
+    from . import trend as trend_mod
+
+    result = trend_mod.trend_result(table, by, globs)
+    pngs = [p for p in (plot_path, output) if p is not None and p.suffix.lower() == ".png"]
+    if pngs:
+        from . import plots
+
+        plots.require()
+        image = trend_mod.plot(result)
+        for target in pngs:
+            with writing(target):
+                target.write_bytes(image)
+            click.echo(f"wrote {target}", err=True)
+    if output is None or output.suffix.lower() != ".png":
+        emit("trend", result, fmt, output)
+
+
 def main() -> None:
     """Console-script entry point (exit code 2 for usage errors, as click does)."""
     cli(prog_name="traceana")

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .archive import MemberPath, is_archive, open_archive
 from .errors import InputError
 
 PID_DIR = re.compile(r"^(?P<host>.+)_pid_(?P<pid>\d+)$")
@@ -112,6 +113,9 @@ def rank_from_names(path: Path) -> tuple[int | None, str | None]:
 
 
 def _walk(top: Path):
+    if isinstance(top, MemberPath):
+        yield from top.walk_files()
+        return
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames.sort()
         for name in sorted(filenames):
@@ -123,10 +127,16 @@ def _is_json(name: str) -> bool:
 
 
 def discover(path: str | Path) -> list[Run]:
-    """Return the runs under ``path`` (a folder or a single file), in path order."""
-    top = Path(path)
+    """Return the runs under ``path`` (a folder, a single file, or an archive), in path order.
+
+    An archive (.tar, .tar.gz/.tgz, .zip) is read in memory and walked like a folder; its
+    paths are ``MemberPath`` objects (trace_analyzer/archive.py).
+    """
+    top = path if isinstance(path, MemberPath) else Path(path)
     if not top.exists():
         raise InputError(top, "no such file or folder")
+    if not isinstance(top, MemberPath) and top.is_file() and is_archive(top):
+        top = open_archive(top).root
     if top.is_file():
         return [_single_file(top)]
     runs: dict[Path, Run] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..archive import parquet_input
 from ..discover import PARQUET_EVENTS, Source
 from ..errors import InputError
 from ..schema import conform
@@ -45,7 +46,7 @@ def read(src: Source) -> ReadResult:
 
 def _read_table(path) -> pl.DataFrame:
     try:
-        df = pl.read_parquet(path)
+        df = pl.read_parquet(parquet_input(path))
     except Exception as e:  # polars raises several error types for a bad file
         raise InputError(path, f"not a readable Parquet table ({type(e).__name__}: {str(e).splitlines()[0]})") from e
     missing = [c for c in REQUIRED if c not in df.columns]
@@ -92,7 +93,7 @@ def _schema_version(src: Source, result: ReadResult) -> str | None:
         result.notes.append("schema version unknown (no Metadata table); read by column name")
         return None
     try:
-        col = pl.read_parquet(meta[0], columns=["profile_schema_version"])["profile_schema_version"]
+        col = pl.read_parquet(parquet_input(meta[0]), columns=["profile_schema_version"])["profile_schema_version"]
     except Exception:
         result.notes.append(f"{meta[0].name} has no profile_schema_version; read by column name")
         return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 # The table each result kind puts in its CSV form.
-MAIN_TABLE = {"info": "lanes", "ops": "rows", "chain": "rows", "gaps": "gaps", "diff": "metrics"}
+MAIN_TABLE = {"info": "lanes", "ops": "rows", "chain": "rows", "gaps": "gaps", "diff": "metrics",
+              "trend": "rows"}
 
 
 def render(kind: str, data: dict) -> str:

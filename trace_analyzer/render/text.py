@@ -264,4 +264,15 @@ def _op_changes(ops: list[dict]) -> pl.DataFrame:
          "idle before Δ": _signed(o["idle_before_us_delta"])} for o in ops])
 
 
-LAYOUTS = {"info": _info, "ops": _ops, "chain": _chain, "gaps": _gaps, "diff": _diff}
+def _trend(run: dict, style: str) -> list[str]:
+    rows = pl.DataFrame(run["rows"], schema={
+        "group": pl.String, "time": pl.String, "run_id": pl.String, "idle_pct": pl.Float64,
+        "device_time_ms": pl.Float64, "executions": pl.Int64, "devices": pl.Int64})
+    lines = [_heading(f"trend: {run['root']}", style),
+             f"{rows.height} runs in {rows['group'].n_unique()} groups"
+             + (f"; {run['failed_runs']} failed runs left out" if run["failed_runs"] else "")]
+    return lines + _section("idle % and device time over time", rows.drop("devices"), style)
+
+
+LAYOUTS = {"info": _info, "ops": _ops, "chain": _chain, "gaps": _gaps, "diff": _diff,
+           "trend": _trend}
