@@ -271,7 +271,8 @@ def _analyse(run: Run, base: dict) -> list[dict]:
                  **{k: s[k] for k in ("executions", "busy_ns", "idle_ns", "window_ns",
                                       "idle_pct", "gap_count", "gap_p50_ns", "gap_p90_ns",
                                       "gap_max_ns")}}]
-    chain = chains(profile.events).with_columns(device=device_of(pl.col("lane")))
+    chain = (g.chain if g.chain is not None else chains(profile.events)).with_columns(
+        device=device_of(pl.col("lane")))
     linked = {d: (round(100 * n_linked / n, 2) if n else None) for d, n, n_linked in
               chain.group_by("device").agg(pl.len(), pl.col("op").is_not_null().sum()).rows()}
     top = {}

@@ -218,6 +218,7 @@ class GapsResult:
     device_gaps: pl.DataFrame  # per device (union of lanes), attributed
     ops: pl.DataFrame
     summary: dict
+    chain: pl.DataFrame | None = None  # the chains the gaps were attributed with (reuse them)
 
 
 def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = None,
@@ -254,7 +255,8 @@ def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = Non
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
     return GapsResult(window=w, lanes=lanes_t, devices=devices_t, gaps=parts["lane"][1],
                       device_gaps=device_gaps, ops=by_op(all_device_gaps),
-                      summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height))
+                      summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
+                      chain=chain)
 
 
 def _summary(devices: pl.DataFrame, device_gaps: pl.DataFrame, all_gaps: pl.DataFrame,
