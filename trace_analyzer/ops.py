@@ -20,8 +20,6 @@ from .intervals import enclosing
 from .link import link
 
 UNLINKED = "(unlinked)"
-OPS_COLUMNS = ["name", "calls", "self_cpu_us", "cpu_total_us", "device_us", "device_pct",
-               "executions", "executions_per_call", "mean_dispatch_to_hw_us"]
 
 
 def self_cpu(ops: pl.DataFrame) -> pl.DataFrame:

@@ -15,8 +15,6 @@ import polars as pl
 from .batch import read_table
 from .errors import InputError, UsageError
 
-GROUPINGS = ("variant", "backend", "path-glob")
-
 
 def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = ()) -> pl.DataFrame:
     """Return one row per run: group, time, run_id, idle %, device time, executions."""
