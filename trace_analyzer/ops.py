@@ -60,11 +60,13 @@ def executions(chain: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -
     ).with_columns(device_ns=pl.col("end_ns") - pl.col("start_ns"))
 
 
-def ops(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
+def ops(events: pl.DataFrame, edges: pl.DataFrame | None = None,
+        execs: pl.DataFrame | None = None) -> pl.DataFrame:
     """Return the ops table, sorted by device time, then self CPU time."""
-    edges = link(events) if edges is None else edges
+    if execs is None:
+        edges = link(events) if edges is None else edges
+        execs = executions(chains(events, edges), events, edges)
     framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
-    execs = executions(chains(events, edges), events, edges)
     total_ns = execs["device_ns"].sum()
     host = framework.group_by("name").agg(
         calls=pl.len(), self_ns=pl.col("self_ns").sum(), cpu_ns=pl.col("duration_ns").sum())
@@ -92,8 +94,8 @@ def ops_result(profiles: list, path: str, *, limit: int | None = None) -> dict:
     for p in profiles:
         edges = link(p.events)
         chain = chains(p.events, edges)
-        table = ops(p.events, edges)
         execs = executions(chain, p.events, edges)
+        table = ops(p.events, execs=execs)
         runs.append({
             "root": str(p.root),
             "total_device_us": round(execs["device_ns"].sum() / 1000, 3),
