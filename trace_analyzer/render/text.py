@@ -9,6 +9,8 @@ from typing import Callable
 
 import polars as pl
 
+from ..gaps import CAUSES
+
 TABLE, MARKDOWN = "ASCII_MARKDOWN", "MARKDOWN"
 
 
@@ -184,8 +186,7 @@ def _aggregate(run: dict, by: str, top: int) -> pl.DataFrame:
 def _ops_idle(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame([
         {"op": r["op"], "idle before µs": _us(r["idle_before_ns"]), "gaps": r["gaps"],
-         **{c: _us(r[f"{c}_ns"]) for c in ("host_dispatch", "transfer", "sync", "runtime",
-                                            "uncorrelated", "other")},
+         **{c: _us(r[f"{c}_ns"]) for c in CAUSES},
          "transfers": r["transfers"] or ""} for r in rows])
 
 
