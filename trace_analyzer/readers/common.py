@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from ..discover import Source
+from ..discover import CAPTURE_JSON, Source
 from ..errors import InputError
 from ..schema import conform, empty_events
 
@@ -69,7 +69,7 @@ def read_capture_json(path: Path) -> dict | None:
 
 def capture_backend(folder: Path) -> str | None:
     """Return the backend a capture.json in ``folder`` names (cpu, cuda, neuron), if any."""
-    doc = read_capture_json(folder / "capture.json")
+    doc = read_capture_json(folder / CAPTURE_JSON)
     return doc.get("backend") if doc else None
 
 
