@@ -212,7 +212,6 @@ def _capture_info(run: Run) -> dict:
     for path in sorted(run.captures, key=str):
         doc = read_capture_json(path)
         if doc:
-            when = None
             try:
                 when = datetime.fromisoformat(str(doc.get("started_at")))
                 when = when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
