@@ -5,13 +5,29 @@
 
 The trace looks like one rank of a torch.profiler capture: ProfilerStep#N annotations on the
 main thread, each holding nested cpu_ops (aten::linear > aten::addmm, ...) with External id,
-Input Dims and Input type args; cudaLaunchKernel runtime calls with a correlation id; kernels
-on 4 streams of GPU 0 with Kineto's kernel args (grid, block, registers, occupancy, ...);
-some cudaMemcpyAsync calls with their gpu_memcpy; and the ac2g s/f flow pair of every launch,
-its id equal to the runtime call's correlation. Times are µs after baseTimeNanoseconds with
-3 decimals, one event per line, as Kineto writes them. The same arguments give the same bytes
-(seeded generator). SIZE_MB is the uncompressed size; generation stops at the first step
-boundary past it. Results: docs/benchmarks.md.
+Sequence number, Input type and Input Dims args; cudaLaunchKernel runtime calls with a
+correlation id; kernels on 4 streams of GPU 0 with Kineto's kernel args (grid, block,
+registers, occupancy, ...); some cudaMemcpyAsync calls with their gpu_memcpy; and the ac2g s/f
+flow pair of every launch, its id equal to the runtime call's correlation.
+
+The layout is the one libkineto's ChromeTraceLogger wrote in 2024 (the kind of HTA's test
+traces nccl_parser_config/nccl_data, triton_example and amd_trace): the file opens with a
+newline; each record is a newline, `  {`, its lines, a newline and `  },`. An X event is
+`"ph", "cat", "name", "pid", "tid"` on one line, `"ts", "dur"` on the next, then
+`"args": {`, the args on one line indented by 6 (the External id, then the op's metadata, with
+the 6-space gaps Kineto leaves where its metadata templates had line breaks: older Kineto,
+e.g. critical_path/alexnet, kept those breaks), and `    }`. A flow is two lines (`"ph", "id",
+"pid", "tid", "ts"`, then `"cat", "name"` and, on the f end, `"bp": "e"`). After the events come
+the process and thread metadata (process_name, process_labels, process_sort_index,
+thread_name, thread_sort_index), the profiler's Trace span, the Iteration Start and Record
+Window End instant events, `  ],`, "traceName", "displayTimeUnit", "baseTimeNanoseconds" and
+a `}` with no newline after it. Times are µs after baseTimeNanoseconds with 3 decimals,
+written from integer ns as Kineto does, plus a constant so that they have the 13 integer
+digits of real traces. Unlike Kineto, which writes all CPU ops first and then the CUPTI
+buffers, the events come in program order within each step (an op, its runtime call, the
+s flow, the kernel, the f flow). The same arguments give the same bytes (seeded generator). SIZE_MB is the
+uncompressed size; generation stops at the first step boundary past it. Results:
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -28,6 +44,9 @@ HOST_TID = 2417
 GPU = 0
 STREAMS = (7, 13, 17, 21)
 BASE_NS = 1_717_000_000_000_000_000
+# The profiler start, in ns after BASE_NS. Kineto's ts are relative to baseTimeNanoseconds yet
+# have 13 integer digits in µs (its clocks differ); this gives the synthetic ts the same width.
+T0_NS = 4_203_669_603_018_756
 
 # (outer op, [(inner op, kernel, input dims, input types)])
 MODULES = [
@@ -76,42 +95,59 @@ MODULES = [
 
 
 def us(ns: int) -> str:
-    """ns after BASE_NS as Kineto's µs with 3 decimals."""
-    return f"{ns / 1000:.3f}"
+    """ns as Kineto's µs with 3 decimals ({ns / 1000}.{ns % 1000:03})."""
+    return f"{ns // 1000}.{ns % 1000:03d}"
 
 
-def dumps(args: dict) -> str:
-    return json.dumps(args, separators=(", ", ": "))
+def ts_us(ns: int) -> str:
+    """A time, ns after the profiler start, as Kineto's ts (µs after baseTimeNanoseconds)."""
+    return us(T0_NS + ns)
+
+
+# ChromeTraceLogger::handleActivity's record, with the args block it builds when there are args.
+X_EVENT = ('\n  {{\n    "ph": "X", "cat": "{}", "name": {}, "pid": {}, "tid": {},'
+           '\n    "ts": {}, "dur": {},\n    "args": {{\n      {}\n    }}\n  }},')
+# ChromeTraceLogger::handleLink: only the flow end names its binding point.
+FLOW = ('\n  {{\n    "ph": "{}", "id": {}, "pid": {}, "tid": {}, "ts": {},'
+        '\n    "cat": "ac2g", "name": "ac2g"{}\n  }},')
+GAP = ",      "  # where Kineto's metadata templates had a line break (it strips the \n)
+
+
+def jlist(v: list) -> str:
+    return json.dumps(v)  # [[32, 1024], [1024, 4096], []], as Kineto writes lists
 
 
 class Gen:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
-        self.t = 1_000_000  # host clock, ns after base
+        self.t = 1_000_000  # host clock, ns after the profiler start
         self.ext = 1
         self.corr = 1
         self.ev_idx = 0
         self.seq = 0
         self.stream_free = dict.fromkeys(STREAMS, 0)  # ns when each stream's last op ends
         self.events = 0
+        self.names: dict[str, str] = {}  # name -> its JSON string
 
-    def x(self, cat: str, name: str, pid: int, tid: int, ts: int, dur: int, args: dict) -> str:
+    def x(self, cat: str, name: str, pid: int, tid: int, ts: int, dur: int, args: str) -> str:
         self.events += 1
-        return (f'{{"ph": "X", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {pid}, '
-                f'"tid": {tid}, "ts": {us(ts)}, "dur": {us(dur)}, "args": {dumps(args)}}},')
+        q = self.names.get(name)
+        if q is None:
+            q = self.names[name] = json.dumps(name)
+        return X_EVENT.format(cat, q, pid, tid, ts_us(ts), us(dur), args)
 
     def flow(self, ph: str, cid: int, pid: int, tid: int, ts: int) -> str:
         self.events += 1
-        bp = ', "bp": "e"' if ph == "f" else ""
-        return (f'{{"ph": "{ph}", "id": {cid}, "pid": {pid}, "tid": {tid}, "ts": {us(ts)}, '
-                f'"cat": "ac2g", "name": "ac2g"{bp}}},')
+        return FLOW.format(ph, cid, pid, tid, ts_us(ts), ', "bp": "e"' if ph == "f" else "")
 
     def cpu_op(self, name: str, ts: int, dur: int, dims: list, types: list, ext: int) -> str:
         self.ev_idx += 1
-        return self.x("cpu_op", name, HOST_PID, HOST_TID, ts, dur, {
-            "External id": ext, "Record function id": 0, "Ev Idx": self.ev_idx,
-            "Input Dims": dims, "Input type": types, "Sequence number": self.seq,
-            "Fwd thread id": 0})
+        # torch's order: Sequence number and Fwd thread id (ops with autograd), Record
+        # function id, the inputs, Ev Idx; the External id is glued on by Kineto, no space.
+        return self.x("cpu_op", name, HOST_PID, HOST_TID, ts, dur,
+                      f'"External id": {ext},"Sequence number": {self.seq}, "Fwd thread id": 0, '
+                      f'"Record function id": 0, "Input type": {jlist(types)}, '
+                      f'"Input Dims": {jlist(dims)}, "Ev Idx": {self.ev_idx}')
 
     def launch(self, name: str, ext: int, ts: int, stream: int, device_dur: int,
                memcpy_bytes: int | None) -> list[str]:
@@ -120,9 +156,9 @@ class Gen:
         self.corr += 1
         rt_dur = r.randint(3_000, 9_000)
         rt_name = "cudaMemcpyAsync" if memcpy_bytes else "cudaLaunchKernel"
-        cbid = 51 if memcpy_bytes else 211
+        cbid = 41 if memcpy_bytes else 211
         lines = [self.x("cuda_runtime", rt_name, HOST_PID, HOST_TID, ts, rt_dur,
-                        {"External id": ext, "cbid": cbid, "correlation": corr}),
+                        f'"External id": {ext}{GAP}"cbid": {cbid}, "correlation": {corr}'),
                  self.flow("s", corr, HOST_PID, HOST_TID, ts)]
         # device op starts after the launch latency, or when the stream frees up
         start = max(ts + r.randint(4_000, 15_000), self.stream_free[stream] + r.randint(500, 3_000))
@@ -130,21 +166,25 @@ class Gen:
             start += r.randint(20_000, 200_000)
         self.stream_free[stream] = start + device_dur
         if memcpy_bytes:
-            args = {"External id": ext, "device": GPU, "context": 1, "stream": stream,
-                    "correlation": corr, "bytes": memcpy_bytes,
-                    "memory bandwidth (GB/s)": round(memcpy_bytes / device_dur, 6)}
+            args = (f'"External id": {ext}{GAP}"device": {GPU}, "context": 1{GAP}'
+                    f'"stream": {stream}, "correlation": {corr}{GAP}"bytes": {memcpy_bytes}, '
+                    f'"memory bandwidth (GB/s)": {memcpy_bytes / device_dur!r}')
             lines.append(self.x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", GPU, stream,
                                 start, device_dur, args))
         else:
             grid = [r.choice((64, 128, 256, 1024)), r.choice((1, 2, 16)), 1]
-            args = {"External id": ext, "queued": 0, "device": GPU, "context": 1,
-                    "stream": stream, "correlation": corr,
-                    "registers per thread": r.choice((32, 64, 128, 255)),
-                    "shared memory": r.choice((0, 8192, 49152)),
-                    "blocks per SM": round(grid[0] * grid[1] / 132, 6),
-                    "warps per SM": round(grid[0] * grid[1] * 4 / 132, 6),
-                    "grid": grid, "block": [r.choice((128, 256, 512)), 1, 1],
-                    "est. achieved occupancy %": r.randint(0, 100)}
+            regs = r.choice((32, 64, 128, 255))
+            shmem = r.choice((0, 8192, 49152))
+            block = r.choice((128, 256, 512))
+            occupancy = r.randint(0, 100)
+            blocks = grid[0] * grid[1]
+            args = (f'"External id": {ext}{GAP}"queued": 0, "device": {GPU}, "context": 1{GAP}'
+                    f'"stream": {stream}, "correlation": {corr}{GAP}'
+                    f'"registers per thread": {regs}{GAP}"shared memory": {shmem}{GAP}'
+                    f'"blocks per SM": {blocks / 132:.6f}{GAP}'
+                    f'"warps per SM": {blocks * 4 / 132:.6f}{GAP}'
+                    f'"grid": [{grid[0]}, {grid[1]}, 1]{GAP}"block": [{block}, 1, 1]{GAP}'
+                    f'"est. achieved occupancy %": {occupancy}')
             lines.append(self.x("kernel", name, GPU, stream, start, device_dur, args))
         lines.append(self.flow("f", corr, GPU, stream, start))
         return lines
@@ -185,17 +225,17 @@ class Gen:
         self.t += r.randint(5_000, 30_000)
         ext = self.ext
         self.ext += 1
-        self.events += 1
-        head = (f'{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{n}", '
-                f'"pid": {HOST_PID}, "tid": {HOST_TID}, "ts": {us(step_start)}, '
-                f'"dur": {us(self.t - step_start)}, "args": {{"External id": {ext}, '
-                f'"Record function id": 0, "Ev Idx": {self.ev_idx}}}}},')
+        head = self.x("user_annotation", f"ProfilerStep#{n}", HOST_PID, HOST_TID, step_start,
+                      self.t - step_start,
+                      f'"External id": {ext},"Record function id": 0, "Ev Idx": {self.ev_idx}')
         # the next step starts when the GPU has caught up (the optimizer step syncs)
         self.t = max(self.t, max(self.stream_free.values())) + r.randint(10_000, 50_000)
         return [head] + body
 
 
-HEADER = """{
+# handleTraceStart: the file opens with a newline; deviceProperties as torch formats them.
+HEADER = """
+{
   "schemaVersion": 1,
   "deviceProperties": [
     {
@@ -203,39 +243,52 @@ HEADER = """{
       "computeMajor": 9, "computeMinor": 0,
       "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
       "regsPerBlock": 65536, "warpSize": 32,
-      "sharedMemPerBlock": 49152, "numSms": 132,
-      "sharedMemPerBlockOptin": 232448
+      "sharedMemPerBlock": 49152, "numSms": 132
+    , "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472
     }
   ],
+  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1, "pg_count": 1, "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 1, "ranks": [0]}], "nccl_version": "2.20.5"},
   "cupti_version": 22,
   "cuda_runtime_version": 12040,
   "cuda_driver_version": 12040,
   "trace_id": "BENCH0000000000000000000000000000",
-  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 1, "pg_count": 1, "pg_config": [], "nccl_version": "2.20.5"},
-  "traceEvents": [
-"""
+  "traceEvents": ["""
+
+META = ('\n  {{\n    "name": "{}", "ph": "M", "ts": {}, "pid": {}, "tid": {},'
+        '\n    "args": {{\n      "{}": {}\n    }}\n  }},')
+FOOTER_RECORDS = 20  # the records footer() writes
 
 
-def footer(events: int, end_ns: int) -> str:
-    meta = [
-        f'{{"name": "process_name", "ph": "M", "ts": 0.000, "pid": {HOST_PID}, "tid": 0, '
-        f'"args": {{"name": "python3"}}}},',
-        f'{{"name": "thread_name", "ph": "M", "ts": 0.000, "pid": {HOST_PID}, '
-        f'"tid": {HOST_TID}, "args": {{"name": "thread {HOST_TID} (python3)"}}}},',
-        f'{{"name": "process_name", "ph": "M", "ts": 0.000, "pid": {GPU}, "tid": 0, '
-        f'"args": {{"name": "python3"}}}},',
-        f'{{"name": "process_labels", "ph": "M", "ts": 0.000, "pid": {GPU}, "tid": 0, '
-        f'"args": {{"labels": "GPU {GPU}"}}}},',
-    ] + [
-        f'{{"name": "thread_name", "ph": "M", "ts": 0.000, "pid": {GPU}, "tid": {s}, '
-        f'"args": {{"name": "stream {s} "}}}},' for s in STREAMS
-    ]
-    last = (f'{{"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", '
-            f'"ts": {us(end_ns)}}}')
-    return ("\n".join("  " + m for m in meta) + "\n  " + last + "\n  ],\n"
-            '  "traceName": "bench.pt.trace.json",\n'
-            '  "displayTimeUnit": "ms",\n'
-            f'  "baseTimeNanoseconds": {BASE_NS}\n}}\n')
+def footer(end_ns: int) -> str:
+    """Metadata, the profiler span, its iteration marker, Record Window End, the tail."""
+    t0 = ts_us(0)
+    meta = []
+    # handleDeviceInfo, for the host process then the GPU
+    for pid, label, sort in ((HOST_PID, "CPU", HOST_PID), (GPU, f"GPU {GPU}", 5_000_000 + GPU)):
+        meta += [META.format("process_name", t0, pid, 0, "name", '"python3"'),
+                 META.format("process_labels", t0, pid, 0, "labels", f'"{label}"'),
+                 META.format("process_sort_index", t0, pid, 0, "sort_index", sort)]
+    # handleResourceInfo, for each stream then the host thread
+    for pid, tid, name in ([(GPU, s, f"stream {s} ") for s in STREAMS]
+                           + [(HOST_PID, HOST_TID, f"thread {HOST_TID} (python3)")]):
+        meta += [META.format("thread_name", t0, pid, tid, "name", f'"{name}"'),
+                 META.format("thread_sort_index", t0, pid, tid, "sort_index", tid)]
+    # handleTraceSpan + addIterationMarker, then finalizeTrace
+    return ("".join(meta)
+            + f'\n  {{\n    "ph": "X", "cat": "Trace", "ts": {t0}, "dur": {us(end_ns)},'
+              '\n    "pid": "Spans", "tid": "PyTorch Profiler",'
+              '\n    "name": "PyTorch Profiler (0)",'
+              '\n    "args": {\n      "Op count": 0\n    }\n  },'
+            + f'\n  {{\n    "name": "process_sort_index", "ph": "M", "ts": {t0},'
+              '\n    "pid": "Spans", "tid": 0,'
+              '\n    "args": {\n      "sort_index": 536870912\n    }\n  },'
+            + '\n  {\n    "name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g",'
+              f'\n    "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": {t0}\n  }},'
+            + '\n  {\n    "name": "Record Window End", "ph": "i", "s": "g",'
+              f'\n    "pid": "", "tid": "", "ts": {ts_us(end_ns)}\n  }}\n  ],'
+            + '\n  "traceName": "bench.pt.trace.json",'
+              '\n  "displayTimeUnit": "ms",'
+              f'\n  "baseTimeNanoseconds": {BASE_NS}\n}}')
 
 
 def write(out: Path, size_mb: float, seed: int = 0, gz: bool = False,
@@ -243,22 +296,22 @@ def write(out: Path, size_mb: float, seed: int = 0, gz: bool = False,
     """Write the trace; return (uncompressed bytes, trace events)."""
     target = int(size_mb * 1_000_000)
     g = Gen(seed)
-    opener = (lambda p: gzip.open(p, "wt", encoding="utf-8", compresslevel=6)) if gz else (
-        lambda p: open(p, "w", encoding="utf-8"))
+    opener = (lambda p: gzip.open(p, "wt", encoding="ascii", compresslevel=6)) if gz else (
+        lambda p: open(p, "w", encoding="ascii", newline="\n"))
     written = 0
     with opener(out) as f:
         f.write(HEADER)
         written += len(HEADER)
         n = 0
         while written < target:
-            chunk = "".join("  " + line + "\n" for line in g.step(n, modules_per_step))
+            chunk = "".join(g.step(n, modules_per_step))
             f.write(chunk)
-            written += len(chunk.encode())
+            written += len(chunk)  # all ASCII (json.dumps escapes the names)
             n += 1
-        tail = footer(g.events, g.t)
+        tail = footer(g.t)
         f.write(tail)
         written += len(tail)
-    return written, g.events + 9  # + 8 metadata records + the instant event
+    return written, g.events + FOOTER_RECORDS
 
 
 def main() -> None:
