@@ -229,7 +229,7 @@ def test_sort_indexes_put_framework_then_runtime_then_hardware(exported):
 
 
 def test_reads_back_to_the_same_events(exported):
-    back = ta.load(exported["out"])
+    back = ta.load(exported["out"], args=True)
     assert back.warnings == [] and back.dropped == {}
     assert [r.format for r in back.reads] == ["kineto-json"]
     ev = back.events

@@ -274,7 +274,7 @@ def export(path: Path, output: Path) -> None:
     Example:
         traceana export ./profile_out -o annotated.json
     """
-    doc = trace_export.build(load(path), source=str(path))
+    doc = trace_export.build(load(path, args=True), source=str(path))
     with writing(output):
         trace_export.write(doc, output)
     n = doc["traceana"]

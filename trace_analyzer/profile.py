@@ -43,23 +43,27 @@ class Profile:
         return self.run.root
 
 
-def load_runs(path: str | Path) -> list[Profile]:
+def load_runs(path: str | Path, args: bool = False) -> list[Profile]:
     """Return every run found under ``path``, each loaded."""
-    return [load_run(run) for run in discover(path)]
+    return [load_run(run, args) for run in discover(path)]
 
 
-def load(path: str | Path) -> Profile:
-    """Return the one run under ``path``; several runs are a UsageError (use load_runs)."""
+def load(path: str | Path, args: bool = False) -> Profile:
+    """Return the one run under ``path``; several runs are a UsageError (use load_runs).
+
+    ``args``: keep each Kineto record's args as JSON text in ``args_json`` (Explorer
+    exports always keep theirs); off by default, since no analysis reads them.
+    """
     runs = discover(path)
     if len(runs) > 1:
         names = ", ".join(str(r.root) for r in runs[:3]) + (", ..." if len(runs) > 3 else "")
         raise UsageError(f"{path}: {len(runs)} runs found ({names}); name one of them")
-    return load_run(runs[0])
+    return load_run(runs[0], args)
 
 
-def load_run(run: Run) -> Profile:
+def load_run(run: Run, args: bool = False) -> Profile:
     """Read every source of one run and return the profile."""
-    reads = [r for r in (read_source(s) for s in run.sources) if r is not None]
+    reads = [r for r in (read_source(s, args) for s in run.sources) if r is not None]
     events, notes = deduplicate(reads)
     events, dropped = check_events(events)
     events = events.sort("start_ns", "end_ns").with_columns(

@@ -34,13 +34,18 @@ def sniff(doc: object) -> str | None:
     return None
 
 
-def read_source(src: Source) -> ReadResult | None:
+def read_source(src: Source, keep_args: bool = False) -> ReadResult | None:
     """Read one source; return None when a JSON file found in a folder is not a trace.
 
     A file the user named directly must be a trace: anything else is an InputError.
+    Kineto traces are read by the streaming path when it can (``kineto.read_fast``), else
+    parsed whole; ``keep_args`` keeps every record's args as JSON text (``args_json``).
     """
     if src.kind == "explorer-parquet":
         return explorer_parquet.read(src)
+    fast = kineto.read_fast(src, keep_args)
+    if fast is not None:
+        return fast
     doc = load_json(src.path)
     fmt = sniff(doc)
     if fmt == "execution-trace":

@@ -91,11 +91,16 @@ def as_i64(value: object) -> int | None:
     return None
 
 
-def finish(rows: dict[str, list], file: Path) -> pl.DataFrame:
-    """Return the events table built from column lists, with the file column set."""
-    if not rows or not next(iter(rows.values())):
+def finish(rows: dict[str, list] | pl.DataFrame, file: Path) -> pl.DataFrame:
+    """Return the events table built from column lists (or a frame), with the file column set."""
+    if isinstance(rows, pl.DataFrame):
+        if rows.is_empty():
+            return empty_events()
+        df = rows
+    elif not rows or not next(iter(rows.values())):
         return empty_events()
-    df = pl.DataFrame(rows, strict=False)
+    else:
+        df = pl.DataFrame(rows, strict=False)
     return conform(df.with_columns(file=pl.lit(str(file))))
 
 

@@ -7,15 +7,21 @@ epoch µs directly. Anything else stays relative, with a warning.
 
 from __future__ import annotations
 
+import gzip
+import io
+import re
+import zlib
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 import polars as pl
 
+from ..archive import MemberPath
 from ..discover import Source
 from ..errors import InputError
 from ..schema import conform
-from .common import I64_MAX, I64_MIN, ReadResult, as_i64, assign_steps, capture_backend, finish
+from .common import ReadResult, as_i64, assign_steps, capture_backend, finish
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
@@ -58,21 +64,53 @@ ARG_COLUMNS = {
 LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id")
 
 
+# The columns both paths reduce a trace to, before labelling: one row per record.
+RAW_SCHEMA: dict[str, pl.DataType] = {
+    "ph": pl.String, "category": pl.String, "name": pl.String, "pid": pl.Int64,
+    "tid": pl.Int64, "ts": pl.Float64, "dur": pl.Float64, "flow_id": pl.Int64,
+    "device": pl.Int64, "stream": pl.Int64, **dict.fromkeys(LINK_COLUMNS, pl.Int64),
+    "args_json": pl.String,
+}
+
+
 def read(src: Source, doc: dict) -> ReadResult:
-    """Return the events of one Kineto trace."""
+    """Return the events of one Kineto trace already parsed into ``doc`` (the exact path)."""
     events = doc.get("traceEvents")
-    result = ReadResult(source=src, format="kineto-json")
     if not isinstance(events, list):
         raise InputError(src.path, "traceEvents is not a list")
-    base, clock_note, aligned = _clock(doc, events)
+    raw, non_objects = _collect(events)
+    return _result(src, doc, raw, non_objects)
+
+
+def read_fast(src: Source, keep_args: bool = False) -> ReadResult | None:
+    """Return the events of one Kineto trace read by the streaming path, or None.
+
+    None means the file is not one this path takes (not a Kineto object, a record it cannot
+    type, malformed JSON): the caller reads it the exact way, which also words the errors.
+    ``args_json`` is filled only with ``keep_args`` (it costs a third of the parse).
+    """
+    for split in (_split_kineto, _split_any):
+        try:
+            meta, raw = scan(src.path, split, keep_args)
+        except _NotFast:
+            continue
+        return _result(src, meta, raw, 0)
+    return None
+
+
+def _result(src: Source, meta: dict, raw: pl.DataFrame, non_objects: int) -> ReadResult:
+    result = ReadResult(source=src, format="kineto-json")
+    base, clock_note, aligned = _clock(meta, raw)
     if aligned:
         result.notes.append(clock_note)
     else:
         result.warnings.append(f"{src.path}: {clock_note}")
-    rows, flows, skipped = _collect(events, base)
+    rows, flows, skipped = _split_records(raw, base)
+    if non_objects:
+        skipped["non-object records"] += non_objects
     neuron = _any_neuron(rows) or (src.capture is not None
                                    and capture_backend(src.path.parent) in (None, "neuron"))
-    accel = "privateuse1" if neuron else _accelerator(doc, rows)
+    accel = "privateuse1" if neuron else _accelerator(meta, rows)
     df = finish(rows, src.path)
     if not df.is_empty():
         host_pid = _host_pid(df)
@@ -80,7 +118,7 @@ def read(src: Source, doc: dict) -> ReadResult:
         df = _attach_flows(df, flows, result)
         df = assign_steps(conform(df))
     result.events = df
-    result.rank, result.rank_origin = _rank(doc, src)
+    result.rank, result.rank_origin = _rank(meta, src)
     if result.rank is not None:
         result.events = df.with_columns(rank=pl.lit(result.rank, dtype=pl.Int64))
     if skipped:
@@ -89,67 +127,85 @@ def read(src: Source, doc: dict) -> ReadResult:
     return result
 
 
-def _clock(doc: dict, events: list) -> tuple[int, str, bool]:
+def _clock(meta: dict, raw: pl.DataFrame) -> tuple[int, str, bool]:
     """Return the base to add to ts (ns), a note on the clock, and whether it is epoch-aligned."""
-    base = as_i64(doc.get("baseTimeNanoseconds"))
+    base = as_i64(meta.get("baseTimeNanoseconds"))
     if base is not None:
         return base, "clock: ts relative to baseTimeNanoseconds, aligned to epoch ns", True
-    first = next((e.get("ts") for e in events if isinstance(e, dict) and e.get("ph") == "X"), None)
-    if isinstance(first, (int, float)) and first > 1e15:
+    first = raw.filter(pl.col("ph") == "X")["ts"].first()
+    if isinstance(first, float) and first > 1e15:
         return 0, "clock: no baseTimeNanoseconds; ts read as epoch µs (older Kineto)", True
     return 0, ("no baseTimeNanoseconds and ts is not epoch µs: times are relative to an "
                "unknown origin"), False
 
 
-def _ns(v: object, base: int = 0) -> int | None:
-    """Return µs ``v`` as ns after ``base``, or None when not a number or outside int64."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) < 1e300:
-        ns = round(v * 1000) + base
-        return ns if I64_MIN <= ns <= I64_MAX else None
-    return None
+def _ns(col: str, base: int = 0) -> pl.Expr:
+    """Return µs column ``col`` as int64 ns after ``base``; null when not finite or outside int64.
+
+    Whole µs and the fraction are converted apart, so integer µs (older traces write epoch
+    µs as integers) stay exact: a float64 cannot hold epoch ns.
+    """
+    us = pl.col(col)
+    whole = us.floor()
+    frac_ns = ((us - whole) * 1000).round(0)
+    approx = us * 1000 + base
+    ok = us.is_finite() & (approx > -9.2e18) & (approx < 9.2e18)
+    return pl.when(ok).then(whole.cast(pl.Int64) * 1000 + frac_ns.cast(pl.Int64) + base)
 
 
-def _collect(events: list, base: int) -> tuple[dict[str, list], list[tuple], Counter]:
-    """Return column lists of the complete events, the flow records, and what was skipped."""
-    cols: dict[str, list] = {k: [] for k in (
-        "name", "category", "start_ns", "duration_ns", "pid", "tid", "device", "stream",
-        "external_id", "correlation", "seq_id", "exec_id", "args_json",
-    )}
-    flows: list[tuple] = []
-    skipped: Counter = Counter()
+def _num(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300 else None
+
+
+def _collect(events: list) -> tuple[pl.DataFrame, int]:
+    """Return the raw table of parsed records (the exact path) and the count of non-objects."""
+    cols: dict[str, list] = {k: [] for k in RAW_SCHEMA}
+    non_objects = 0
     for e in events:
         if not isinstance(e, dict):
-            skipped["non-object records"] += 1
+            non_objects += 1
             continue
-        ph = e.get("ph")
-        if ph == "X":
-            cat = e.get("cat")
-            if cat in NOT_EVENTS:
-                skipped[f"'{cat}' spans"] += 1
-                continue
-            ts, dur = _ns(e.get("ts"), base), _ns(e.get("dur", 0))
-            args = e.get("args") if isinstance(e.get("args"), dict) else {}
-            cols["name"].append(e.get("name"))
-            cols["category"].append(cat if isinstance(cat, str) else None)
-            cols["start_ns"].append(ts)
-            cols["duration_ns"].append(dur)
-            cols["pid"].append(as_i64(e.get("pid")))
-            cols["tid"].append(as_i64(e.get("tid")))
-            cols["device"].append(as_i64(args.get("device")))
-            cols["stream"].append(as_i64(args.get("stream", args.get("stream_id"))))
-            link = dict.fromkeys(LINK_COLUMNS)
-            for arg, col in ARG_COLUMNS.items():
-                if link[col] is None and arg in args:
-                    link[col] = as_i64(args[arg])
-            for col, v in link.items():
-                cols[col].append(v)
-            cols["args_json"].append(orjson.dumps(args).decode() if args else None)
-        elif ph in ("s", "f") and e.get("cat") in DEVICE_FLOWS:
-            flows.append((as_i64(e.get("id")), ph, as_i64(e.get("pid")), as_i64(e.get("tid")),
-                          _ns(e.get("ts"), base)))
-        else:
-            skipped[_skip_reason(ph, e.get("cat"))] += 1
-    return cols, flows, skipped
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        cat, ph, name = e.get("cat"), e.get("ph"), e.get("name")
+        cols["ph"].append(ph if isinstance(ph, str) else None)
+        cols["category"].append(cat if isinstance(cat, str) else None)
+        cols["name"].append(name if isinstance(name, str) or name is None else str(name))
+        cols["pid"].append(as_i64(e.get("pid")))
+        cols["tid"].append(as_i64(e.get("tid")))
+        cols["ts"].append(_num(e.get("ts")))
+        cols["dur"].append(_num(e.get("dur", 0)))
+        cols["flow_id"].append(as_i64(e.get("id")))
+        cols["device"].append(as_i64(args.get("device")))
+        cols["stream"].append(as_i64(args.get("stream", args.get("stream_id"))))
+        link = dict.fromkeys(LINK_COLUMNS)
+        for arg, col in ARG_COLUMNS.items():
+            if link[col] is None and arg in args:
+                link[col] = as_i64(args[arg])
+        for col, v in link.items():
+            cols[col].append(v)
+        cols["args_json"].append(orjson.dumps(args).decode() if args else None)
+    return pl.DataFrame(cols, schema=RAW_SCHEMA), non_objects
+
+
+def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataFrame, Counter]:
+    """Return the complete events, the device flow records, and the count of what was skipped."""
+    ph, cat = pl.col("ph"), pl.col("category")
+    is_event = (ph == "X") & ~cat.is_in(list(NOT_EVENTS)).fill_null(False)
+    is_flow = ph.is_in(["s", "f"]) & cat.is_in(list(DEVICE_FLOWS))
+    kind = raw.select(is_event.fill_null(False).alias("e"), is_flow.fill_null(False).alias("f"))
+    skipped: Counter = Counter()
+    rest = raw.filter(~kind["e"] & ~kind["f"])
+    if rest.height:
+        for p, c, n in rest.group_by("ph", "category").len().iter_rows():
+            skipped[f"'{c}' spans" if p == "X" else _skip_reason(p, c)] += n
+    events = raw.filter(kind["e"]).select(
+        "name", "category", start_ns=_ns("ts", base), duration_ns=_ns("dur"),
+        pid="pid", tid="tid", device="device", stream="stream", **{c: c for c in LINK_COLUMNS},
+        args_json="args_json",
+    )
+    flows = raw.filter(kind["f"]).select(
+        "flow_id", "ph", fpid="pid", tid="tid", start_ns=_ns("ts", base))
+    return events, flows, skipped
 
 
 def _skip_reason(ph: object, cat: object) -> str:
@@ -162,18 +218,19 @@ def _skip_reason(ph: object, cat: object) -> str:
     return f"records of phase {ph!r}"
 
 
-def _any_neuron(rows: dict[str, list]) -> bool:
-    return any(s is not None for s in rows["seq_id"]) or "privateuse1_driver" in rows["category"]
+def _any_neuron(rows: pl.DataFrame) -> bool:
+    return rows["seq_id"].is_not_null().any() or (rows["category"] == "privateuse1_driver").any()
 
 
-def _accelerator(doc: dict, rows: dict[str, list]) -> str:
+def _accelerator(meta: dict, rows: pl.DataFrame) -> str:
     """Return cuda or rocm: ROCm traces reuse CUDA's categories with hip* runtime names."""
-    props = orjson.dumps(doc.get("deviceProperties") or []).decode().lower()
+    props = orjson.dumps(meta.get("deviceProperties") or []).decode().lower()
     if "amd" in props or "instinct" in props or "gfx" in props:
         return "rocm"
-    for name, cat in zip(rows["name"], rows["category"]):
-        if cat in ("cuda_runtime", "Runtime") and isinstance(name, str):
-            return "rocm" if name.startswith("hip") else "cuda"
+    first = rows.filter(pl.col("category").is_in(["cuda_runtime", "Runtime"])
+                        & pl.col("name").is_not_null())["name"].first()
+    if first is not None:
+        return "rocm" if first.startswith("hip") else "cuda"
     return "cuda"
 
 
@@ -241,16 +298,15 @@ def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
     return (pl.col("where") == DEVICE) | pl.col("pid").is_in(list(device_pids - host_pids))
 
 
-def _attach_flows(df: pl.DataFrame, flows: list[tuple], result: ReadResult) -> pl.DataFrame:
+def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.DataFrame:
     """Return df with ``flow_ids`` from ac2g flows, bound to the event at the flow's (tid, ts).
 
     Kineto writes a flow start at its launch event's ts and a flow end at its device event's
     ts, on the same pid/tid. Where several events share that point, the launch (runtime or
     dispatch) takes the start and the device-side event takes the end.
     """
-    if not flows:
+    if fl.is_empty():
         return df
-    fl = pl.DataFrame(flows, schema=["flow_id", "ph", "fpid", "tid", "start_ns"], orient="row")
     # Flows carry the pid Kineto wrote (a device index for device events), so match on that.
     ev = df.with_row_index("_row").select("_row", "tid", "start_ns", "lane_kind", "raw_pid")
     prefer = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
@@ -267,8 +323,145 @@ def _attach_flows(df: pl.DataFrame, flows: list[tuple], result: ReadResult) -> p
     return out.sort("_row").select(df.columns)
 
 
-def _rank(doc: dict, src: Source) -> tuple[int | None, str | None]:
-    info = doc.get("distributedInfo")
+def _rank(meta: dict, src: Source) -> tuple[int | None, str | None]:
+    info = meta.get("distributedInfo")
     if isinstance(info, dict) and as_i64(info.get("rank")) is not None:
         return as_i64(info.get("rank")), "distributedInfo"
     return src.rank, src.rank_origin
+
+
+# --- The streaming path -------------------------------------------------------------------
+#
+# A Kineto trace is one JSON object whose ``traceEvents`` array holds the records. The file
+# is read in blocks; newlines (only ever whitespace in JSON) become blanks, the separator
+# between two records becomes a newline, and polars' NDJSON reader parses the lines into
+# typed columns on every core, while this thread prepares the next block. A separator found
+# inside a record (in a string, or between objects nested in args) leaves an unbalanced line,
+# which polars rejects: the file is then read again the general way, then the exact way.
+# Nothing this path accepts is read differently from the exact path (tests compare both).
+
+BLOCK = 1 << 24
+HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
+KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
+ANY_SEP = re.compile(rb"\}\s*,\s*\{")
+ID = pl.String  # pids and flow ids may be numbers or strings; cast like as_i64 afterwards
+ARG_KEYS = (*ARG_COLUMNS, "device", "stream", "stream_id")
+# Args are read as integers, and a block where one is not is read again with strings.
+ARGS, ARGS_ANY = pl.Struct(dict.fromkeys(ARG_KEYS, pl.Int64)), pl.Struct(dict.fromkeys(ARG_KEYS, ID))
+LINE_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.String, "pid": ID, "tid": ID,
+               "ts": pl.Float64, "dur": pl.Float64, "id": ID}
+
+
+class _NotFast(Exception):
+    """The streaming path cannot read this file; the exact path will."""
+
+
+def _split_kineto(buf: bytes) -> bytes:
+    return buf.replace(KINETO_SEP, b"}\n{")
+
+
+def _split_any(buf: bytes) -> bytes:
+    return ANY_SEP.sub(b"}\n{", buf)
+
+
+def _open(path) -> io.BufferedIOBase:
+    raw = io.BytesIO(path.read_bytes()) if isinstance(path, MemberPath) else open(path, "rb")
+    return gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
+
+
+def scan(path, split=_split_kineto, keep_args: bool = False) -> tuple[dict, pl.DataFrame]:
+    """Return the trace's top-level keys but traceEvents, and its records as the raw table."""
+    try:
+        with _open(path) as f, ThreadPoolExecutor(1) as pool:
+            return _scan(f, split, keep_args, pool)
+    except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError, orjson.JSONDecodeError,
+            UnicodeDecodeError) as e:
+        raise _NotFast(str(e)) from e
+
+
+def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor) -> tuple[dict, pl.DataFrame]:
+    block = f.read(BLOCK)
+    if block.startswith(b"\xef\xbb\xbf"):
+        block = block[3:]
+    m = HEAD.search(block)
+    if m is None:
+        raise _NotFast("no traceEvents array in the first block")
+    meta = orjson.loads(block[:m.start()] + b'"traceEvents": null}')
+    if not isinstance(meta, dict):
+        raise _NotFast("not an object")
+    schema = {**LINE_SCHEMA, "args": pl.String if keep_args else ARGS}
+    parts, pending, carry = [], None, b""
+    block = block[m.end():]
+    while block:
+        block = block.replace(b"\n", b" ")
+        if b"\r" in block:
+            block = block.replace(b"\r", b" ")
+        buf = split(carry + block)
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            if split is _split_kineto and len(buf) > BLOCK:
+                raise _NotFast("no Kineto record separator in a whole block")
+            carry = buf
+        else:
+            carry = buf[cut + 1:]
+            if pending is not None:
+                parts.append(pending.result())
+            pending = pool.submit(_parse, buf[:cut], schema, keep_args)
+        block = f.read(BLOCK)
+    if pending is not None:
+        parts.append(pending.result())
+    last, tail = _array_end(carry, schema, keep_args)
+    if last is not None:
+        parts.append(last)
+    meta.update(tail)
+    raw = pl.concat(parts) if parts else pl.DataFrame(schema=RAW_SCHEMA)
+    return meta, raw
+
+
+def _array_end(carry: bytes, schema: dict, keep_args: bool) -> tuple[pl.DataFrame | None, dict]:
+    """Return the last records (parsed) and the keys after the array, from the last block's rest.
+
+    The array ends at a ``]`` after which the rest is the end of an object, and before which
+    the text parses as records: tried from the end of the file backwards.
+    """
+    k = len(carry)
+    for _ in range(1_000):
+        k = carry.rfind(b"]", 0, k)
+        if k < 0:
+            break
+        rest = carry[k + 1:].strip()
+        try:
+            tail = {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
+            if isinstance(tail, dict):
+                last = carry[:k]
+                return (_parse(last, schema, keep_args) if last.strip() else None), tail
+        except (orjson.JSONDecodeError, pl.exceptions.PolarsError):
+            pass
+    raise _NotFast("no end of the traceEvents array")
+
+
+def _parse(lines: bytes, schema: dict, keep_args: bool) -> pl.DataFrame:
+    """Return the raw table of NDJSON ``lines``, one record per line."""
+    try:
+        df = pl.read_ndjson(lines, schema=schema)
+    except pl.exceptions.ComputeError:
+        if schema["args"] != ARGS:
+            raise
+        df = pl.read_ndjson(lines, schema={**schema, "args": ARGS_ANY})
+    if keep_args:
+        df = df.with_columns(args_json="args", args=pl.col("args").str.json_decode(ARGS_ANY))
+    a = pl.col("args").struct
+
+    def i64(e: pl.Expr) -> pl.Expr:
+        return e.cast(pl.Int64, strict=False)
+
+    return df.select(
+        "ph", pl.col("cat").alias("category"), "name", i64(pl.col("pid")).alias("pid"),
+        i64(pl.col("tid")).alias("tid"), "ts", pl.col("dur").fill_null(0.0),
+        i64(pl.col("id")).alias("flow_id"), i64(a.field("device")).alias("device"),
+        i64(pl.coalesce(a.field("stream"), a.field("stream_id"))).alias("stream"),
+        i64(pl.coalesce(a.field("External id"), a.field("external id"))).alias("external_id"),
+        i64(a.field("correlation")).alias("correlation"),
+        i64(a.field("nrt_sequence_id")).alias("seq_id"), i64(a.field("exec_id")).alias("exec_id"),
+        (pl.col("args_json") if keep_args else pl.lit(None, pl.String)).alias("args_json"),
+    )
