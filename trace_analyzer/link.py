@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from .intervals import enclosing
+from .intervals import innermost
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
 METHODS = ("flow_id", "seq_id", "exec_id", "external_id", "correlation", "time")
@@ -115,46 +115,33 @@ def _one_parent(hits: pl.DataFrame) -> pl.DataFrame:
 
 def _within_core(kids: pl.DataFrame, parents: pl.DataFrame) -> pl.DataFrame:
     """Return hardware events -> the innermost runtime call enclosing them on the same core."""
-    found = enclosing(
-        [((p["pid"], p["device"]), p["start_ns"], p["end_ns"], p["event_id"])
-         for p in parents.iter_rows(named=True)],
-        [((k["pid"], k["device"]), k["start_ns"], k["event_id"]) for k in kids.iter_rows(named=True)],
-    )
-    return _edges_from(found, kids, "time")
+    found = innermost(
+        parents.select("pid", "device", start="start_ns", end="end_ns", id="event_id"),
+        kids.select("pid", "device", t="start_ns", id="event_id"), ["pid", "device"])
+    return _edges(found, "time")
 
 
 def _launch_to_op(kids: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """Return launches -> their op: the op named by External id or correlation when that op
     encloses the launch on its thread, else the innermost op that does."""
-    inner = enclosing(
-        [((o["pid"], o["tid"]), o["start_ns"], o["end_ns"], o["event_id"])
-         for o in ops.iter_rows(named=True)],
-        [((k["pid"], k["tid"]), k["start_ns"], k["event_id"]) for k in kids.iter_rows(named=True)],
-    )
-    span = {o["event_id"]: (o["pid"], o["tid"], o["start_ns"], o["end_ns"])
-            for o in ops.iter_rows(named=True)}
-    by_ext = {(o["pid"], o["external_id"]): o["event_id"] for o in ops.iter_rows(named=True)
-              if o["external_id"] is not None}
-    rows = []
-    for k in kids.iter_rows(named=True):
-        for col in ("external_id", "correlation"):
-            op = by_ext.get((k["pid"], k[col])) if k[col] is not None else None
-            if op is not None and _encloses(span[op], k):
-                rows.append((op, k["event_id"], col))
-                break
-        else:
-            if k["event_id"] in inner:
-                rows.append((inner[k["event_id"]], k["event_id"], "time"))
-    return pl.DataFrame(rows, schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String},
-                        orient="row")
+    named = (ops.filter(pl.col("external_id").is_not_null())
+             .unique(subset=["pid", "external_id"], keep="last", maintain_order=True)
+             .select("pid", "external_id", op="event_id", op_tid="tid", op_start="start_ns",
+                     op_end="end_ns"))
+    found, rest = [], kids.select("event_id", "pid", "tid", "start_ns", "external_id", "correlation")
+    for col in ("external_id", "correlation"):
+        hits = (rest.join(named, left_on=["pid", col], right_on=["pid", "external_id"])
+                .filter((pl.col("tid") == pl.col("op_tid"))
+                        & pl.col("start_ns").is_between(pl.col("op_start"), pl.col("op_end")))
+                .select(src="op", dst="event_id", link_method=pl.lit(col)))
+        found.append(hits)
+        rest = rest.filter(~pl.col("event_id").is_in(hits["dst"].implode()))
+    inner = innermost(
+        ops.select("pid", "tid", start="start_ns", end="end_ns", id="event_id"),
+        rest.select("pid", "tid", t="start_ns", id="event_id"), ["pid", "tid"])
+    found.append(_edges(inner, "time"))
+    return pl.concat(found).cast({"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
 
 
-def _encloses(span: tuple, k: dict) -> bool:
-    pid, tid, start, end = span
-    return pid == k["pid"] and tid == k["tid"] and start <= k["start_ns"] <= end
-
-
-def _edges_from(parent: dict[int, int], kids: pl.DataFrame, method: str) -> pl.DataFrame:
-    rows = [(parent[k], k, method) for k in kids["event_id"].to_list() if k in parent]
-    return pl.DataFrame(rows, schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String},
-                        orient="row")
+def _edges(found: pl.DataFrame, method: str) -> pl.DataFrame:
+    return found.select(src="parent", dst="id", link_method=pl.lit(method, pl.String))
