@@ -79,8 +79,8 @@ def as_i64(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value if I64_MIN <= value <= I64_MAX else None
-    if isinstance(value, float):
-        if value != value or not (I64_MIN <= value <= I64_MAX):
+    if isinstance(value, float):  # beyond 2**53 a float no longer holds an exact integer
+        if value != value or not (-(2**53) <= value <= 2**53):
             return None
         return int(value)
     if isinstance(value, str):

@@ -444,12 +444,13 @@ def _parse(lines: bytes, schema: dict, keep_args: bool) -> pl.DataFrame:
     """Return the raw table of NDJSON ``lines``, one record per line."""
     try:
         df = pl.read_ndjson(lines, schema=schema)
-    except pl.exceptions.ComputeError:
+    except pl.exceptions.PolarsError:  # an arg that is not an int64: a string, a float, 2**64
         if schema["args"] != ARGS:
             raise
         df = pl.read_ndjson(lines, schema={**schema, "args": ARGS_ANY})
     if keep_args:
-        df = df.with_columns(args_json="args", args=pl.col("args").str.json_decode(ARGS_ANY))
+        df = df.with_columns(args_json=pl.when(pl.col("args") != "{}").then("args"),
+                             args=pl.col("args").str.json_decode(ARGS_ANY))
     a = pl.col("args").struct
 
     def i64(e: pl.Expr) -> pl.Expr:
