@@ -84,6 +84,22 @@ def write_metadata(folder: Path, version: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_outside_the_repository(tmp_path_factory):
+    """CLI runs keep their analysis cache in a session folder, not in fixtures/ or the corpus
+    (a second run of the same profile is then answered from it, as for a user)."""
+    import os
+
+    folder = tmp_path_factory.mktemp("traceana-cache")
+    old = os.environ.get("TRACEANA_CACHE_DIR")
+    os.environ["TRACEANA_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("TRACEANA_CACHE_DIR", None)
+    else:
+        os.environ["TRACEANA_CACHE_DIR"] = old
+
+
 def run_cli(*args: str) -> tuple[int, str, str]:
     """Run ``traceana ARGS`` in-process; return (exit code, stdout, stderr)."""
     result = CliRunner().invoke(cli, [str(a) for a in args])

@@ -32,7 +32,7 @@ import polars as pl
 
 from . import __version__
 from .archive import MemberPath, is_archive
-from .discover import Run, discover
+from .discover import Run, discover, run_files
 from .errors import InputError, TraceanaError, UsageError
 
 CHECKPOINT_S = 30.0
@@ -149,19 +149,6 @@ def _broken(archive: Path, error: str) -> RunSpec:
         fp, mtime = None, None
     return RunSpec(run_id=str(archive), path=str(archive), member=None, fingerprint=fp,
                    modified_ns=mtime, error=error)
-
-
-def run_files(run: Run) -> list:
-    """Return the files a run is made of: its sources (Parquet folders' files), capture.json
-    files, NEFF/NTFF files and raw system traces."""
-    files = []
-    for src in run.sources:
-        if src.kind == "explorer-parquet":
-            files += [p for p in src.path.iterdir() if p.is_file()]
-        else:
-            files.append(src.path)
-    files += [*run.captures, *run.neffs, *run.ntffs, *run.raw]
-    return sorted(set(files), key=str)
 
 
 def _spec(run: Run, hash_files: bool) -> RunSpec:

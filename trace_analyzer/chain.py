@@ -153,7 +153,7 @@ def chain_result(profiles: list, path: str, *, op=None, step=None, unlinked=Fals
     """Return the ``chain`` result for every run: coverage of the whole run, selected rows."""
     runs = []
     for p in profiles:
-        chain = chains(p.events)
+        chain = chains(p.events, p.links())
         rows = select(chain, op=op, step=step, unlinked=unlinked)
         rows = by_op(rows) if group_by_op else rows
         runs.append({"root": str(p.root), "start_ns": chain["hw_start_ns"].min(),

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from . import export as trace_export
-from . import graph as graph_export
+from . import __version__, cache
 from .chain import chain_result
 from .diff import DIFF_METRICS, DIFF_METRICS_HINT
 from .diff import diff as diff_profiles
@@ -35,6 +33,21 @@ def output_options(fn):
     fn = click.option("--format", "fmt", type=click.Choice(list(RENDERERS)),
                       help="Output format (default: from the -o extension, else table).")(fn)
     return fn
+
+
+def cache_options(fn):
+    """--no-cache and --cache-dir, for every command that loads profiles (cache.py)."""
+    @functools.wraps(fn)
+    def wrapper(*args, no_cache: bool, cache_dir: Path | None, **kwargs):
+        with cache.configured(enabled=not no_cache, folder=cache_dir):
+            return fn(*args, **kwargs)
+
+    wrapper = click.option(
+        "--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="TRACEANA_CACHE_DIR",
+        help="Keep the analysis cache here [default: .traceana-cache/ inside a named folder; "
+             "none for a named file or archive].")(wrapper)
+    return click.option("--no-cache", is_flag=True, envvar="TRACEANA_NO_CACHE",
+                        help="Neither read nor write the analysis cache.")(wrapper)
 
 
 @contextmanager
@@ -91,6 +104,7 @@ def cli(debug: bool) -> None:
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @output_options
+@cache_options
 @handle_errors
 def info(path: Path, fmt: str | None, output: Path | None) -> None:
     """Show what PATH holds: sources and formats, processes, lanes by kind, NEFF/NTFF files.
@@ -129,6 +143,7 @@ def _window(text: str | None) -> tuple[int, int] | None:
 @click.option("--fail-on", "fail_on", multiple=True, metavar="EXPR",
               help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.")
 @output_options
+@cache_options
 @handle_errors
 def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
          lane_glob: str | None, by: str, fail_on: tuple[str, ...], fmt: str | None,
@@ -173,6 +188,7 @@ def _exit_on_failures(result: dict) -> None:
 @click.option("--fail-on", "fail_on", multiple=True, metavar="EXPR",
               help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.")
 @output_options
+@cache_options
 @handle_errors
 def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
          fail_on: tuple[str, ...], fmt: str | None, output: Path | None) -> None:
@@ -200,6 +216,7 @@ def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N ops.")
 @output_options
+@cache_options
 @handle_errors
 def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> None:
     """The offline key_averages(): per op, calls, self CPU, device time and device %.
@@ -223,6 +240,7 @@ def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> 
 @click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
 @output_options
+@cache_options
 @handle_errors
 def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: bool,
           limit: int | None, fmt: str | None, output: Path | None) -> None:
@@ -244,6 +262,7 @@ def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: 
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: .graphml, .json (node-link) or .dot.")
+@cache_options
 @handle_errors
 def graph(path: Path, output: Path) -> None:
     """Export the dependency graph of one run: framework op → runtime → hardware.
@@ -252,7 +271,10 @@ def graph(path: Path, output: Path) -> None:
     Example:
         traceana graph ./profile_out -o chain.graphml
     """
-    g = graph_export.build(load(path).events)
+    from . import graph as graph_export  # networkx: imported only when asked
+
+    p = load(path)
+    g = graph_export.build(p.events, p.links())
     with writing(output):
         graph_export.write(g, output)
     click.echo(f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True)
@@ -262,6 +284,7 @@ def graph(path: Path, output: Path) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
+@cache_options
 @handle_errors
 def export(path: Path, output: Path) -> None:
     """Export one run as a trace for the Perfetto UI, with links and gaps drawn in.
@@ -274,6 +297,8 @@ def export(path: Path, output: Path) -> None:
     Example:
         traceana export ./profile_out -o annotated.json
     """
+    from . import export as trace_export
+
     doc = trace_export.build(load(path, args=True), source=str(path))
     with writing(output):
         trace_export.write(doc, output)
@@ -289,6 +314,7 @@ def export(path: Path, output: Path) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: .html (one self-contained page) or .md (Markdown; the plots "
                    "go beside it as <name>.<plot>.png).")
+@cache_options
 @handle_errors
 def report(path: Path, base: Path | None, output: Path) -> None:
     """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.

@@ -112,12 +112,16 @@ def rank_from_names(path: Path) -> tuple[int | None, str | None]:
     return None, None
 
 
+# traceana's own analysis cache (cache.py) inside a profile folder: never an input.
+CACHE_DIR_NAME = ".traceana-cache"
+
+
 def _walk(top: Path):
     if isinstance(top, MemberPath):
         yield from top.walk_files()
         return
     for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if d != CACHE_DIR_NAME)
         for name in sorted(filenames):
             yield Path(dirpath) / name
 
@@ -242,3 +246,17 @@ def pb_hint(folder: Path) -> str:
         "point traceana at the folder holding its output (framework lanes from trace.json are "
         "still read)"
     )
+
+
+def run_files(run: Run) -> list:
+    """Return the files a run is made of: its sources (Parquet folders' files), capture.json
+    files, NEFF/NTFF files and raw system traces."""
+    files = []
+    for src in run.sources:
+        if src.kind == "explorer-parquet":
+            files += [p for p in src.path.iterdir() if p.is_file()]
+        else:
+            files.append(src.path)
+    files += [*run.captures, *run.neffs, *run.ntffs, *run.raw]
+    return sorted(set(files), key=str)
+

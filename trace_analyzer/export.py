@@ -34,7 +34,6 @@ import polars as pl
 
 from . import __version__
 from .gaps import device_of, gaps as find_gaps
-from .link import link
 
 SCHEMA_VERSION = 1
 LINK_CAT, GAP_CAT = "traceana_link", "traceana_gap"
@@ -51,7 +50,7 @@ GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync
 def build(profile, *, source: str | None = None) -> dict:
     """Return the trace document of one run (a Profile): a dict ready for JSON."""
     events = profile.events
-    edges = link(events)
+    edges = profile.links()
     gap_rows = _gap_rows(find_gaps(profile))
     base = _base(events)
     tracks = _Tracks(events, gap_rows)

@@ -239,7 +239,7 @@ def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = Non
                .select("event_id", "lane", "pid", start_ns=pl.col("start_ns").clip(w.start_ns),
                        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns))
                .with_columns(device=device_of(pl.col("lane"))))
-    chain = chains(events, link(events))
+    chain = chains(events, profile.links() if hasattr(profile, "links") else link(events))
     keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
     parts = {}
     for key in ("lane", "device"):

@@ -25,7 +25,7 @@ def run_info(p: Profile) -> dict:
         for kind in row["kinds"]:
             by_kind.setdefault(kind, []).append(row["lane"])
     hardware = len(by_kind.get("hardware", []))
-    links = coverage(chains(p.events))
+    links = coverage(chains(p.events, p.links()))
     notes = list(p.notes)
     if links["unlinked"]:
         notes.append(f"{links['unlinked']} hardware executions reach no framework op; "
@@ -86,7 +86,7 @@ def _source(r) -> dict:
         "format": r.format,
         "schema_version": r.schema_version,
         "read": r.read,
-        "events": r.events.height,
+        "events": r.count,
         "notes": r.notes,
     }
 

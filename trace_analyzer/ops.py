@@ -92,7 +92,7 @@ def ops_result(profiles: list, path: str, *, limit: int | None = None) -> dict:
     """Return the ``ops`` result for every run."""
     runs = []
     for p in profiles:
-        edges = link(p.events)
+        edges = p.links()
         chain = chains(p.events, edges)
         execs = executions(chain, p.events, edges)
         table = ops(p.events, execs=execs)

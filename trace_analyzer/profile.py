@@ -15,8 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
+from . import cache
 from .discover import Run, discover, pb_hint
 from .errors import UsageError
+from .link import link
 from .readers import ReadResult, read_source
 from .schema import check_events, empty_events
 
@@ -37,15 +39,24 @@ class Profile:
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     pairs: list[dict] = field(default_factory=list)
+    edges: pl.DataFrame | None = field(default=None, repr=False)  # see links()
+    cached: bool = False  # read back from the analysis cache
 
     @property
     def root(self) -> Path:
         return self.run.root
 
+    def links(self) -> pl.DataFrame:
+        """Return the edges table (link.py) of the events, computed once."""
+        if self.edges is None:
+            self.edges = link(self.events)
+        return self.edges
+
 
 def load_runs(path: str | Path, args: bool = False) -> list[Profile]:
     """Return every run found under ``path``, each loaded."""
-    return [load_run(run, args) for run in discover(path)]
+    folder = cache.folder_for(path)
+    return [load_run(run, args, folder) for run in discover(path)]
 
 
 def load(path: str | Path, args: bool = False) -> Profile:
@@ -58,11 +69,44 @@ def load(path: str | Path, args: bool = False) -> Profile:
     if len(runs) > 1:
         names = ", ".join(str(r.root) for r in runs[:3]) + (", ..." if len(runs) > 3 else "")
         raise UsageError(f"{path}: {len(runs)} runs found ({names}); name one of them")
-    return load_run(runs[0], args)
+    return load_run(runs[0], args, cache.folder_for(path))
 
 
-def load_run(run: Run, args: bool = False) -> Profile:
-    """Read every source of one run and return the profile."""
+def load_run(run: Run, args: bool = False, cache_folder: Path | None = None) -> Profile:
+    """Read every source of one run and return the profile.
+
+    With a ``cache_folder`` (cache.py), an unchanged run is read back from it, and a run
+    read afresh is linked and written there.
+    """
+    if cache_folder is not None:
+        hit = cache.load(cache_folder, run, args)
+        if hit is not None:
+            return _from_cache(run, hit)
+    profile = _read_run(run, args)
+    if cache_folder is not None:
+        cache.store(cache_folder, run, args, _cache_meta(profile), profile.events, profile.links())
+    return profile
+
+
+def _cache_meta(p: Profile) -> dict:
+    return {"reads": cache.reads_meta(p.reads), "warnings": p.warnings, "notes": p.notes,
+            "dropped": p.dropped, "pairs": p.pairs}
+
+
+def _from_cache(run: Run, hit: dict) -> Profile:
+    meta = hit["meta"]
+    sources = {str(s.path): s for s in run.sources}
+    reads = [ReadResult(source=sources[r["source"]], format=r["format"],
+                        schema_version=r["schema_version"], rank=r["rank"],
+                        rank_origin=r["rank_origin"], notes=r["notes"], warnings=r["warnings"],
+                        read=r["read"], n_events=r["n_events"])
+             for r in meta["reads"] if r["source"] in sources]
+    return Profile(run=run, events=hit["events"], reads=reads, warnings=meta["warnings"],
+                   notes=meta["notes"], dropped=meta["dropped"], pairs=meta["pairs"],
+                   edges=hit["edges"], cached=True)
+
+
+def _read_run(run: Run, args: bool) -> Profile:
     reads = [r for r in (read_source(s, args) for s in run.sources) if r is not None]
     events, notes = deduplicate(reads)
     events, dropped = check_events(events)

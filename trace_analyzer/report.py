@@ -18,7 +18,6 @@ from .chain import chains
 from .diff import diff
 from .errors import UsageError
 from .gaps import gaps_result, window_of
-from .link import link
 from .ops import ops_result
 from .profile import load
 from .render import html, text
@@ -47,7 +46,7 @@ def timeline_result(profiles: list, path: str) -> dict:
         w = window_of(events)
         run = {"root": str(p.root), "start_ns": None, "end_ns": None, "framework_ops": []}
         if w is not None:
-            c = chains(events, link(events)).filter((pl.col("hw_end_ns") > w.start_ns)
+            c = chains(events, p.links()).filter((pl.col("hw_end_ns") > w.start_ns)
                                                     & (pl.col("hw_start_ns") < w.end_ns))
             launched = c["op_start_ns"].drop_nulls()
             start = min(w.start_ns, launched.min()) if len(launched) else w.start_ns

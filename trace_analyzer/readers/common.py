@@ -30,6 +30,11 @@ class ReadResult:
     notes: list[str] = field(default_factory=list)  # facts worth showing (clock, skipped records)
     warnings: list[str] = field(default_factory=list)  # things that may make results wrong
     read: bool = True  # False when the source was recognised and deliberately not read
+    n_events: int | None = None  # rows read, when events is not kept (a cached profile)
+
+    @property
+    def count(self) -> int:
+        return self.events.height if self.n_events is None else self.n_events
 
     @classmethod
     def skipped(cls, src: Source, fmt: str, why: str) -> ReadResult:
