@@ -19,6 +19,7 @@ import polars as pl
 from .chain import chains
 from .errors import UsageError
 from .link import link
+from .rows import Rows
 from .units import failed, glob_regex
 
 CAUSES = ("host_dispatch", "transfer", "sync", "runtime", "uncorrelated", "other")
@@ -328,8 +329,8 @@ def to_dict(r: GapsResult, root: str) -> dict:
         "summary": r.summary,
         "devices": r.devices.to_dicts(),
         "lanes": r.lanes.to_dicts(),
-        "gaps": r.gaps.to_dicts(),
-        "device_gaps": r.device_gaps.to_dicts(),
+        "gaps": Rows(r.gaps),
+        "device_gaps": Rows(r.device_gaps),
         "ops": r.ops.to_dicts(),
     }
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..rows import as_frame
+
 # The table each result kind puts in its CSV form.
 MAIN_TABLE = {"info": "lanes", "ops": "rows", "chain": "rows", "gaps": "gaps", "diff": "metrics",
               "trend": "rows"}
@@ -15,8 +17,7 @@ def render(kind: str, data: dict) -> str:
     for run in data["runs"]:
         rows = run[MAIN_TABLE[kind]]
         if rows:
-            frames.append(pl.DataFrame(rows, infer_schema_length=None)
-                          .with_columns(run=pl.lit(run["root"])))
+            frames.append(as_frame(rows).with_columns(run=pl.lit(run["root"])))
     if not frames:
         return ""
     df = pl.concat(frames, how="diagonal_relaxed")

@@ -10,6 +10,7 @@ from typing import Callable
 import polars as pl
 
 from ..gaps import CAUSES
+from ..rows import Rows
 
 TABLE, MARKDOWN = "ASCII_MARKDOWN", "MARKDOWN"
 
@@ -207,7 +208,9 @@ def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]
     table = _aggregate(run, by, top)
     if table.height:
         lines += _section(f"by {by} (µs)", table, style)
-    longest = sorted(run["device_gaps"], key=lambda g: -g["duration_ns"])[:top]
+    dg = run["device_gaps"]
+    longest = (dg.top(top, "duration_ns") if isinstance(dg, Rows)
+               else sorted(dg, key=lambda g: -g["duration_ns"])[:top])
     if longest:
         lines += _section(f"top {len(longest)} gaps (device idle; at = ms from the window start)",
                           _gap_rows(longest, "device", origin), style)
