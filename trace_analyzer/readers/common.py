@@ -126,9 +126,10 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
     )
     if steps.is_empty():
         return events
-    order = events.with_row_index("_row").sort("start_ns")
+    # on the row numbers and start times alone, then set: no copy of the wide table
+    order = events.select("start_ns").with_row_index("_row").sort("start_ns")
     joined = order.join_asof(steps, left_on="start_ns", right_on="step_start", strategy="backward")
-    joined = joined.with_columns(
-        step=pl.when(pl.col("start_ns") < pl.col("step_end")).then(pl.col("step_no"))
-    )
-    return joined.sort("_row").select(events.columns)
+    step = (joined.sort("_row")
+            .select(pl.when(pl.col("start_ns") < pl.col("step_end")).then(pl.col("step_no")))
+            .to_series())
+    return events.with_columns(step=step.cast(pl.Int64))

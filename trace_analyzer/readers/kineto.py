@@ -319,8 +319,10 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
     if unbound:
         result.notes.append(f"{unbound} flow endpoints matched no event")
     per_event = bound.group_by("_row").agg(flow_ids=pl.col("flow_id").unique().sort())
-    out = df.with_row_index("_row").drop("flow_ids").join(per_event, on="_row", how="left")
-    return out.sort("_row").select(df.columns)
+    # the new column is built on the row numbers alone, then set: no copy of the wide table
+    ids = (pl.DataFrame({"_row": pl.int_range(df.height, dtype=pl.UInt32, eager=True)})
+           .join(per_event, on="_row", how="left", maintain_order="left")["flow_ids"])
+    return df.with_columns(flow_ids=ids.cast(pl.List(pl.Int64)))
 
 
 def _rank(meta: dict, src: Source) -> tuple[int | None, str | None]:
@@ -340,7 +342,7 @@ def _rank(meta: dict, src: Source) -> tuple[int | None, str | None]:
 # which polars rejects: the file is then read again the general way, then the exact way.
 # Nothing this path accepts is read differently from the exact path (tests compare both).
 
-BLOCK = 1 << 24
+BLOCK = 1 << 23
 HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
 KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
 ANY_SEP = re.compile(rb"\}\s*,\s*\{")
