@@ -8,8 +8,9 @@ any change to one of them is a miss, and the entry is rebuilt.
 
 Where (docs/cache.md): ``--cache-dir DIR`` or ``TRACEANA_CACHE_DIR``; otherwise
 ``.traceana-cache/`` inside the folder the user named, so that nothing is written outside
-the path the user named. A single file or an archive named directly has no cache unless a
-folder is given. ``--no-cache`` (or ``TRACEANA_NO_CACHE=1``) turns it off. The Python API
+the path the user named. A single file named directly has no cache unless a folder is
+given; archives are never cached. Every cache folder holds a ``CACHEDIR.TAG``, and
+discovery skips folders that do. ``--no-cache`` (or ``TRACEANA_NO_CACHE=1``) turns it off. The Python API
 (``load``, ``load_runs``) uses no cache unless inside ``cache.configured(...)``. A cache that
 cannot be written (a read-only folder, a full disk) is skipped silently: it only saves time.
 """
@@ -30,7 +31,7 @@ import polars as pl
 from . import __version__
 from .archive import MemberPath
 from .discover import CACHE_DIR_NAME as DIR_NAME
-from .discover import Run, run_files
+from .discover import CACHEDIR_TAG, Run, run_files
 
 FORMAT = 1
 
@@ -65,11 +66,21 @@ def folder_for(named: Path | str) -> Path | None:
     return named / DIR_NAME if named.is_dir() else None
 
 
+TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+       "# This folder is traceana's analysis cache (docs/cache.md); it may be deleted.\n")
+
+
 def key(run: Run, args: bool) -> str | None:
-    """Return the digest of everything an entry depends on; None when a file cannot be stat'd."""
+    """Return the digest of everything an entry depends on; None when a file cannot be stat'd.
+
+    Computed before the run is read, so that a file changing during the read makes the
+    entry's key stale rather than the entry.
+    """
     h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0{run.root}\0".encode())
+    for src in run.sources:  # a file named directly must be a trace; found in a folder, may not
+        h.update(f"{src.path}\0{src.kind}\0{src.named}\0".encode())
     try:
-        for f in run_files(run):
+        for f in sorted({*run_files(run), *(p for p, _ in run.skipped)}, key=str):
             if isinstance(f, MemberPath):
                 return None
             st = f.stat()
@@ -84,15 +95,14 @@ def _stem(folder: Path, run: Run, args: bool) -> Path:
     return folder / name
 
 
-def load(folder: Path, run: Run, args: bool) -> dict | None:
-    """Return the cached pieces of a run (meta, events, edges), or None on a miss."""
-    k = key(run, args)
+def load(folder: Path, run: Run, args: bool, k: str | None) -> dict | None:
+    """Return the cached pieces of a run (meta, events, edges) under key ``k``, or None."""
     if k is None:
         return None
     stem = _stem(folder, run, args)
     try:
         meta = orjson.loads(stem.with_suffix(".json").read_bytes())
-        if meta.get("key") != k:
+        if not isinstance(meta, dict) or meta.get("key") != k:
             return None
         events = pl.read_parquet(stem.with_suffix(".events.parquet"))
         edges = pl.read_parquet(stem.with_suffix(".edges.parquet"))
@@ -101,15 +111,17 @@ def load(folder: Path, run: Run, args: bool) -> dict | None:
     return {"meta": meta, "events": events, "edges": edges}
 
 
-def store(folder: Path, run: Run, args: bool, meta: dict, events: pl.DataFrame,
+def store(folder: Path, run: Run, args: bool, k: str | None, meta: dict, events: pl.DataFrame,
           edges: pl.DataFrame) -> bool:
-    """Write an entry (each file atomically); return False when it could not be written."""
-    k = key(run, args)
+    """Write an entry under key ``k`` (each file atomically); False when it could not be."""
     if k is None:
         return False
     stem = _stem(folder, run, args)
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        tag = folder / CACHEDIR_TAG
+        if not tag.is_file():
+            _atomic(tag, lambda p: Path(p).write_text(TAG))
         # the tables first, the meta (which holds the key) last: a half-written entry misses
         _atomic(stem.with_suffix(".events.parquet"), lambda p: events.write_parquet(p, compression="lz4"))
         _atomic(stem.with_suffix(".edges.parquet"), lambda p: edges.write_parquet(p, compression="lz4"))

@@ -112,16 +112,24 @@ def rank_from_names(path: Path) -> tuple[int | None, str | None]:
     return None, None
 
 
-# traceana's own analysis cache (cache.py) inside a profile folder: never an input.
+# traceana's own analysis cache (cache.py): never an input. Its folders are named so by
+# default and always hold a CACHEDIR.TAG (bford.info/cachedir), as any --cache-dir does.
 CACHE_DIR_NAME = ".traceana-cache"
+CACHEDIR_TAG = "CACHEDIR.TAG"
+
+
+def _is_cache(folder: Path, name: str) -> bool:
+    return name == CACHE_DIR_NAME or (folder / name / CACHEDIR_TAG).is_file()
 
 
 def _walk(top: Path):
     if isinstance(top, MemberPath):
-        yield from top.walk_files()
+        for f in top.walk_files():
+            if CACHE_DIR_NAME not in f.parts[:-1]:
+                yield f
         return
     for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if d != CACHE_DIR_NAME)
+        dirnames[:] = sorted(d for d in dirnames if not _is_cache(Path(dirpath), d))
         for name in sorted(filenames):
             yield Path(dirpath) / name
 

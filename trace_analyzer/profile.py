@@ -78,13 +78,15 @@ def load_run(run: Run, args: bool = False, cache_folder: Path | None = None) -> 
     With a ``cache_folder`` (cache.py), an unchanged run is read back from it, and a run
     read afresh is linked and written there.
     """
-    if cache_folder is not None:
-        hit = cache.load(cache_folder, run, args)
+    k = cache.key(run, args) if cache_folder is not None else None
+    if k is not None:
+        hit = cache.load(cache_folder, run, args, k)
         if hit is not None:
             return _from_cache(run, hit)
     profile = _read_run(run, args)
-    if cache_folder is not None:
-        cache.store(cache_folder, run, args, _cache_meta(profile), profile.events, profile.links())
+    if k is not None:
+        cache.store(cache_folder, run, args, k, _cache_meta(profile), profile.events,
+                    profile.links())
     return profile
 
 
