@@ -136,7 +136,8 @@ def listing(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 def entries(folder: Path) -> list[Path]:
-    return sorted(folder.glob("*.json"))
+    """The runs' entries (their meta files); analyses' results sit beside them as <entry>-<name>-*."""
+    return sorted(p for p in folder.glob("*.json") if "-" not in p.stem)
 
 
 def gaps_summary(path: Path, *extra) -> dict:
@@ -231,8 +232,13 @@ def test_default_cache_is_inside_the_named_folder_and_nothing_else_is_written(na
     new = set(listing(tmp_path)) - set(before)
     cache_files = {p for p in new if p.startswith(f"naive/{CACHE}/")}
     assert new == {"out.json", f"naive/{CACHE}"} | cache_files
-    suffixes = sorted(Path(p).name.split(".", 1)[1] for p in cache_files)
+    run_files = [Path(p).name for p in cache_files if "-gaps-" not in p]
+    suffixes = sorted(name.split(".", 1)[1] for name in run_files)
     assert suffixes == ["TAG", "edges.parquet", "events.parquet", "json"]  # CACHEDIR.TAG + entry
+    # and the gaps result beside it: its five tables and its meta
+    gaps_files = sorted(Path(p).name.split(".", 1)[1] for p in cache_files if "-gaps-" in p)
+    assert gaps_files == sorted(["devices.parquet", "device_gaps.parquet", "gaps.parquet",
+                                 "lanes.parquet", "ops.parquet", "json"])
     after = listing(tmp_path)  # what was there is untouched (but the named folder's mtime)
     kept = [p for p in before if p != "naive"]
     assert {p: after[p] for p in kept} == {p: before[p] for p in kept}
@@ -369,18 +375,20 @@ def test_added_and_deleted_trace_files_change_the_run(gpu, reads):
 
 @pytest.mark.parametrize(("suffix", "how"), [
     (".events.parquet", "truncated"), (".edges.parquet", "truncated"), (".json", "truncated"),
-    (".events.parquet", "garbage"), (".json", "empty")])
+    (".events.parquet", "garbage"), (".json", "empty"),
+    ("-gaps-*.json", "truncated"), ("-gaps-*.device_gaps.parquet", "garbage")])
 def test_corrupt_entry_is_a_miss(gpu, reads, suffix, how):
     reference = cli("gaps", gpu, "--format", "json", "--no-cache")
     assert cli("gaps", gpu, "--format", "json") == reference
-    (f,) = (gpu / CACHE).glob(f"*{suffix}")
+    result = suffix.startswith("-gaps-")  # the cached gaps result, beside the run's entry
+    (f,) = [p for p in (gpu / CACHE).glob(f"*{suffix}") if result or "-gaps-" not in p.name]
     data = f.read_bytes()
     broken = {"truncated": data[: len(data) // 2], "empty": b"", "garbage": b"\0" * len(data)}
     f.write_bytes(broken[how])
 
     reads.n = 0
     assert cli("gaps", gpu, "--format", "json") == reference
-    assert reads.n == 1
+    assert reads.n == (0 if result else 1)
     reads.forbid = True  # rewritten whole
     assert cli("gaps", gpu, "--format", "json") == reference
 

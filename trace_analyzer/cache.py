@@ -1,7 +1,8 @@
 """The analysis cache: a loaded run's events and edges tables, kept as Parquet for next time.
 
 Loading is most of an analysis (parse, label, deduplicate, link). The second analysis of an
-unchanged run reads the two tables back instead. An entry is keyed by the run's files:
+unchanged run reads the two tables back instead; an analysis may also keep its own result
+beside them (``gaps`` does, per set of options), under the same key. An entry is keyed by the run's files:
 path, size, modification and change time and inode of every file the run is made of (its
 sources, capture.json, NEFF/NTFF and raw traces), plus traceana's version and this format's;
 any change to one of them is a miss, and the entry is rebuilt.
@@ -144,6 +145,51 @@ def _atomic(target: Path, write) -> None:
         raise
 
 
+@dataclass(frozen=True)
+class Ref:
+    """Where a loaded run's entry lives, and its key: what an analysis caches its result under."""
+
+    folder: Path
+    stem: Path
+    key: str
+
+
+def ref(folder: Path, run: Run, args: bool, k: str) -> Ref:
+    return Ref(folder, _stem(folder, run, args), k)
+
+
+def _result_file(r: Ref, name: str, options: object, suffix: str) -> Path:
+    digest = hashlib.sha256(orjson.dumps([name, options])).hexdigest()[:16]
+    return r.stem.with_name(f"{r.stem.name}-{name}-{digest}{suffix}")
+
+
+def load_result(r: Ref, name: str, options: object) -> tuple[dict, dict] | None:
+    """Return an analysis result cached under the run's entry: (meta, frames), or None."""
+    try:
+        meta = orjson.loads(_result_file(r, name, options, ".json").read_bytes())
+        if not isinstance(meta, dict) or meta.get("key") != r.key:
+            return None
+        frames = {f: pl.read_parquet(_result_file(r, name, options, f".{f}.parquet"))
+                  for f in meta["frames"]}
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
+        return None
+    return meta, frames
+
+
+def store_result(r: Ref, name: str, options: object, meta: dict,
+                 frames: dict[str, pl.DataFrame]) -> bool:
+    """Cache an analysis result beside the run's entry (the meta, holding the key, last)."""
+    try:
+        for f, df in frames.items():
+            _atomic(_result_file(r, name, options, f".{f}.parquet"),
+                    lambda p, df=df: df.write_parquet(p, compression="lz4"))
+        body = orjson.dumps({**meta, "frames": list(frames), "key": r.key})
+        _atomic(_result_file(r, name, options, ".json"), lambda p: Path(p).write_bytes(body))
+    except (OSError, TypeError, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
 def reads_meta(reads: list) -> list[dict]:
     """Return what the cache keeps of each ReadResult (all but its events)."""
     return [{"source": str(r.source.path), "format": r.format, "schema_version": r.schema_version,
@@ -151,4 +197,5 @@ def reads_meta(reads: list) -> list[dict]:
              "warnings": r.warnings, "read": r.read, "n_events": r.events.height} for r in reads]
 
 
-__all__ = ["Settings", "configured", "folder_for", "key", "load", "store", "reads_meta"]
+__all__ = ["Settings", "Ref", "configured", "folder_for", "key", "load", "store", "ref",
+           "load_result", "store_result", "reads_meta"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from . import cache
 from .chain import chains
 from .errors import UsageError
 from .link import link
@@ -222,9 +223,35 @@ class GapsResult:
     chain: pl.DataFrame | None = None  # the chains the gaps were attributed with (reuse them)
 
 
+FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops")
+
+
 def gaps(profile, *, step: int | None = None, span: tuple[int, int] | None = None,
          min_gap_ns: int = 0, lanes: str | None = None) -> GapsResult:
-    """Return the idle gaps of one run (a Profile, or its events table)."""
+    """Return the idle gaps of one run (a Profile, or its events table).
+
+    A profile loaded with the analysis cache keeps its result there, per set of options.
+    """
+    ref = getattr(profile, "cache_ref", None)
+    options = {"step": step, "span": span, "min_gap_ns": min_gap_ns, "lanes": lanes}
+    if ref is not None:
+        hit = cache.load_result(ref, "gaps", options)
+        if hit is not None:
+            meta, frames = hit
+            w = meta["window"]
+            return GapsResult(window=None if w is None else Window(**w), summary=meta["summary"],
+                              **frames)
+    result = _gaps(profile, step=step, span=span, min_gap_ns=min_gap_ns, lanes=lanes)
+    if ref is not None and result.summary["executions"]:
+        w = result.window
+        cache.store_result(ref, "gaps", options, {
+            "window": None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns,
+                                              "origin": w.origin},
+            "summary": result.summary}, {f: getattr(result, f) for f in FRAMES})
+    return result
+
+
+def _gaps(profile, *, step, span, min_gap_ns, lanes) -> GapsResult:
     events = getattr(profile, "events", profile)
     hw = events.filter(pl.col("lane_kind") == "hardware")
     if min_gap_ns < 0:

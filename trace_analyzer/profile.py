@@ -41,6 +41,7 @@ class Profile:
     pairs: list[dict] = field(default_factory=list)
     edges: pl.DataFrame | None = field(default=None, repr=False)  # see links()
     cached: bool = False  # read back from the analysis cache
+    cache_ref: cache.Ref | None = field(default=None, repr=False)  # where results may be cached
 
     @property
     def root(self) -> Path:
@@ -82,11 +83,13 @@ def load_run(run: Run, args: bool = False, cache_folder: Path | None = None) -> 
     if k is not None:
         hit = cache.load(cache_folder, run, args, k)
         if hit is not None:
-            return _from_cache(run, hit)
+            profile = _from_cache(run, hit)
+            profile.cache_ref = cache.ref(cache_folder, run, args, k)
+            return profile
     profile = _read_run(run, args)
-    if k is not None:
-        cache.store(cache_folder, run, args, k, _cache_meta(profile), profile.events,
-                    profile.links())
+    if k is not None and cache.store(cache_folder, run, args, k, _cache_meta(profile),
+                                     profile.events, profile.links()):
+        profile.cache_ref = cache.ref(cache_folder, run, args, k)
     return profile
 
 
