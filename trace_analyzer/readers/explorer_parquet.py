@@ -3,6 +3,10 @@
 Columns are those of schema 7.4.0 (format notes §2.1). The version is read from
 ``Metadata.parquet`` when present; an unknown major version is a warning, and the tables are
 then read by column name. A missing required column is an error that names it.
+
+Exports run to tens of millions of rows, so nothing here loops over rows in Python: only the
+columns traceana uses are read, JSON is parsed only in rows that can hold a lifted key, lanes
+are labelled once per distinct lane key, and the dispatch nesting is found with numpy.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from ..discover import PARQUET_EVENTS, Source
 from ..errors import InputError
 from ..schema import conform
 from .common import ReadResult, assign_steps
-from .neuron import EXTRA_COLUMNS, label, mark_dispatch
+from .neuron import EXTRA_COLUMNS, label
 
 KNOWN_MAJOR = 7
 REQUIRED = {"id": pl.Int64, "name": pl.String, "start_ts": pl.Int64, "end_ts": pl.Int64,
@@ -36,17 +40,24 @@ def read(src: Source) -> ReadResult:
     result = ReadResult(source=src, format="explorer-parquet")
     result.schema_version = _schema_version(src, result)
     frames = [_read_table(p) for p in tables(src.path)]
-    raw = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    n_files = len(frames)
+    raw = pl.concat(frames, how="diagonal_relaxed") if n_files > 1 else frames[0]
+    del frames
     present = [c for c in COMPANIONS if any(src.path.glob(f"{c}*.parquet"))]
-    result.notes.append(f"{len(frames)} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}")
-    events = mark_dispatch(label(_columns(raw)).with_columns(file=pl.lit(str(src.path))))
+    result.notes.append(f"{n_files} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}")
+    events = _mark_dispatch(_label(_columns(raw)).with_columns(file=pl.lit(str(src.path))))
     result.events = assign_steps(conform(events))
     return result
 
 
 def _read_table(path) -> pl.DataFrame:
     try:
-        df = pl.read_parquet(parquet_input(path))
+        data = parquet_input(path)
+        have = pl.read_parquet_schema(data)
+        if hasattr(data, "seek"):
+            data.seek(0)
+        # Only the columns traceana uses (worker_gid and unknown columns stay on disk).
+        df = pl.read_parquet(data, columns=[c for c in {**REQUIRED, **OPTIONAL} if c in have])
     except Exception as e:  # polars raises several error types for a bad file
         raise InputError(path, f"not a readable Parquet table ({type(e).__name__}: {str(e).splitlines()[0]})") from e
     missing = [c for c in REQUIRED if c not in df.columns]
@@ -67,6 +78,14 @@ def _read_table(path) -> pl.DataFrame:
 
 def _columns(raw: pl.DataFrame) -> pl.DataFrame:
     extra = pl.col("extra_attributes_json")
+
+    def lifted(key: str) -> pl.Expr:
+        # json_path_match parses the whole document (about 1 us a row). A row whose text
+        # holds neither the key nor a \u escape (the only way to spell a key without its
+        # letters) cannot match, so only the other rows are parsed: same values, half the time.
+        maybe = extra.str.contains(key, literal=True) | extra.str.contains("\\u", literal=True)
+        return pl.when(maybe).then(extra).str.json_path_match(f"$.{key}").cast(pl.Int64, strict=False)
+
     return raw.select(
         orig_id=pl.col("id"),
         name=pl.col("name"),
@@ -82,9 +101,102 @@ def _columns(raw: pl.DataFrame) -> pl.DataFrame:
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
         args_json=extra,
-        **{col: extra.str.json_path_match(f"$.{key}").cast(pl.Int64, strict=False)
-           for key, col in EXTRA_COLUMNS.items()},
+        **{col: lifted(key) for key, col in EXTRA_COLUMNS.items()},
     )
+
+
+# The columns neuron.label reads; lane_kind, lane, name and category depend on nothing else.
+LABEL_KEYS = ["source", "name", "host", "pid", "tid", "device", "core", "stream"]
+
+
+def _label(df: pl.DataFrame) -> pl.DataFrame:
+    """Return ``neuron.label(df)``, computed on one row per distinct label key.
+
+    An export has millions of rows but a few thousand (lane, name) combinations; formatting
+    every row's lane string was most of the reading time. Each row's label key is packed into
+    one integer (mixed radix over per-column codes); label() runs on the first row of each
+    key, and every row takes its key's results. label() is given the LABEL_KEYS columns
+    only, so a label() that came to read another column would fail here, not go wrong.
+    """
+    if df.is_empty():
+        return label(df)
+    codes = df.select(pl.col(c).cast(pl.Categorical).to_physical().cast(pl.Int64)
+                      if df.schema[c] == pl.String else pl.col(c).cast(pl.Int64) for c in LABEL_KEYS)
+    bounds = codes.select(pl.all().min().name.suffix("_lo"),
+                          pl.all().max().name.suffix("_hi")).row(0, named=True)
+    key, radix = pl.lit(0, pl.Int64), 1
+    for col in LABEL_KEYS:
+        lo, hi = bounds[f"{col}_lo"], bounds[f"{col}_hi"]
+        size = 1 if lo is None else hi - lo + 2  # code 0: null; 1 + value - lo otherwise
+        radix *= size
+        if radix >= 2**62:
+            return _label_by_join(df)
+        key = key * size + (pl.lit(0, pl.Int64) if lo is None else (pl.col(col) - lo + 1).fill_null(0))
+    key = codes.select(key).to_series()
+    first = key.arg_unique()
+    reps = df.select(pl.col(LABEL_KEYS).gather(first))
+    labelled = label(reps).with_columns(_key=key.gather(first)).sort("_key")
+    got = labelled[labelled["_key"].search_sorted(key)]
+    return df.with_columns(name=got["name"], lane_kind=got["lane_kind"], lane=got["lane"],
+                           category=got["category"])
+
+
+def _label_by_join(df: pl.DataFrame) -> pl.DataFrame:
+    """_label for label keys too spread to pack into one integer: unique keys, then a join."""
+    keys = df.select(LABEL_KEYS).unique()
+    labelled = label(keys.with_columns(_key=pl.col("name"))).select(
+        *[c for c in LABEL_KEYS if c != "name"], "lane_kind", "lane", "category",
+        name="_key", _name="name")
+    out = df.join(labelled, on=LABEL_KEYS, how="left", nulls_equal=True, maintain_order="left")
+    return out.with_columns(name=pl.col("_name")).select(*df.columns, "lane_kind", "lane", "category")
+
+
+def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
+    """Return ``neuron.mark_dispatch(df)``, the nesting found with numpy instead of a Python sweep.
+
+    mark_dispatch gives each framework_op the innermost framework_op enclosing it on its
+    (pid, tid), by ``intervals.enclosing``'s stack sweep over (start, -end, row) order: that
+    is the nearest earlier op in that order whose end is not before its own end (every op
+    between them ends earlier, so the sweep has popped them and kept it). Found here by
+    pointer jumping. An op is a dispatch when that parent has its name. Ops without a start
+    or end (dropped later as malformed; the sweep cannot order them) take no part.
+    """
+    import numpy as np  # here, not at start-up (0.1 s of every command)
+
+    ops = (df.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "lane_kind", "pid", "tid",
+                     "start_ns", "end_ns")
+           .filter(pl.col("lane_kind") == "framework_op", pl.col("start_ns").is_not_null(),
+                   pl.col("end_ns").is_not_null())
+           .drop("lane_kind"))
+    if ops.is_empty():
+        return df
+    ops = ops.sort(["pid", "tid", "start_ns", "end_ns", "_row"],
+                   descending=[False, False, False, True, False], nulls_last=True)
+    first = (pl.col("pid").ne_missing(pl.col("pid").shift(1))
+             | pl.col("tid").ne_missing(pl.col("tid").shift(1))).fill_null(True)
+    ops = ops.with_columns(_first=first).with_columns(_group=pl.col("_first").cum_sum())
+    # The latest end among the earlier ops of the group: an op ending after it has no parent.
+    latest = pl.col("end_ns").cum_max().shift(1).over("_group").fill_null(np.iinfo(np.int64).min)
+    cols = ops.select(pl.col("end_ns"), pl.col("_first"), latest.alias("_latest"))
+    end, first_in_group = cols["end_ns"].to_numpy(), cols["_first"].to_numpy()
+    parent = np.arange(len(end)) - 1
+    parent[first_in_group | (cols["_latest"].to_numpy() < end)] = -1
+    todo = np.flatnonzero((parent >= 0) & (end[np.maximum(parent, 0)] < end))
+    while todo.size:
+        # Invariant: every op strictly between parent[i] and i ends before i. When parent[i]
+        # ends before i too, the ops between its own candidate and it end before i as well,
+        # so jumping there skips no enclosing op.
+        parent[todo] = parent[parent[todo]]
+        up = parent[todo]
+        todo = todo[(up >= 0) & (end[np.maximum(up, 0)] < end[todo])]
+    rows = ops["_row"].to_numpy()
+    has_parent = parent >= 0
+    names = df["name"].gather(rows)
+    same = names.gather(np.where(has_parent, parent, 0)).eq_missing(names).to_numpy() & has_parent
+    dispatch = np.zeros(df.height, dtype=bool)
+    dispatch[rows[same]] = True
+    return df.with_columns(lane_kind=pl.when(pl.lit(pl.Series(dispatch))).then(pl.lit("framework_dispatch"))
+                           .otherwise(pl.col("lane_kind")))
 
 
 def _schema_version(src: Source, result: ReadResult) -> str | None:
