@@ -82,8 +82,19 @@ with tempfile.TemporaryDirectory(prefix="hta-bench-") as d:
 """
 
 
+def size_mb(path: Path) -> float:
+    """The input's size in MB: a file's, or the sum of a folder's files (an Explorer export)."""
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+    return path.stat().st_size / 1e6
+
+
 def count_events(path: Path) -> int:
-    """Records in the trace: occurrences of the `"ph":` key, read in chunks."""
+    """Records in the trace: occurrences of the `"ph":` key, read in chunks; in a folder, the
+    rows of its SystemProfileEvents Parquet tables."""
+    if path.is_dir():
+        files = sorted(path.rglob("SystemProfileEvents*.parquet"))
+        return sum(pl.scan_parquet(f).select(pl.len()).collect().item() for f in files)
     opener = gzip.open if path.suffix == ".gz" else open
     n, tail = 0, b""
     with opener(path, "rb") as f:
@@ -158,7 +169,8 @@ def hta_version(python: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("traces", nargs="*", type=Path, help="Kineto traces (.json, .json.gz)")
+    ap.add_argument("traces", nargs="*", type=Path,
+                    help="Kineto traces (.json, .json.gz) or profile folders (Explorer Parquet)")
     ap.add_argument("--gen", type=float, nargs="+", default=[], metavar="MB",
                     help="also generate traces of these sizes with bench/gen_kineto.py")
     ap.add_argument("--gzip", action="store_true", help="gzip the generated traces")
@@ -204,7 +216,7 @@ def main() -> None:
         out = Path(tmp) / "gaps.json"
         hta_rows = []
         for trace in traces:
-            mb = trace.stat().st_size / 1e6
+            mb = size_mb(trace)
             events = count_events(trace)
             cache_dir = Path(tmp) / f"cache-{trace.name}"
             plan = [("cold" if i == 0 else "warm" if args.runs == 2 else f"warm {i}", None)

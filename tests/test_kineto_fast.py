@@ -371,32 +371,30 @@ def test_read_source_on_a_declined_file_is_exact(tmp_path):
     assert set(NESTED_NAMES) <= set(ref.events["name"])
 
 
-@pytest.mark.parametrize("gz", [False, True])
-@pytest.mark.parametrize("style", ["kineto", "dumps"])
-def test_truncated_file_raises_the_exact_paths_error(tmp_path, style, gz):
-    data = render(BEFORE, EVENTS, AFTER, style)
-    path = write(tmp_path, data[: len(data) * 2 // 3], gz=gz)
-    src = source(path)
+def same_error(src) -> str:
+    """Return read_source's error on src, after checking it is the exact path's own."""
     with pytest.raises(InputError) as want:
         load_json(src.path)
     assert kineto.read_fast(src) is None
     with pytest.raises(InputError) as got:
         read_source(src)
-    msg = str(got.value)
-    assert msg == str(want.value)
+    assert str(got.value) == str(want.value)
+    return str(got.value)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("style", ["kineto", "dumps"])
+def test_truncated_file_raises_the_exact_paths_error(tmp_path, style, gz):
+    data = render(BEFORE, EVENTS, AFTER, style)
+    path = write(tmp_path, data[: len(data) * 2 // 3], gz=gz)
+    msg = same_error(source(path))
     assert "\n" not in msg and str(path) in msg and "not valid JSON" in msg
 
 
 def test_truncated_gzip_raises_the_exact_paths_error(tmp_path):
     path = tmp_path / "t.json.gz"
     path.write_bytes(gzip.compress(render(BEFORE, EVENTS, AFTER, "kineto"))[:-20])
-    src = source(path)
-    with pytest.raises(InputError) as want:
-        load_json(src.path)
-    assert kineto.read_fast(src) is None
-    with pytest.raises(InputError) as got:
-        read_source(src)
-    assert str(got.value) == str(want.value) and str(path) in str(got.value)
+    assert str(path) in same_error(source(path))
 
 
 # --- 4. keep_args ---------------------------------------------------------------------------
