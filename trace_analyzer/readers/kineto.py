@@ -78,8 +78,7 @@ def read(src: Source, doc: dict) -> ReadResult:
     events = doc.get("traceEvents")
     if not isinstance(events, list):
         raise InputError(src.path, "traceEvents is not a list")
-    raw, non_objects = _collect(events)
-    return _result(src, doc, raw, non_objects)
+    return _result(src, doc, *_collect(events))
 
 
 def read_fast(src: Source, keep_args: bool = False) -> ReadResult | None:
@@ -91,10 +90,10 @@ def read_fast(src: Source, keep_args: bool = False) -> ReadResult | None:
     """
     for split in (_split_kineto, _split_any):
         try:
-            meta, raw = scan(src.path, split, keep_args)
+            scanned = scan(src.path, split, keep_args)
         except _NotFast:
             continue
-        return _result(src, meta, raw, 0)
+        return _result(src, *scanned, 0)  # no name kept here: _result frees the raw table
     return None
 
 
@@ -106,6 +105,7 @@ def _result(src: Source, meta: dict, raw: pl.DataFrame, non_objects: int) -> Rea
     else:
         result.warnings.append(f"{src.path}: {clock_note}")
     rows, flows, skipped = _split_records(raw, base)
+    del raw  # the caller keeps no reference (read_fast): the records' table goes now
     if non_objects:
         skipped["non-object records"] += non_objects
     neuron = _any_neuron(rows) or (src.capture is not None
@@ -318,7 +318,8 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
     unbound = len(fl.unique(subset=["flow_id", "ph"])) - len(bound)
     if unbound:
         result.notes.append(f"{unbound} flow endpoints matched no event")
-    per_event = bound.group_by("_row").agg(flow_ids=pl.col("flow_id").unique().sort())
+    per_event = (bound.select("_row", "flow_id").unique().sort("_row", "flow_id")
+                 .group_by("_row", maintain_order=True).agg(flow_ids="flow_id"))
     # the new column is built on the row numbers alone, then set: no copy of the wide table
     ids = (pl.DataFrame({"_row": pl.int_range(df.height, dtype=pl.UInt32, eager=True)})
            .join(per_event, on="_row", how="left", maintain_order="left")["flow_ids"])
