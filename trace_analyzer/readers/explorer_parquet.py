@@ -6,7 +6,7 @@ then read by column name. A missing required column is an error that names it.
 
 Exports run to tens of millions of rows, so nothing here loops over rows in Python: only the
 columns traceana uses are read, JSON is parsed only in rows that can hold a lifted key, lanes
-are labelled once per distinct lane key, and the dispatch nesting is found with numpy.
+are labelled once per distinct lane key, and the dispatch nesting is found by pointer jumping on polars columns.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def _label_by_join(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
-    """Return ``neuron.mark_dispatch(df)``, the nesting found with numpy instead of a Python sweep.
+    """Return ``neuron.mark_dispatch(df)``, the nesting found on columns instead of a Python sweep.
 
     mark_dispatch gives each framework_op the innermost framework_op enclosing it on its
     (pid, tid), by ``intervals.enclosing``'s stack sweep over (start, -end, row) order: that
@@ -161,8 +161,6 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     pointer jumping. An op is a dispatch when that parent has its name. Ops without a start
     or end (dropped later as malformed; the sweep cannot order them) take no part.
     """
-    import numpy as np  # here, not at start-up (0.1 s of every command)
-
     ops = (df.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "lane_kind", "pid", "tid",
                      "start_ns", "end_ns")
            .filter(pl.col("lane_kind") == "framework_op", pl.col("start_ns").is_not_null(),
@@ -176,26 +174,27 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
              | pl.col("tid").ne_missing(pl.col("tid").shift(1))).fill_null(True)
     ops = ops.with_columns(_first=first).with_columns(_group=pl.col("_first").cum_sum())
     # The latest end among the earlier ops of the group: an op ending after it has no parent.
-    latest = pl.col("end_ns").cum_max().shift(1).over("_group").fill_null(np.iinfo(np.int64).min)
-    cols = ops.select(pl.col("end_ns"), pl.col("_first"), latest.alias("_latest"))
-    end, first_in_group = cols["end_ns"].to_numpy(), cols["_first"].to_numpy()
-    parent = np.arange(len(end)) - 1
-    parent[first_in_group | (cols["_latest"].to_numpy() < end)] = -1
-    todo = np.flatnonzero((parent >= 0) & (end[np.maximum(parent, 0)] < end))
-    while todo.size:
+    latest = pl.col("end_ns").cum_max().shift(1).over("_group").fill_null(-(2**63))
+    cols = ops.select(
+        "end_ns",
+        parent=pl.when(pl.col("_first") | (latest < pl.col("end_ns"))).then(-1)
+        .otherwise(pl.int_range(pl.len(), dtype=pl.Int64) - 1))
+    end, parent = cols["end_ns"], cols["parent"]
+    while True:
         # Invariant: every op strictly between parent[i] and i ends before i. When parent[i]
         # ends before i too, the ops between its own candidate and it end before i as well,
         # so jumping there skips no enclosing op.
-        parent[todo] = parent[parent[todo]]
-        up = parent[todo]
-        todo = todo[(up >= 0) & (end[np.maximum(up, 0)] < end[todo])]
-    rows = ops["_row"].to_numpy()
+        up = parent.clip(lower_bound=0)
+        jump = (parent >= 0) & (end.gather(up) < end)
+        if not jump.any():
+            break
+        parent = pl.select(pl.when(jump).then(parent.gather(up)).otherwise(parent)).to_series()
+    rows = ops["_row"]
     has_parent = parent >= 0
     names = df["name"].gather(rows)
-    same = names.gather(np.where(has_parent, parent, 0)).eq_missing(names).to_numpy() & has_parent
-    dispatch = np.zeros(df.height, dtype=bool)
-    dispatch[rows[same]] = True
-    return df.with_columns(lane_kind=pl.when(pl.lit(pl.Series(dispatch))).then(pl.lit("framework_dispatch"))
+    same = names.gather(parent.clip(lower_bound=0)).eq_missing(names) & has_parent
+    dispatch = pl.repeat(False, df.height, eager=True).scatter(rows.filter(same), True)
+    return df.with_columns(lane_kind=pl.when(dispatch).then(pl.lit("framework_dispatch"))
                            .otherwise(pl.col("lane_kind")))
 
 

@@ -1,0 +1,34 @@
+"""traceana runs with its runtime dependencies only (orjson, polars, networkx, click).
+
+The test environment also has numpy, torch and matplotlib (extras); a module that imports
+one of them on the analysis path would pass every other test and fail on a user's machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = ("import sys\n"
+         "for m in ('numpy', 'torch', 'matplotlib', 'pandas', 'pyarrow'):\n"
+         "    sys.modules[m] = None  # importing it now raises ImportError\n"
+         "from trace_analyzer.cli import main\n"
+         "sys.argv = ['traceana'] + sys.argv[1:]\n"
+         "main()\n")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", BLOCK, *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+def test_gaps_and_info_of_the_neuron_fixture_need_no_extra(tmp_path):
+    for cmd in (["gaps", "fixtures/rmsnorm_naive", "--format", "json", "--no-cache"],
+                ["info", "fixtures/rmsnorm_naive", "--no-cache"],
+                ["ops", "fixtures/rmsnorm_naive", "--no-cache"],
+                ["export", "fixtures/rmsnorm_naive", "-o", str(tmp_path / "e.json"), "--no-cache"]):
+        p = run(*cmd)
+        assert p.returncode == 0, (cmd, p.stderr)
+        assert "Traceback" not in p.stderr and "internal error" not in p.stderr
