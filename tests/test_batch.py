@@ -37,7 +37,7 @@ def _capture_json(folder: Path, i: int, kind: str) -> None:
 def _tree(dest: Path, i: int) -> Path:
     """Copy fixture ``i % 4`` to ``dest`` (without truth.json) with a capture.json."""
     kind = KINDS[i % len(KINDS)]
-    shutil.copytree(FIXTURES / kind, dest, ignore=shutil.ignore_patterns("truth.json"))
+    shutil.copytree(FIXTURES / kind, dest, ignore=shutil.ignore_patterns("truth.json", ".traceana-cache"))
     _capture_json(dest, i, kind)
     return dest
 

@@ -64,7 +64,9 @@ def n_records(*traces: Path) -> int:
 
 def copy_tree(src: Path, dst: Path) -> Path:
     """Copy a profile folder, writable (the shared corpus is read-only)."""
-    shutil.copytree(src, dst, copy_function=shutil.copyfile)
+    # without the cache a `traceana gaps fixtures/...` (make demo) may have left in the source
+    shutil.copytree(src, dst, copy_function=shutil.copyfile,
+                    ignore=shutil.ignore_patterns(".traceana-cache"))
     for folder, _, _ in os.walk(dst):
         os.chmod(folder, 0o755)
     return dst
