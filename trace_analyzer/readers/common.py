@@ -120,7 +120,8 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
         .select(
             pl.col("start_ns").alias("step_start"),
             pl.col("end_ns").alias("step_end"),
-            pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64).alias("step_no"),
+            # a step number beyond int64 is no step (null), not an error
+            pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64, strict=False).alias("step_no"),
         )
         .sort("step_start")
     )

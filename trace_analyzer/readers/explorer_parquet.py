@@ -68,10 +68,17 @@ def _read_table(path) -> pl.DataFrame:
         if col not in df.columns:
             casts.append(pl.lit(None, dtype=dtype).alias(col))
             continue
+        have_type = df.schema[col]
+        # a required text column holding numbers is another table, not a castable one
+        text = dtype == pl.String and col in REQUIRED
+        bad = text and not (have_type == pl.String or isinstance(have_type, (pl.Categorical, pl.Enum))
+                            or have_type == pl.Null)
         try:
+            if bad:
+                raise TypeError(col)
             df.select(pl.col(col).cast(dtype, strict=True))
         except Exception as e:
-            raise InputError(path, f"column {col} has type {df.schema[col]}, expected {dtype}") from e
+            raise InputError(path, f"column {col} has type {have_type}, expected {dtype}") from e
         casts.append(pl.col(col).cast(dtype))
     return df.select(casts)
 
