@@ -21,9 +21,13 @@ import argparse
 import gzip
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: conftest's writers
+from conftest import EXPLORER_COLUMNS, write_parquet  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BASE = 1_793_620_800_000_000_000  # baseTimeNanoseconds; ts below are µs after it
@@ -138,13 +142,7 @@ def _huge_dumps(o):
 
 # --- Explorer Parquet ---------------------------------------------------------------------
 
-PQ_COLUMNS: dict[str, pl.DataType] = {
-    "id": pl.Int64, "name": pl.String, "start_ts": pl.Int64, "end_ts": pl.Int64,
-    "duration_ns": pl.Int64, "trace_event_source": pl.String, "instance_id": pl.String,
-    "process_id": pl.Int64, "thread_id": pl.Int64, "nc_idx": pl.Int64, "pcore_idx": pl.Int64,
-    "worker_gid": pl.Int64, "flow_id": pl.List(pl.String), "framework_stream_id": pl.String,
-    "extra_attributes_json": pl.String,
-}
+PQ_COLUMNS = EXPLORER_COLUMNS  # the 7.4.0 columns, as the tests write them
 # Hardware executions on NC 0 (ns after BASE): 1000-2000, 3000-4000, 4500-5000:
 # busy 2500, gaps 1000 and 500.
 PQ_HW = [(1000, 2000), (3000, 4000), (4500, 5000)]
@@ -169,17 +167,10 @@ def pq_rows() -> list[dict]:
 
 def write_pq(folder: Path, rows: list[dict], drop=(), override: dict | None = None,
              version: str | None = "7.4.0") -> None:
-    full = []
-    for r in rows:
-        row = {c: r.get(c) for c in PQ_COLUMNS}
-        if row["duration_ns"] is None and row["start_ts"] is not None and row["end_ts"] is not None:
-            row["duration_ns"] = row["end_ts"] - row["start_ts"]
-        full.append(row)
-    df = pl.DataFrame(full, schema=PQ_COLUMNS, orient="row").drop(list(drop))
-    for col, series in (override or {}).items():
-        df = df.with_columns(pl.Series(col, series))
-    folder.mkdir(parents=True, exist_ok=True)
-    df.write_parquet(folder / "SystemProfileEvents.parquet")
+    path = write_parquet(folder / "SystemProfileEvents.parquet", rows, drop=tuple(drop))
+    if override:  # columns replaced whole, with whatever type the case wants
+        df = pl.read_parquet(path)
+        df.with_columns(pl.Series(col, series) for col, series in override.items()).write_parquet(path)
     if version is not None:
         pl.DataFrame({"profile_schema_version": [version], "ntff_version": [5]}).write_parquet(
             folder / "Metadata.parquet")
