@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 from .errors import InputError
+from .limits import max_bytes, too_large
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 SEP = "!/"
@@ -41,6 +42,8 @@ class Archive:
         self.files: dict[str, int] = {}  # member -> size
         self._data: dict[str, bytes] = {}
         self._zip: zipfile.ZipFile | None = None
+        self.cap = cap = max_bytes()
+        total = 0
         try:
             if self.path.name.lower().endswith(".zip"):
                 self._zip = zipfile.ZipFile(self.path)
@@ -55,6 +58,9 @@ class Archive:
                         name = _clean(m.name)
                         if not name or not m.isreg():
                             continue
+                        total += m.size  # read whole into memory: capped before reading
+                        if total > cap:
+                            raise InputError(self.path, too_large("the archive's members", cap))
                         fh = tar.extractfile(m)
                         self._data[name] = fh.read() if fh else b""
                         self.files[name] = m.size
@@ -75,6 +81,8 @@ class Archive:
         if member not in self.files:
             raise FileNotFoundError(2, "no such member", f"{self.path}{SEP}{member}")
         if self._zip is not None:
+            if self.files[member] > self.cap:  # zipfile reads no more than the size declared
+                raise InputError(f"{self.path}{SEP}{member}", too_large("the member", self.cap))
             try:
                 return self._zip.read(member)
             except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:

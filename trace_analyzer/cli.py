@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a requested threshold failed, 2 bad usage or unusable i
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import traceback
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, cache
+from . import __version__, cache, limits
 from .chain import chain_result
 from .diff import DIFF_METRICS, DIFF_METRICS_HINT
 from .diff import diff as diff_profiles
@@ -23,7 +24,7 @@ from .info import info as info_analysis
 from .ops import ops_result
 from .profile import load, load_runs
 from .render import RENDERERS, for_output
-from .units import parse_condition, parse_duration
+from .units import parse_condition, parse_duration, parse_size
 
 
 def output_options(fn):
@@ -33,6 +34,33 @@ def output_options(fn):
     fn = click.option("--format", "fmt", type=click.Choice(list(RENDERERS)),
                       help="Output format (default: from the -o extension, else table).")(fn)
     return fn
+
+
+def limit_options(fn):
+    """--max-bytes, for every command that reads inputs (limits.py)."""
+    @functools.wraps(fn)
+    def wrapper(*args, max_bytes: str | None, **kwargs):
+        if max_bytes is None:
+            return fn(*args, **kwargs)
+        try:
+            parse_size(max_bytes)  # a bad size is a usage error now, not in a worker later
+        except UsageError as e:
+            click.echo(f"traceana: error: {e}", err=True)
+            sys.exit(2)
+        before = os.environ.get(limits.ENV)
+        os.environ[limits.ENV] = max_bytes  # read by the readers, inherited by workers
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if before is None:
+                os.environ.pop(limits.ENV, None)
+            else:
+                os.environ[limits.ENV] = before
+
+    return click.option(
+        "--max-bytes", metavar="SIZE", envvar=limits.ENV, show_envvar=False,
+        help="Cap on what one compressed input (a .gz trace, an archive) may inflate to, "
+             "e.g. 4G [default: 16GiB].")(wrapper)
 
 
 def cache_options(fn):
@@ -105,6 +133,7 @@ def cli(debug: bool) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @output_options
 @cache_options
+@limit_options
 @handle_errors
 def info(path: Path, fmt: str | None, output: Path | None) -> None:
     """Show what PATH holds: sources and formats, processes, lanes by kind, NEFF/NTFF files.
@@ -144,6 +173,7 @@ def _window(text: str | None) -> tuple[int, int] | None:
               help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.")
 @output_options
 @cache_options
+@limit_options
 @handle_errors
 def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
          lane_glob: str | None, by: str, fail_on: tuple[str, ...], fmt: str | None,
@@ -189,6 +219,7 @@ def _exit_on_failures(result: dict) -> None:
               help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.")
 @output_options
 @cache_options
+@limit_options
 @handle_errors
 def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
          fail_on: tuple[str, ...], fmt: str | None, output: Path | None) -> None:
@@ -217,6 +248,7 @@ def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N ops.")
 @output_options
 @cache_options
+@limit_options
 @handle_errors
 def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> None:
     """The offline key_averages(): per op, calls, self CPU, device time and device %.
@@ -241,6 +273,7 @@ def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> 
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
 @output_options
 @cache_options
+@limit_options
 @handle_errors
 def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: bool,
           limit: int | None, fmt: str | None, output: Path | None) -> None:
@@ -263,6 +296,7 @@ def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: 
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: .graphml, .json (node-link) or .dot.")
 @cache_options
+@limit_options
 @handle_errors
 def graph(path: Path, output: Path) -> None:
     """Export the dependency graph of one run: framework op → runtime → hardware.
@@ -285,6 +319,7 @@ def graph(path: Path, output: Path) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
 @cache_options
+@limit_options
 @handle_errors
 def export(path: Path, output: Path) -> None:
     """Export one run as a trace for the Perfetto UI, with links and gaps drawn in.
@@ -315,6 +350,7 @@ def export(path: Path, output: Path) -> None:
               help="File to write: .html (one self-contained page) or .md (Markdown; the plots "
                    "go beside it as <name>.<plot>.png).")
 @cache_options
+@limit_options
 @handle_errors
 def report(path: Path, base: Path | None, output: Path) -> None:
     """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.
@@ -349,6 +385,7 @@ def report(path: Path, base: Path | None, output: Path) -> None:
 @click.option("--hash", "hash_files", is_flag=True,
               help="Tell changed runs by the SHA-256 of their files, not size and mtime.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any run failed.")
+@limit_options
 @handle_errors
 def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: str | None,
           hash_files: bool, strict: bool) -> None:

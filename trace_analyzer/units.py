@@ -65,3 +65,16 @@ def failed(conditions: list[Condition], metrics: dict) -> list[str]:
         if value is not None and c.holds(metrics):
             out.append(f"--fail-on '{c.text}' failed: {c.metric} = {value}")
     return out
+
+
+SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+              "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """Return a byte count from ``8G``, ``512MiB``, ``1000000``; UsageError otherwise."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    unit = m[2].lower() if m else None
+    if m is None or unit not in SIZE_UNITS or float(m[1]) <= 0:
+        raise UsageError(f"not a size: {text!r} (use e.g. 8G, 512MiB, 1000000)")
+    return int(float(m[1]) * SIZE_UNITS[unit])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +13,7 @@ import polars as pl
 
 from ..discover import CAPTURE_JSON, Source
 from ..errors import InputError
+from ..limits import max_bytes, too_large
 from ..schema import conform, empty_events
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -48,8 +50,12 @@ def load_json(path: Path) -> object:
     except OSError as e:
         raise InputError(path, f"cannot read: {e.strerror or e}") from e
     if path.name.endswith(".gz"):
+        cap = max_bytes()
         try:
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+                data = f.read(cap + 1)  # bounded, however far the stream would inflate
+            if len(data) > cap:
+                raise InputError(path, too_large("the file", cap))
         except (OSError, EOFError, zlib.error) as e:
             raise InputError(path, f"not a readable gzip file ({e})") from e
     if not data.strip():

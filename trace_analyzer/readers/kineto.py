@@ -20,6 +20,7 @@ import polars as pl
 from ..archive import MemberPath
 from ..discover import Source
 from ..errors import InputError
+from ..limits import max_bytes, too_large
 from ..schema import conform
 from .common import ReadResult, as_i64, assign_steps, capture_backend, finish
 
@@ -376,14 +377,16 @@ def scan(path, split=_split_kineto, keep_args: bool = False) -> tuple[dict, pl.D
     """Return the trace's top-level keys but traceEvents, and its records as the raw table."""
     try:
         with _open(path) as f, ThreadPoolExecutor(1) as pool:
-            return _scan(f, split, keep_args, pool)
+            return _scan(f, split, keep_args, pool, path)
     except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError, orjson.JSONDecodeError,
             UnicodeDecodeError) as e:
         raise _NotFast(str(e)) from e
 
 
-def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor) -> tuple[dict, pl.DataFrame]:
+def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor, path) -> tuple[dict, pl.DataFrame]:
+    cap = max_bytes() if isinstance(f, gzip.GzipFile) else None
     block = f.read(BLOCK)
+    seen = len(block)
     if block.startswith(b"\xef\xbb\xbf"):
         block = block[3:]
     m = HEAD.search(block)
@@ -411,6 +414,9 @@ def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor) -> tuple[dict, pl
                 parts.append(pending.result())
             pending = pool.submit(_parse, buf[:cut], schema, keep_args)
         block = f.read(BLOCK)
+        seen += len(block)
+        if cap is not None and seen > cap:
+            raise InputError(path, too_large("the file", cap))
     if pending is not None:
         parts.append(pending.result())
     last, tail = _array_end(carry, schema, keep_args)
