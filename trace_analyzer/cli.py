@@ -22,7 +22,7 @@ from .errors import InputError, TraceanaError, UsageError
 from .gaps import METRICS, gaps_result
 from .info import info as info_analysis
 from .ops import ops_result
-from .profile import load, load_runs
+from .profile import STRICT, load, load_runs
 from .render import RENDERERS, for_output
 from .units import parse_condition, parse_duration, parse_size
 
@@ -61,6 +61,20 @@ def limit_options(fn):
         "--max-bytes", metavar="SIZE", envvar=limits.ENV, show_envvar=False,
         help="Cap on what one compressed input (a .gz trace, an archive) may inflate to, "
              "e.g. 4G [default: 16GiB].")(wrapper)
+
+
+def strict_option(fn):
+    """--strict, for the commands that analyse one path (profile.STRICT)."""
+    @functools.wraps(fn)
+    def wrapper(*args, strict: bool, **kwargs):
+        token = STRICT.set(strict)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            STRICT.reset(token)
+
+    return click.option("--strict", is_flag=True,
+                        help="Malformed events are an error (exit 2), not a warning.")(wrapper)
 
 
 def cache_options(fn):
@@ -133,6 +147,7 @@ def cli(debug: bool) -> None:
 @click.argument("path", type=click.Path(path_type=Path))
 @output_options
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def info(path: Path, fmt: str | None, output: Path | None) -> None:
@@ -173,6 +188,7 @@ def _window(text: str | None) -> tuple[int, int] | None:
               help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.")
 @output_options
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
@@ -219,6 +235,7 @@ def _exit_on_failures(result: dict) -> None:
               help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.")
 @output_options
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
@@ -248,6 +265,7 @@ def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N ops.")
 @output_options
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> None:
@@ -273,6 +291,7 @@ def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> 
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
 @output_options
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: bool,
@@ -296,6 +315,7 @@ def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: 
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: .graphml, .json (node-link) or .dot.")
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def graph(path: Path, output: Path) -> None:
@@ -319,6 +339,7 @@ def graph(path: Path, output: Path) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def export(path: Path, output: Path) -> None:
@@ -350,6 +371,7 @@ def export(path: Path, output: Path) -> None:
               help="File to write: .html (one self-contained page) or .md (Markdown; the plots "
                    "go beside it as <name>.<plot>.png).")
 @cache_options
+@strict_option
 @limit_options
 @handle_errors
 def report(path: Path, base: Path | None, output: Path) -> None:

@@ -9,6 +9,7 @@ When a run holds the same events twice, one copy is kept (docs/formats.md, "Dupl
 
 from __future__ import annotations
 
+import contextvars
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ import polars as pl
 
 from . import cache
 from .discover import Run, discover, pb_hint
-from .errors import UsageError
+from .errors import InputError, UsageError
 from .link import link
 from .readers import ReadResult, read_source
 from .schema import check_events, empty_events
@@ -73,12 +74,24 @@ def load(path: str | Path, args: bool = False) -> Profile:
     return load_run(runs[0], args, cache.folder_for(path))
 
 
+# --strict: a run with malformed events dropped is an error rather than a warning.
+STRICT: contextvars.ContextVar[bool] = contextvars.ContextVar("strict", default=False)
+
+
 def load_run(run: Run, args: bool = False, cache_folder: Path | None = None) -> Profile:
     """Read every source of one run and return the profile.
 
     With a ``cache_folder`` (cache.py), an unchanged run is read back from it, and a run
-    read afresh is linked and written there.
+    read afresh is linked and written there. Under ``STRICT``, dropped events raise.
     """
+    profile = _load_run(run, args, cache_folder)
+    if profile.dropped and STRICT.get():
+        detail = ", ".join(f"{n} with {why}" for why, n in profile.dropped.items())
+        raise InputError(run.root, f"malformed events dropped (--strict): {detail}")
+    return profile
+
+
+def _load_run(run: Run, args: bool, cache_folder: Path | None) -> Profile:
     k = cache.key(run, args) if cache_folder is not None else None
     if k is not None:
         hit = cache.load(cache_folder, run, args, k)
