@@ -10,19 +10,22 @@ The pieces (docs/batch.md):
   pool and a Dask cluster run the very same code. It returns one row per device; any failure
   is one row with ``error`` set and the identity columns filled.
 - ``run_batch`` skips the runs already in the output table with the same fingerprint, maps
-  ``analyse_run`` over the others (in-process, a local process pool, or a Dask scheduler),
+  ``analyse_run`` over the others (in-process, local ``Workers``, or a Dask scheduler),
   shows progress on stderr, and writes the table atomically (a temporary file in the same
-  folder, then ``os.replace``), every ``CHECKPOINT_S`` seconds and at the end, so an
+  folder, then ``os.replace``), every ``checkpoint_s`` seconds and at the end, so an
   interrupted batch leaves a whole table and a rerun resumes.
+- ``Workers`` runs ``analyse_run`` in spawned processes, one run each at a time: a worker
+  that dies mid-run or runs past ``timeout`` is killed and replaced, and its run becomes a
+  row with ``error`` set and no fingerprint (so the next batch tries it again).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -292,23 +295,202 @@ def to_frame(rows: list[dict]) -> pl.DataFrame:
 # ----------------------------------------------------------------------------- executors
 
 
-def _local(specs: list[RunSpec], jobs: int) -> Iterator[list[dict]]:
-    if jobs <= 1 or len(specs) <= 1:
+def _local(specs: list[RunSpec], jobs: int, timeout: float | None = None,
+           analyse: Callable[[RunSpec], list[dict]] = analyse_run) -> Iterator[list[dict]]:
+    """Yield each run's rows: in-process for one job and no timeout, else worker processes."""
+    if (jobs <= 1 or len(specs) <= 1) and timeout is None:
         for spec in specs:
-            yield analyse_run(spec)
+            yield analyse(spec)
         return
-    import multiprocessing
+    yield from Workers(min(jobs, len(specs)), timeout, analyse).map(specs)
 
-    # spawn: polars' thread pool does not survive fork.
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(analyse_run, s) for s in specs]
+
+def _worker_main(conn, analyse: Callable[[RunSpec], list[dict]]) -> None:
+    """A worker process: analyse the runs it is sent, one at a time, until it is sent None."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    from . import chain, gaps, profile  # noqa: F401  (imported now: --timeout counts analysis)
+
+    try:
+        conn.send(READY)
+    except (OSError, ValueError):
+        return
+    while True:
         try:
-            for f in as_completed(futures):
-                yield f.result()
+            spec = conn.recv()
+        except (EOFError, OSError):
+            return
+        if spec is None:
+            return
+        try:
+            rows = analyse(spec)
+        except BaseException as e:  # analyse_run never raises; a custom one might
+            rows = [{**_base_row(spec), "error": _one_line(e)}]
+        try:
+            conn.send(rows)
+        except (OSError, ValueError):  # the main process is gone
+            return
+
+
+READY = "ready"  # a worker's first message: it started, and can analyse
+STARTUP_S = 120.0  # a worker not READY by then is stuck starting up: killed and replaced
+
+
+def fault_row(spec: RunSpec, error: str, elapsed: float) -> dict:
+    """The row of a run whose analysis never finished (its worker died or ran past --timeout).
+
+    Its fingerprint is left null, so the next batch analyses the run again.
+    """
+    return {**_base_row(spec), "fingerprint": None, "error": error,
+            "analysis_s": round(elapsed, 4), "analysed_at": datetime.now(timezone.utc)}
+
+
+class Workers:
+    """Local worker processes (spawned: polars' thread pool does not survive fork), one run each
+    at a time. A worker that dies mid-run (killed, out of memory) or runs past ``timeout``
+    seconds is killed and replaced, and its run becomes a fault row; the others go on."""
+
+    def __init__(self, n: int, timeout: float | None,
+                 analyse: Callable[[RunSpec], list[dict]] = analyse_run):
+        import multiprocessing
+
+        self.ctx = multiprocessing.get_context("spawn")
+        self.n, self.timeout, self.analyse = max(1, n), timeout, analyse
+        self.busy: dict = {}  # process -> (conn, spec, started)
+        self.idle: list = []  # (process, conn)
+        self.ready: set = set()  # processes that said READY
+        self.startup_deaths = 0  # workers in a row that died before READY
+
+    def _start(self):
+        import signal
+
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker_main, args=(child, self.analyse), daemon=True)
+        try:  # start it with SIGINT ignored (inherited across exec), so that a Ctrl-C during
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # its start-up is not its own
+        except ValueError:  # not the main thread: no handler to swap
+            old = None
+        try:
+            proc.start()
         finally:
-            for f in futures:
-                f.cancel()
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
+        child.close()
+        return proc, parent
+
+    def _stop(self, proc, conn, kill: bool) -> None:
+        if kill and proc.is_alive():
+            proc.kill()
+        proc.join(timeout=5)
+        conn.close()
+
+    def _deadline(self, proc, started: float) -> float | None:
+        """When a busy worker is out of time: --timeout from READY on; STARTUP_S before."""
+        if proc in self.ready:
+            return None if self.timeout is None else started + self.timeout
+        return started + STARTUP_S
+
+    def _replace(self, proc, conn) -> None:
+        """Replace a worker that died idle or starting up; give up when none can start."""
+        self._stop(proc, conn, kill=True)
+        if proc not in self.ready:
+            self.startup_deaths += 1
+            if self.startup_deaths >= 3:
+                raise TraceanaError(f"worker processes exit as they start (exit code "
+                                    f"{proc.exitcode}); rerun with --jobs 1 to see why")
+        self.ready.discard(proc)
+        self.idle.append(self._start())
+
+    def map(self, specs: list[RunSpec]) -> Iterator[list[dict]]:
+        from collections import deque
+        from multiprocessing.connection import wait
+
+        todo = deque(specs)
+        try:
+            self.idle = [self._start() for _ in range(min(self.n, len(todo)))]
+            while todo or self.busy:
+                while todo and self.idle:
+                    proc, conn = self.idle.pop()
+                    spec = todo.popleft()
+                    try:
+                        conn.send(spec)
+                    except (OSError, ValueError):  # it died idle: replace it, keep the run
+                        todo.appendleft(spec)
+                        self._replace(proc, conn)
+                        continue
+                    self.busy[proc] = (conn, spec, time.monotonic())
+                if not self.busy:
+                    continue
+                waits = [c for c, _, _ in self.busy.values()] + [p.sentinel for p in self.busy]
+                ends = [self._deadline(p, t) for p, (_, _, t) in self.busy.items()]
+                ends = [e for e in ends if e is not None]
+                wait(waits, timeout=max(0.0, min(ends) - time.monotonic()) if ends else None)
+                for proc, (conn, spec, started) in list(self.busy.items()):
+                    rows = None
+                    try:
+                        while rows is None and conn.poll():
+                            rows = conn.recv()
+                            if rows == READY:  # its run's time starts now
+                                self.ready.add(proc)
+                                self.startup_deaths, rows = 0, None
+                                started = time.monotonic()
+                                self.busy[proc] = (conn, spec, started)
+                    except (EOFError, OSError):
+                        pass
+                    if rows is not None:
+                        del self.busy[proc]
+                        self.idle.append((proc, conn))
+                        yield rows
+                        continue
+                    elapsed = time.monotonic() - started
+                    if proc not in self.ready and (not proc.is_alive() or
+                                                   time.monotonic() > self._deadline(proc, started)):
+                        # It died starting up (not this run's doing): the run waits for
+                        # another worker, unless workers cannot start at all.
+                        del self.busy[proc]
+                        todo.appendleft(spec)
+                        self._replace(proc, conn)
+                        continue
+                    if not proc.is_alive():
+                        code = proc.exitcode
+                        how = (f"killed by {_signal_name(-code)}" if code is not None and code < 0
+                               else f"exit code {code}")
+                        error = (f"the worker process died while analysing this run ({how}); "
+                                 "the next batch tries it again")
+                    elif self.timeout is not None and elapsed >= self.timeout:
+                        error = (f"timed out after {self.timeout:g} s (--timeout); the next "
+                                 "batch tries it again")
+                    else:
+                        continue
+                    del self.busy[proc]
+                    self.ready.discard(proc)
+                    self._stop(proc, conn, kill=True)
+                    if todo:
+                        self.idle.append(self._start())
+                    yield [fault_row(spec, error, elapsed)]
+        finally:
+            # Finished (or interrupted, or the consumer stopped): idle workers are told to
+            # stop, busy ones are killed; nothing is left running.
+            for proc, conn in self.idle:
+                try:
+                    conn.send(None)
+                except (OSError, ValueError):
+                    pass
+            for proc, (conn, _, _) in self.busy.items():
+                self._stop(proc, conn, kill=True)
+            for proc, conn in self.idle:
+                self._stop(proc, conn, kill=False)
+            self.busy, self.idle = {}, []
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _dask(specs: list[RunSpec], address: str) -> Iterator[list[dict]]:
@@ -358,14 +540,56 @@ def write_atomic(df: pl.DataFrame, out: Path) -> None:
             tmp.unlink()
 
 
+def _io_reason(e: BaseException) -> str:
+    """The operating system's words for a failed write: 'No space left on device'."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    text = text.rpartition("IO error: ")[2] if "IO error: " in text else text
+    return re.sub(r" \(os error \d+\)$", "", text)
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Remove the temporary files of batches that were killed while writing ``out``."""
+    removed = []
+    for tmp in out.parent.glob(f".{out.name}.*.tmp"):
+        pid = tmp.name[len(out.name) + 2:-4]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # that batch is still running
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, OSError):
+            continue
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed
+
+
 def run_batch(roots: list[Path], out: Path, *, jobs: int = 1, scheduler: str | None = None,
               hash_files: bool = False, progress: Callable | None = None,
-              checkpoint_s: float = CHECKPOINT_S) -> BatchResult:
+              checkpoint_s: float = CHECKPOINT_S, timeout: float | None = None,
+              analyse: Callable[[RunSpec], list[dict]] = analyse_run) -> BatchResult:
     """Analyse every new or changed run under ``roots`` into the table at ``out``.
 
-    ``progress(done, failed, total)`` is called after each run.
+    ``progress(done, failed, total)`` is called after each run. ``timeout``: seconds a run
+    may take in a worker process before it is killed and recorded as failed (local workers
+    only). ``analyse`` is the per-run function (module-level, so workers can import it).
+
+    The table is only ever replaced whole (``write_atomic``): every ``checkpoint_s`` seconds,
+    at the end, and when interrupted. A write that fails (a full disk) stops the batch with
+    an InputError; the table keeps what it held after its last good write.
     """
+    if timeout is not None and scheduler:
+        raise UsageError("--timeout applies to local worker processes; with --scheduler, "
+                         "limit the Dask workers themselves (docs/batch.md)")
     old = read_table(out)
+    remove_stale_temporaries(out)
     specs = find_runs(roots, hash_files=hash_files)
     known: dict[str, str | None] = {}
     if old is not None:
@@ -379,12 +603,25 @@ def run_batch(roots: list[Path], out: Path, *, jobs: int = 1, scheduler: str | N
     failures: list[str] = []
     done = failed = 0
     last = time.monotonic()
+    written = {"runs": old["run_id"].n_unique() if old is not None else None}
 
     def table() -> pl.DataFrame:
         frames = [kept, *new_frames]
         return pl.concat(frames, how="diagonal_relaxed").sort("run_id", "device", nulls_last=False)
 
-    results = _dask(todo, scheduler) if scheduler else _local(todo, jobs)
+    def write() -> None:
+        df = table()
+        try:
+            write_atomic(df, out)
+        except (OSError, pl.exceptions.PolarsError) as e:  # polars wraps its IO errors
+            before = ("it was not written" if written["runs"] is None else
+                      f"it is left as last written, with {written['runs']} runs")
+            raise InputError(out, f"cannot write: {_io_reason(e)}; {before}; rerun the batch "
+                                  "to analyse the rest") from e
+        written["runs"] = df["run_id"].n_unique()
+
+    results = _dask(todo, scheduler) if scheduler else _local(todo, jobs, timeout, analyse)
+    write_failed = False
     try:
         for rows in results:
             new_frames.append(to_frame(rows))
@@ -395,11 +632,18 @@ def run_batch(roots: list[Path], out: Path, *, jobs: int = 1, scheduler: str | N
             if progress:
                 progress(done, failed, len(todo))
             if time.monotonic() - last > checkpoint_s:
-                write_atomic(table(), out)
+                try:
+                    write()
+                except InputError:
+                    write_failed = True
+                    raise
                 last = time.monotonic()
     finally:
-        if new_frames or old is None:
-            write_atomic(table(), out)
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()  # stop the workers (if interrupted) before the last write
+        if not write_failed and (new_frames or old is None):
+            write()
     final = table()
     ids = {s.run_id for s in specs}
     state = (final.filter(pl.col("run_id").is_in(list(ids)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 import traceback
 from contextlib import contextmanager
@@ -109,6 +110,10 @@ def emit(kind: str, data: dict, fmt: str | None, output: Path | None) -> None:
         return
     with writing(output):
         output.write_text(text)
+
+
+class BatchStopped(BaseException):
+    """SIGTERM during `traceana batch`: unwound like Ctrl-C, so the table is written."""
 
 
 def handle_errors(fn):
@@ -406,11 +411,17 @@ def report(path: Path, base: Path | None, output: Path) -> None:
               help="Run on an existing Dask cluster, e.g. tcp://host:8786 (the dask extra).")
 @click.option("--hash", "hash_files", is_flag=True,
               help="Tell changed runs by the SHA-256 of their files, not size and mtime.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Kill a run's worker after this long and record the run "
+                                      "as failed (retried by the next batch). Default: none.")
+@click.option("--checkpoint", type=click.FloatRange(min=0), default=30, show_default=True,
+              metavar="SECONDS", help="Write the table at least this often while runs finish "
+                                      "(always at the end, and when interrupted).")
 @click.option("--strict", is_flag=True, help="Exit 1 when any run failed.")
 @limit_options
 @handle_errors
 def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: str | None,
-          hash_files: bool, strict: bool) -> None:
+          hash_files: bool, timeout: float | None, checkpoint: float, strict: bool) -> None:
     """Analyse every run under ROOTS into one Parquet table, one row per run × device.
 
     ROOTS are folders (any layout traceana reads), archives (.tar, .tar.gz, .tgz, .zip, read
@@ -445,11 +456,38 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
         bar.current_item = f"{failed} failed, {rate:.1f} runs/s"
         bar.update(1)
 
+    done_so_far = [0, 0]
+
+    def counted(done: int, failed: int, total: int) -> None:
+        done_so_far[:] = [done, total]
+        progress(done, failed, total)
+
+    def terminated(signum, frame):  # a CI job cancelled: stop as for Ctrl-C
+        raise BatchStopped(signum)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminated)
+    except ValueError:  # not the main thread (an embedding application): leave SIGTERM be
+        previous = None
     try:
         with writing(output):
             res = batch_mod.run_batch(list(roots), output, jobs=n_jobs, scheduler=scheduler,
-                                      hash_files=hash_files, progress=progress)
+                                      hash_files=hash_files, progress=counted, timeout=timeout,
+                                      checkpoint_s=checkpoint)
+    except (KeyboardInterrupt, BatchStopped) as e:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+            bar = None
+            click.echo(err=True)
+        done, total = done_so_far
+        how = "terminated" if isinstance(e, BatchStopped) else "interrupted"
+        click.echo(f"traceana: {how}: {output} holds every run finished so far ({done} of "
+                   f"{total} analysed in this batch); rerun the same command to analyse the "
+                   "rest", err=True)
+        sys.exit(143 if isinstance(e, BatchStopped) else 130)
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         if bar is not None:
             bar.__exit__(None, None, None)
     for line in res.failures:
