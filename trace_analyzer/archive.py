@@ -42,6 +42,9 @@ class Archive:
         self.files: dict[str, int] = {}  # member -> size
         self._data: dict[str, bytes] = {}
         self._zip: zipfile.ZipFile | None = None
+        # member -> the zip entry it is read by: the stored name may differ ("./x", "/x",
+        # "a\\x"), and a later link of the same name must not shadow it
+        self._entries: dict[str, zipfile.ZipInfo] = {}
         self.cap = cap = max_bytes()
         total = 0
         try:
@@ -52,6 +55,7 @@ class Archive:
                     mode = (info.external_attr >> 16) & 0o170000
                     if name and not info.is_dir() and mode in (0, 0o100000):
                         self.files[name] = info.file_size
+                        self._entries[name] = info
             else:
                 with tarfile.open(self.path, "r:*") as tar:
                     for m in tar:
@@ -84,7 +88,7 @@ class Archive:
             if self.files[member] > self.cap:  # zipfile reads no more than the size declared
                 raise InputError(f"{self.path}{SEP}{member}", too_large("the member", self.cap))
             try:
-                return self._zip.read(member)
+                return self._zip.read(self._entries[member])
             except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
                 raise OSError(f"corrupt member {member}: {e}") from e
         return self._data[member]
