@@ -481,9 +481,13 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
             click.echo(err=True)
         done, total = done_so_far
         how = "terminated" if isinstance(e, BatchStopped) else "interrupted"
-        click.echo(f"traceana: {how}: {output} holds every run finished so far ({done} of "
-                   f"{total} analysed in this batch); rerun the same command to analyse the "
-                   "rest", err=True)
+        if total:
+            click.echo(f"traceana: {how}: {output} holds every run finished so far ({done} of "
+                       f"{total} analysed in this batch); rerun the same command to analyse "
+                       "the rest", err=True)
+        else:
+            click.echo(f"traceana: {how} before any run finished; rerun the same command",
+                       err=True)
         sys.exit(143 if isinstance(e, BatchStopped) else 130)
     finally:
         if previous is not None:
