@@ -80,11 +80,11 @@ def test_every_analysis_and_renderer_accepts_any_trace(tmp_path_factory, events,
                 json.loads(text)
     (run,) = results["gaps"]["runs"]
     s = run["summary"]
-    if s["executions"]:
-        assert s["busy_ns"] + s["idle_ns"] + s["leading_ns"] + s["trailing_ns"] == s["window_ns"]
-    else:
-        assert s["gap_count"] == 0
+    assert s["busy_ns"] + s["idle_ns"] + s["leading_ns"] + s["trailing_ns"] == s["window_ns"]
     hardware = p.events.filter(p.events["lane_kind"] == "hardware").height
+    assert s["executions"] == hardware  # the default window holds every execution, 0 µs too
+    if not hardware:
+        assert s["gap_count"] == s["window_ns"] == 0
     (chain_run,) = results["chain"]["runs"]
     cov = chain_run["coverage"]
     assert cov["hardware_executions"] == hardware  # unlinked ones counted, never dropped

@@ -34,7 +34,9 @@ from .archive import MemberPath
 from .discover import CACHE_DIR_NAME as DIR_NAME
 from .discover import CACHEDIR_TAG, Run, run_files
 
-FORMAT = 1
+# Raised whenever what is stored, or what a stored result would hold, changes within one
+# traceana version (2: zero-length executions at the window's edges counted by gaps).
+FORMAT = 2
 
 
 @dataclass(frozen=True)

@@ -263,7 +263,10 @@ def _gaps(profile, *, step, span, min_gap_ns, lanes) -> GapsResult:
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
         return _empty(w)
-    clipped = (hw.filter((pl.col("end_ns") > w.start_ns) & (pl.col("start_ns") < w.end_ns))
+    # In the window: an execution overlapping it, or a zero-length one inside it (edges too).
+    inside = ((pl.col("end_ns") > w.start_ns) & (pl.col("start_ns") < w.end_ns)) | (
+        (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(w.start_ns, w.end_ns))
+    clipped = (hw.filter(inside)
                .select("event_id", "lane", "pid", start_ns=pl.col("start_ns").clip(w.start_ns),
                        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns))
                .with_columns(device=device_of(pl.col("lane"))))
@@ -313,7 +316,7 @@ def _summary(devices: pl.DataFrame, device_gaps: pl.DataFrame, all_gaps: pl.Data
 def _empty(w: Window | None) -> GapsResult:
     none = pl.DataFrame()
     summary = {"busy_ns": 0, "idle_ns": 0, "leading_ns": 0, "trailing_ns": 0,
-               "window_ns": w.duration_ns if w else 0, "executions": 0, "gap_count": 0,
+               "window_ns": 0, "executions": 0, "gap_count": 0,  # the window × 0 devices
                "idle_pct": None, "gap_p50_ns": None, "gap_p90_ns": None, "gap_p99_ns": None,
                "gap_max_ns": None, "idle_by_cause_ns": dict.fromkeys(CAUSES, 0),
                "devices": 0, "lanes": 0}
