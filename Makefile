@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   ?= fixtures/rmsnorm_naive
 
-.PHONY: demo test venv fixtures clean
+.PHONY: demo test venv fixtures clean fuzz
+FUZZ_SECONDS ?= 180
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +30,14 @@ test: $(VENV)/.installed-test
 # Regenerate the checked-in fixture profiles from their script.
 fixtures: $(VENV)/.installed
 	$(BIN)/python fixtures/make_fixtures.py
+
+$(VENV)/.installed-fuzz: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[fuzz]'
+	touch $@
+
+# Fuzz every reader for FUZZ_SECONDS each (fuzz/README.md); not part of `make test`.
+fuzz: $(VENV)/.installed-fuzz
+	$(BIN)/python fuzz/fuzz_readers.py all --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -142,3 +142,15 @@ def one_line_error(code: int, out: str, err: str) -> str:
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]
+
+
+def render_all(results: dict) -> None:
+    """Put every analysis result through every renderer: text comes back; JSON parses."""
+    from trace_analyzer.render import RENDERERS
+
+    for kind, data in results.items():
+        for name, renderer in RENDERERS.items():
+            text = renderer.render(kind, data)
+            assert isinstance(text, str)
+            if name == "json":
+                json.loads(text)

@@ -8,9 +8,8 @@ Checked here: no exception anywhere, and the invariants a user relies on whateve
 
 from __future__ import annotations
 
-import json
 
-from conftest import X, kineto, write_trace
+from conftest import X, kineto, render_all, write_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +19,6 @@ from trace_analyzer.diff import diff
 from trace_analyzer.gaps import gaps_result
 from trace_analyzer.info import info
 from trace_analyzer.ops import ops_result
-from trace_analyzer.render import RENDERERS
 
 HOST, GPU = 100, 0
 
@@ -72,12 +70,7 @@ def test_every_analysis_and_renderer_accepts_any_trace(tmp_path_factory, events,
         "diff": diff(p, p, "base", "head"),
     }
     results["gaps"]["view"] = {"by": "device", "top": 3}
-    for kind, data in results.items():
-        for name, renderer in RENDERERS.items():
-            text = renderer.render(kind, data)
-            assert isinstance(text, str)
-            if name == "json":
-                json.loads(text)
+    render_all(results)
     (run,) = results["gaps"]["runs"]
     s = run["summary"]
     assert s["busy_ns"] + s["idle_ns"] + s["leading_ns"] + s["trailing_ns"] == s["window_ns"]

@@ -383,3 +383,21 @@ def test_a_real_write_failure_file_size_limit(runs, tmp_path):
     assert out.read_bytes() == before  # the table as it was, byte for byte
     _no_temporaries(tmp_path)
     _rerun_completes(root, out, reference, analysed=RUNS - 10)
+
+
+def test_a_native_abort_in_a_worker_costs_that_run_only(runs, tmp_path):
+    """A real input that makes polars abort the process (tests/fuzz_found/README.md): in a
+    batch, its worker dies by SIGABRT and the run is one failed row; the others are whole.
+    (Should polars learn to report it, the row holds that error instead.)"""
+    root, reference = runs
+    bad = tmp_path / "corrupt_export" / "explorer" / "parquet"
+    bad.mkdir(parents=True)
+    (bad / "SystemProfileEvents.parquet").write_bytes(
+        (Path(__file__).parent / "fuzz_found" / "polars_abort_page_validity.parquet").read_bytes())
+    out = tmp_path / "runs.parquet"
+    res = batch_mod.run_batch([root, tmp_path / "corrupt_export"], out, jobs=2)
+    assert (res.succeeded, res.failed) == (RUNS, 1)
+    df = _whole(out)
+    (error,) = df.filter(pl.col("error").is_not_null())["error"]
+    assert "killed by SIGABRT" in error or "not a readable Parquet table" in error, error
+    assert df.filter(pl.col("error").is_null()).drop(VOLATILE).equals(reference)

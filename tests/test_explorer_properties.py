@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, union_of, write_metadata, write_parquet
+from conftest import render_all, run_cli, union_of, write_metadata, write_parquet
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +36,6 @@ from trace_analyzer.diff import diff
 from trace_analyzer.gaps import gaps_result
 from trace_analyzer.info import info
 from trace_analyzer.ops import ops_result
-from trace_analyzer.render import RENDERERS
 
 T0 = 1_793_620_800_000_000_000  # epoch ns (format notes §4.4)
 INST, PID, MAIN_TID, WORKER_TID = "i-0123456789abcdef0", 4242, 4242, 4250
@@ -370,15 +369,6 @@ def describe(made: Made) -> None:
     ):
         if hit:
             event(what)
-
-
-def render_all(results: dict) -> None:
-    for kind, data in results.items():
-        for name, renderer in RENDERERS.items():
-            text = renderer.render(kind, data)
-            assert isinstance(text, str)
-            if name == "json":
-                json.loads(text)
 
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

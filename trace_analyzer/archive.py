@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import lzma
 import tarfile
 import zipfile
+import zlib
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
@@ -68,7 +70,8 @@ class Archive:
                         fh = tar.extractfile(m)
                         self._data[name] = fh.read() if fh else b""
                         self.files[name] = m.size
-        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError) as e:
+        except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError, zlib.error,
+                lzma.LZMAError) as e:  # a corrupt compressed stream: zlib's and lzma's own errors
             raise InputError(self.path, f"not a readable archive ({type(e).__name__}: "
                                         f"{str(e).splitlines()[0] if str(e) else 'truncated?'})") from e
         self.dirs: set[str] = {""}
@@ -89,7 +92,9 @@ class Archive:
                 raise InputError(f"{self.path}{SEP}{member}", too_large("the member", self.cap))
             try:
                 return self._zip.read(self._entries[member])
-            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as e:
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError, zlib.error, lzma.LZMAError,
+                    NotImplementedError, RuntimeError) as e:  # corrupt data; an unsupported
+                # compression method (NotImplementedError); encrypted (RuntimeError)
                 raise OSError(f"corrupt member {member}: {e}") from e
         return self._data[member]
 

@@ -161,6 +161,8 @@ def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:
         keys = df.filter((pl.col("_fmt") == fmt) & cond).select("host", "pid").unique().rows()
         mask = pl.lit(False)
         for host, pid in keys:
+            if pid is None:  # no process to match (comparing with null matches nothing)
+                continue
             same_host = pl.col("host").is_null() | (pl.lit(host).is_null() if host is None
                                                      else pl.col("host") == host)
             mask = mask | ((pl.col("pid") == pid) & same_host)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,22 @@ def capture_backend(folder: Path) -> str | None:
     """Return the backend a capture.json in ``folder`` names (cpu, cuda, neuron), if any."""
     doc = read_capture_json(folder / CAPTURE_JSON)
     return doc.get("backend") if doc else None
+
+
+def json_text(value: object) -> str | None:
+    """Return ``value`` (parsed by orjson) as compact JSON text, None when it cannot be written.
+
+    orjson writes at most 255 levels of nesting but reads up to 1024: deeper values are
+    written by the json module; one deeper than Python's recursion limit allows is left out.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (RecursionError, ValueError, TypeError):
+        return None
 
 
 def as_i64(value: object) -> int | None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 
-import orjson
 import polars as pl
 
 from ..discover import Source
 from ..errors import InputError
 from ..schema import conform
-from .common import ReadResult, as_i64, assign_steps, finish
+from .common import ReadResult, as_i64, assign_steps, finish, json_text
 from .neuron import EXECUTIONS, HW_SYNC, label, mark_dispatch
 
 # Keys that become columns; everything else is kept in args_json.
@@ -62,19 +61,26 @@ def _records(src: Source, doc: dict) -> list:
     return events
 
 
+def _text(value: object) -> str | None:
+    """Return a text field as text: a number (or any other JSON value) as its str, like Kineto's names."""
+    return value if isinstance(value, str) or value is None else str(value)
+
+
 def _append(cols: dict[str, list], e: dict) -> None:
-    name = e.get("name")
-    source = e.get("trace_event_source") or _source_of(e, name)
+    name = _text(e.get("name"))
+    source = e.get("trace_event_source")
+    if not isinstance(source, str) or not source:
+        source = _source_of(e, name)
     group = RT_GROUP.match(str(e.get("group", "")))
     nc = as_i64(e.get("nc_idx", e.get("lnc_idx")))
     if nc is None and group:
-        nc = int(group[1])
+        nc = as_i64(group[1])  # None beyond int64, like any other core number
     cols["orig_id"].append(as_i64(e.get("id")))
     cols["name"].append(name)
     cols["source"].append(source)
     cols["start_ns"].append(as_i64(e.get("timestamp")))
     cols["duration_ns"].append(as_i64(e.get("duration")) or 0)
-    cols["host"].append(e.get("instance_id"))
+    cols["host"].append(_text(e.get("instance_id")))
     cols["pid"].append(as_i64(e.get("process_id")))
     cols["tid"].append(as_i64(e.get("thread_id")))
     cols["device"].append(nc)
@@ -85,7 +91,7 @@ def _append(cols: dict[str, list], e: dict) -> None:
     cols["exec_id"].append(as_i64(e.get("exec_id")))
     cols["seq_id"].append(as_i64(e.get("nrt_sequence_id")))
     rest = {k: v for k, v in e.items() if k not in COLUMN_KEYS}
-    cols["args_json"].append(orjson.dumps(rest).decode() if rest else None)
+    cols["args_json"].append(json_text(rest) if rest else None)
 
 
 def _source_of(e: dict, name: object) -> str:

@@ -58,8 +58,9 @@ def _read_table(path) -> pl.DataFrame:
             data.seek(0)
         # Only the columns traceana uses (worker_gid and unknown columns stay on disk).
         df = pl.read_parquet(data, columns=[c for c in {**REQUIRED, **OPTIONAL} if c in have])
-    except Exception as e:  # polars raises several error types for a bad file
-        raise InputError(path, f"not a readable Parquet table ({type(e).__name__}: {str(e).splitlines()[0]})") from e
+    except (Exception, pl.exceptions.PanicException) as e:  # a bad file: several error types,
+        # and a Rust panic in the decoder (PanicException is a BaseException)
+        raise InputError(path, f"not a readable Parquet table ({type(e).__name__}: {(str(e).splitlines() or ['?'])[0]})") from e
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise InputError(path, f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
@@ -77,7 +78,7 @@ def _read_table(path) -> pl.DataFrame:
             if bad:
                 raise TypeError(col)
             df.select(pl.col(col).cast(dtype, strict=True))
-        except Exception as e:
+        except (Exception, pl.exceptions.PanicException) as e:
             raise InputError(path, f"column {col} has type {have_type}, expected {dtype}") from e
         casts.append(pl.col(col).cast(dtype))
     return df.select(casts)
@@ -139,7 +140,9 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
         if radix >= 2**62:
             return _label_by_join(df)
         key = key * size + (pl.lit(0, pl.Int64) if lo is None else (pl.col(col) - lo + 1).fill_null(0))
-    key = codes.select(key).to_series()
+    # with_columns, not select: a key of only literals (every label column null in every
+    # row) must still be one value per row, not a single value
+    key = codes.with_columns(key.alias("_key"))["_key"]
     first = key.arg_unique()
     reps = df.select(pl.col(LABEL_KEYS).gather(first))
     labelled = label(reps).with_columns(_key=key.gather(first)).sort("_key")
@@ -211,8 +214,9 @@ def _schema_version(src: Source, result: ReadResult) -> str | None:
         result.notes.append("schema version unknown (no Metadata table); read by column name")
         return None
     try:
-        col = pl.read_parquet(parquet_input(meta[0]), columns=["profile_schema_version"])["profile_schema_version"]
-    except Exception:
+        col = pl.read_parquet(parquet_input(meta[0]),
+                              columns=["profile_schema_version"])["profile_schema_version"]
+    except (Exception, pl.exceptions.PanicException):
         result.notes.append(f"{meta[0].name} has no profile_schema_version; read by column name")
         return None
     version = str(col.drop_nulls()[0]) if col.drop_nulls().len() else None

@@ -22,7 +22,7 @@ from ..discover import Source
 from ..errors import InputError
 from ..limits import max_bytes, too_large
 from ..schema import conform
-from .common import ReadResult, as_i64, assign_steps, capture_backend, finish
+from .common import ReadResult, as_i64, assign_steps, capture_backend, finish, json_text
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
@@ -184,7 +184,7 @@ def _collect(events: list) -> tuple[pl.DataFrame, int]:
                 link[col] = as_i64(args[arg])
         for col, v in link.items():
             cols[col].append(v)
-        cols["args_json"].append(orjson.dumps(args).decode() if args else None)
+        cols["args_json"].append(json_text(args) if args else None)
     return pl.DataFrame(cols, schema=RAW_SCHEMA), non_objects
 
 
@@ -225,7 +225,7 @@ def _any_neuron(rows: pl.DataFrame) -> bool:
 
 def _accelerator(meta: dict, rows: pl.DataFrame) -> str:
     """Return cuda or rocm: ROCm traces reuse CUDA's categories with hip* runtime names."""
-    props = orjson.dumps(meta.get("deviceProperties") or []).decode().lower()
+    props = (json_text(meta.get("deviceProperties") or []) or "").lower()
     if "amd" in props or "instinct" in props or "gfx" in props:
         return "rocm"
     first = rows.filter(pl.col("category").is_in(["cuda_runtime", "Runtime"])
