@@ -402,6 +402,19 @@ class Workers:
         self.ready.discard(proc)
         self.idle.append(self._start())
 
+    def _dispatch(self, todo) -> None:
+        """Send the next runs to the idle workers."""
+        while todo and self.idle:
+            proc, conn = self.idle.pop()
+            spec = todo.popleft()
+            try:
+                conn.send(spec)
+            except (OSError, ValueError):  # it died idle: replace it, keep the run
+                todo.appendleft(spec)
+                self._replace(proc, conn)
+                continue
+            self.busy[proc] = (conn, spec, time.monotonic())
+
     def map(self, specs: list[RunSpec]) -> Iterator[list[dict]]:
         from collections import deque
         from multiprocessing.connection import wait
@@ -410,22 +423,14 @@ class Workers:
         try:
             self.idle = [self._start() for _ in range(min(self.n, len(todo)))]
             while todo or self.busy:
-                while todo and self.idle:
-                    proc, conn = self.idle.pop()
-                    spec = todo.popleft()
-                    try:
-                        conn.send(spec)
-                    except (OSError, ValueError):  # it died idle: replace it, keep the run
-                        todo.appendleft(spec)
-                        self._replace(proc, conn)
-                        continue
-                    self.busy[proc] = (conn, spec, time.monotonic())
+                self._dispatch(todo)
                 if not self.busy:
                     continue
                 waits = [c for c, _, _ in self.busy.values()] + [p.sentinel for p in self.busy]
                 ends = [self._deadline(p, t) for p, (_, _, t) in self.busy.items()]
                 ends = [e for e in ends if e is not None]
                 wait(waits, timeout=max(0.0, min(ends) - time.monotonic()) if ends else None)
+                finished = []  # yielded once the free workers have their next runs
                 for proc, (conn, spec, started) in list(self.busy.items()):
                     rows = None
                     try:
@@ -441,7 +446,7 @@ class Workers:
                     if rows is not None:
                         del self.busy[proc]
                         self.idle.append((proc, conn))
-                        yield rows
+                        finished.append(rows)
                         continue
                     elapsed = time.monotonic() - started
                     if proc not in self.ready and (not proc.is_alive() or
@@ -468,7 +473,9 @@ class Workers:
                     self._stop(proc, conn, kill=True)
                     if todo:
                         self.idle.append(self._start())
-                    yield [fault_row(spec, error, elapsed)]
+                    finished.append([fault_row(spec, error, elapsed)])
+                self._dispatch(todo)
+                yield from finished
         finally:
             # Finished (or interrupted, or the consumer stopped): idle workers are told to
             # stop, busy ones are killed; nothing is left running.
