@@ -154,3 +154,20 @@ def render_all(results: dict) -> None:
             assert isinstance(text, str)
             if name == "json":
                 json.loads(text)
+
+
+def every_analysis(p, folder: Path, min_gap_ns: int = 0) -> dict:
+    """Run info, gaps, ops, chain and diff (the run against itself) on one loaded profile."""
+    from trace_analyzer.chain import chain_result
+    from trace_analyzer.diff import diff
+    from trace_analyzer.gaps import gaps_result
+    from trace_analyzer.info import info
+    from trace_analyzer.ops import ops_result
+
+    return {
+        "info": info([p], str(folder)),
+        "gaps": gaps_result([p], str(folder), min_gap_ns=min_gap_ns),
+        "ops": ops_result([p], str(folder)),
+        "chain": chain_result([p], str(folder)),
+        "diff": diff(p, p, "base", "head"),
+    }

@@ -9,16 +9,11 @@ Checked here: no exception anywhere, and the invariants a user relies on whateve
 from __future__ import annotations
 
 
-from conftest import X, kineto, render_all, write_trace
+from conftest import X, every_analysis, kineto, render_all, write_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trace_analyzer as ta
-from trace_analyzer.chain import chain_result
-from trace_analyzer.diff import diff
-from trace_analyzer.gaps import gaps_result
-from trace_analyzer.info import info
-from trace_analyzer.ops import ops_result
 
 HOST, GPU = 100, 0
 
@@ -62,13 +57,7 @@ def test_every_analysis_and_renderer_accepts_any_trace(tmp_path_factory, events,
     folder = tmp_path_factory.mktemp("t")
     write_trace(folder / "trace.json", kineto(events, baseTimeNanoseconds=1_000_000_000))
     p = ta.load(folder)
-    results = {
-        "info": info([p], str(folder)),
-        "gaps": gaps_result([p], str(folder), min_gap_ns=min_gap),
-        "ops": ops_result([p], str(folder)),
-        "chain": chain_result([p], str(folder)),
-        "diff": diff(p, p, "base", "head"),
-    }
+    results = every_analysis(p, folder, min_gap)
     results["gaps"]["view"] = {"by": "device", "top": 3}
     render_all(results)
     (run,) = results["gaps"]["runs"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import render_all, run_cli, union_of, write_metadata, write_parquet
+from conftest import every_analysis, render_all, run_cli, union_of, write_metadata, write_parquet
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +34,6 @@ import trace_analyzer as ta
 from trace_analyzer.chain import chain_result
 from trace_analyzer.diff import diff
 from trace_analyzer.gaps import gaps_result
-from trace_analyzer.info import info
-from trace_analyzer.ops import ops_result
 
 T0 = 1_793_620_800_000_000_000  # epoch ns (format notes §4.4)
 INST, PID, MAIN_TID, WORKER_TID = "i-0123456789abcdef0", 4242, 4242, 4250
@@ -385,13 +383,7 @@ def test_every_analysis_and_renderer_accepts_any_explorer_export(tmp_path_factor
     other = empty_ish(tmp_path_factory.mktemp("e"))
     p, e = ta.load(folder), ta.load(other)
     assert p.events.height == len(made.rows)
-    results = {
-        "info": info([p], str(folder)),
-        "gaps": gaps_result([p], str(folder), min_gap_ns=min_gap),
-        "ops": ops_result([p], str(folder)),
-        "chain": chain_result([p], str(folder)),
-        "diff": diff(p, p, "base", "head"),
-    }
+    results = every_analysis(p, folder, min_gap)
     results["gaps"]["view"] = {"by": by, "top": 3}
     render_all(results)
     # against an empty-ish run (ops "added" with it as base, "removed" as head)
