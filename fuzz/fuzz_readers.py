@@ -578,9 +578,16 @@ def run_all(targets: list[str], seconds: int, extra: list[str]) -> list[dict]:
                "corpus": 0, "artifacts": []}
         start, quick = time.monotonic(), 0
         with log.open("w") as fh:
-            while (left := seconds - (time.monotonic() - start)) >= 5:
+            # The first run gets the whole budget (at least 1 s); after a crash the target is
+            # restarted while 5 s or more are left.
+            started = False
+            while True:
+                left = seconds - (time.monotonic() - start)
+                if started and left < 5:
+                    break
+                started = True
                 cmd = [sys.executable, str(Path(__file__).resolve()), target,
-                       "--seconds", str(int(left)), *extra]
+                       "--seconds", str(max(1, int(left))), *extra]
                 print(f"fuzz: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
                 before = set(f["crashes"].iterdir())
                 began = time.monotonic()
