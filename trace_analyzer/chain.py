@@ -145,7 +145,7 @@ def by_op(chain: pl.DataFrame) -> pl.DataFrame:
             .with_columns(link_method=pl.col("worst").replace_strict(
                 list(range(len(METHODS))), METHODS, default=None, return_dtype=pl.String))
             .select("op", "executions", "link_method", *hops)
-            .sort("hw_duration_us", descending=True, nulls_last=True))
+            .sort("hw_duration_us", "op", descending=[True, False], nulls_last=True))
 
 
 def chain_result(profiles: list, path: str, *, op=None, step=None, unlinked=False,
