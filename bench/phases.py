@@ -13,10 +13,10 @@ import time
 T=time.perf_counter()
 import polars as pl
 import trace_analyzer as ta
-from trace_analyzer.discover import discover
+from trace_analyzer.inputs.discover import discover
 from trace_analyzer.readers import kineto
-from trace_analyzer import profile as P
-from trace_analyzer.gaps import gaps, to_dict
+from trace_analyzer.core import profile as P
+from trace_analyzer.analyses.gaps import gaps, to_dict
 from trace_analyzer.render.json import render
 from trace_analyzer.render import RENDERERS
 def rss():

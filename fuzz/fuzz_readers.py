@@ -10,7 +10,7 @@ exception (what the CLI would show as ``internal error``), a hang past ``-timeou
 memory blow-up past ``-rss_limit_mb`` is a crash, written to ``fuzz/.work/TARGET/crashes/``.
 
 The one-input functions (``run_one(target, data)``, ``TARGETS``) import without atheris, so
-tests/test_fuzz_harness.py runs them over the seeds and fixed mutations in the test suite.
+tests/readers/test_fuzz_harness.py runs them over the seeds and fixed mutations in the test suite.
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ with _instrumenting:
 
     import orjson
 
-    from trace_analyzer import archive
-    from trace_analyzer.discover import Source, discover
+    from trace_analyzer.inputs import archive
+    from trace_analyzer.inputs.discover import Source, discover
     from trace_analyzer.errors import TraceanaError
-    from trace_analyzer.gaps import gaps_result
-    from trace_analyzer.profile import load_run, load_runs
+    from trace_analyzer.analyses.gaps import gaps_result
+    from trace_analyzer.core.profile import load_run, load_runs
     from trace_analyzer.readers import explorer_json, explorer_parquet, kineto, read_source, sniff
     from trace_analyzer.readers.common import load_json
     from trace_analyzer.render import RENDERERS

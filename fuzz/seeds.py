@@ -105,7 +105,7 @@ def kineto_gz(corpus: Path | None = CORPUS_DATA) -> dict[str, bytes]:
     return out
 
 
-OLD_RECORDS = [  # the Profiler 2.0 record shapes (tests/test_explorer.py)
+OLD_RECORDS = [  # the Profiler 2.0 record shapes (tests/readers/test_explorer.py)
     {"name": "PjitFunction(matmul)", "timestamp": 1_793_620_800_000_000_000, "duration": 100_000,
      "group": "framework", "id": 1, "instance_id": "i-0", "process_id": "4242",
      "thread_id": 7, "type": 99999, "flow_id": [1, "2"]},

@@ -158,11 +158,11 @@ def render_all(results: dict) -> None:
 
 def every_analysis(p, folder: Path, min_gap_ns: int = 0) -> dict:
     """Run info, gaps, ops, chain and diff (the run against itself) on one loaded profile."""
-    from trace_analyzer.chain import chain_result
-    from trace_analyzer.diff import diff
-    from trace_analyzer.gaps import gaps_result
-    from trace_analyzer.info import info
-    from trace_analyzer.ops import ops_result
+    from trace_analyzer.analyses.chain import chain_result
+    from trace_analyzer.analyses.diff import diff
+    from trace_analyzer.analyses.gaps import gaps_result
+    from trace_analyzer.analyses.info import info
+    from trace_analyzer.analyses.ops import ops_result
 
     return {
         "info": info([p], str(folder)),

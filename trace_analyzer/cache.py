@@ -29,10 +29,10 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from . import __version__
-from .archive import MemberPath
-from .discover import CACHE_DIR_NAME as DIR_NAME
-from .discover import CACHEDIR_TAG, Run, run_files
+from trace_analyzer._version import __version__
+from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
+from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, run_files
 
 # Raised whenever what is stored, or what a stored result would hold, changes within one
 # traceana version (2: zero-length executions at the window's edges counted by gaps).
@@ -69,8 +69,10 @@ def folder_for(named: Path | str) -> Path | None:
     return named / DIR_NAME if named.is_dir() else None
 
 
-TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
-       "# This folder is traceana's analysis cache (docs/cache.md); it may be deleted.\n")
+TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This folder is traceana's analysis cache (docs/cache.md); it may be deleted.\n"
+)
 
 
 def key(run: Run, args: bool) -> str | None:
@@ -87,7 +89,9 @@ def key(run: Run, args: bool) -> str | None:
             if isinstance(f, MemberPath):
                 return None
             st = f.stat()
-            h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0".encode())
+            h.update(
+                f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0".encode()
+            )
     except OSError:
         return None
     return h.hexdigest()
@@ -114,8 +118,15 @@ def load(folder: Path, run: Run, args: bool, k: str | None) -> dict | None:
     return {"meta": meta, "events": events, "edges": edges}
 
 
-def store(folder: Path, run: Run, args: bool, k: str | None, meta: dict, events: pl.DataFrame,
-          edges: pl.DataFrame) -> bool:
+def store(
+    folder: Path,
+    run: Run,
+    args: bool,
+    k: str | None,
+    meta: dict,
+    events: pl.DataFrame,
+    edges: pl.DataFrame,
+) -> bool:
     """Write an entry under key ``k`` (each file atomically); False when it could not be."""
     if k is None:
         return False
@@ -126,9 +137,17 @@ def store(folder: Path, run: Run, args: bool, k: str | None, meta: dict, events:
         if not tag.is_file():
             _atomic(tag, lambda p: Path(p).write_text(TAG))
         # the tables first, the meta (which holds the key) last: a half-written entry misses
-        _atomic(stem.with_suffix(".events.parquet"), lambda p: events.write_parquet(p, compression="lz4"))
-        _atomic(stem.with_suffix(".edges.parquet"), lambda p: edges.write_parquet(p, compression="lz4"))
-        _atomic(stem.with_suffix(".json"), lambda p: Path(p).write_bytes(orjson.dumps({**meta, "key": k})))
+        _atomic(
+            stem.with_suffix(".events.parquet"),
+            lambda p: events.write_parquet(p, compression="lz4"),
+        )
+        _atomic(
+            stem.with_suffix(".edges.parquet"), lambda p: edges.write_parquet(p, compression="lz4")
+        )
+        _atomic(
+            stem.with_suffix(".json"),
+            lambda p: Path(p).write_bytes(orjson.dumps({**meta, "key": k})),
+        )
     except (OSError, pl.exceptions.PolarsError):
         return False
     return True
@@ -171,20 +190,25 @@ def load_result(r: Ref, name: str, options: object) -> tuple[dict, dict] | None:
         meta = orjson.loads(_result_file(r, name, options, ".json").read_bytes())
         if not isinstance(meta, dict) or meta.get("key") != r.key:
             return None
-        frames = {f: pl.read_parquet(_result_file(r, name, options, f".{f}.parquet"))
-                  for f in meta["frames"]}
+        frames = {
+            f: pl.read_parquet(_result_file(r, name, options, f".{f}.parquet"))
+            for f in meta["frames"]
+        }
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
         return None
     return meta, frames
 
 
-def store_result(r: Ref, name: str, options: object, meta: dict,
-                 frames: dict[str, pl.DataFrame]) -> bool:
+def store_result(
+    r: Ref, name: str, options: object, meta: dict, frames: dict[str, pl.DataFrame]
+) -> bool:
     """Cache an analysis result beside the run's entry (the meta, holding the key, last)."""
     try:
         for f, df in frames.items():
-            _atomic(_result_file(r, name, options, f".{f}.parquet"),
-                    lambda p, df=df: df.write_parquet(p, compression="lz4"))
+            _atomic(
+                _result_file(r, name, options, f".{f}.parquet"),
+                lambda p, df=df: df.write_parquet(p, compression="lz4"),
+            )
         body = orjson.dumps({**meta, "frames": list(frames), "key": r.key})
         _atomic(_result_file(r, name, options, ".json"), lambda p: Path(p).write_bytes(body))
     except (OSError, TypeError, pl.exceptions.PolarsError):
@@ -194,10 +218,32 @@ def store_result(r: Ref, name: str, options: object, meta: dict,
 
 def reads_meta(reads: list) -> list[dict]:
     """Return what the cache keeps of each ReadResult (all but its events)."""
-    return [{"source": str(r.source.path), "format": r.format, "schema_version": r.schema_version,
-             "rank": r.rank, "rank_origin": r.rank_origin, "notes": r.notes,
-             "warnings": r.warnings, "read": r.read, "n_events": r.events.height} for r in reads]
+    return [
+        {
+            "source": str(r.source.path),
+            "format": r.format,
+            "schema_version": r.schema_version,
+            "rank": r.rank,
+            "rank_origin": r.rank_origin,
+            "notes": r.notes,
+            "warnings": r.warnings,
+            "read": r.read,
+            "n_events": r.events.height,
+        }
+        for r in reads
+    ]
 
 
-__all__ = ["Settings", "Ref", "configured", "folder_for", "key", "load", "store", "ref",
-           "load_result", "store_result", "reads_meta"]
+__all__ = [
+    "Settings",
+    "Ref",
+    "configured",
+    "folder_for",
+    "key",
+    "load",
+    "store",
+    "ref",
+    "load_result",
+    "store_result",
+    "reads_meta",
+]

@@ -15,30 +15,41 @@ from pathlib import Path
 
 import click
 
-from . import __version__, cache, limits
-from .chain import chain_result
-from .diff import DIFF_METRICS, DIFF_METRICS_HINT
-from .diff import diff as diff_profiles
-from .errors import InputError, TraceanaError, UsageError
-from .gaps import METRICS, gaps_result
-from .info import info as info_analysis
-from .ops import ops_result
-from .profile import STRICT, load, load_runs
-from .render import RENDERERS, for_output
-from .units import parse_condition, parse_duration, parse_size
+from trace_analyzer import cache
+from trace_analyzer._version import __version__
+from trace_analyzer.analyses.chain import chain_result
+from trace_analyzer.analyses.diff import DIFF_METRICS, DIFF_METRICS_HINT
+from trace_analyzer.analyses.diff import diff as diff_profiles
+from trace_analyzer.analyses.gaps import METRICS, gaps_result
+from trace_analyzer.analyses.info import info as info_analysis
+from trace_analyzer.analyses.ops import ops_result
+from trace_analyzer.core.profile import STRICT, load, load_runs
+from trace_analyzer.errors import InputError, TraceanaError, UsageError
+from trace_analyzer.inputs import limits
+from trace_analyzer.render import RENDERERS, for_output
+from trace_analyzer.units import parse_condition, parse_duration, parse_size
 
 
 def output_options(fn):
     """The options every command that prints results shares: --format and -o."""
-    fn = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-                      help="Write to this file instead of standard output.")(fn)
-    fn = click.option("--format", "fmt", type=click.Choice(list(RENDERERS)),
-                      help="Output format (default: from the -o extension, else table).")(fn)
+    fn = click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write to this file instead of standard output.",
+    )(fn)
+    fn = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(RENDERERS)),
+        help="Output format (default: from the -o extension, else table).",
+    )(fn)
     return fn
 
 
 def limit_options(fn):
     """--max-bytes, for every command that reads inputs (limits.py)."""
+
     @functools.wraps(fn)
     def wrapper(*args, max_bytes: str | None, **kwargs):
         if max_bytes is None:
@@ -59,13 +70,18 @@ def limit_options(fn):
                 os.environ[limits.ENV] = before
 
     return click.option(
-        "--max-bytes", metavar="SIZE", envvar=limits.ENV, show_envvar=False,
+        "--max-bytes",
+        metavar="SIZE",
+        envvar=limits.ENV,
+        show_envvar=False,
         help="Cap on what one compressed input (a .gz trace, an archive) may inflate to, "
-             "e.g. 4G [default: 16GiB].")(wrapper)
+        "e.g. 4G [default: 16GiB].",
+    )(wrapper)
 
 
 def strict_option(fn):
     """--strict, for the commands that analyse one path (profile.STRICT)."""
+
     @functools.wraps(fn)
     def wrapper(*args, strict: bool, **kwargs):
         token = STRICT.set(strict)
@@ -74,23 +90,32 @@ def strict_option(fn):
         finally:
             STRICT.reset(token)
 
-    return click.option("--strict", is_flag=True,
-                        help="Malformed events are an error (exit 2), not a warning.")(wrapper)
+    return click.option(
+        "--strict", is_flag=True, help="Malformed events are an error (exit 2), not a warning."
+    )(wrapper)
 
 
 def cache_options(fn):
     """--no-cache and --cache-dir, for every command that loads profiles (cache.py)."""
+
     @functools.wraps(fn)
     def wrapper(*args, no_cache: bool, cache_dir: Path | None, **kwargs):
         with cache.configured(enabled=not no_cache, folder=cache_dir):
             return fn(*args, **kwargs)
 
     wrapper = click.option(
-        "--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="TRACEANA_CACHE_DIR",
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="TRACEANA_CACHE_DIR",
         help="Keep the analysis cache here [default: .traceana-cache/ inside a named folder; "
-             "none for a named file or archive].")(wrapper)
-    return click.option("--no-cache", is_flag=True, envvar="TRACEANA_NO_CACHE",
-                        help="Neither read nor write the analysis cache.")(wrapper)
+        "none for a named file or archive].",
+    )(wrapper)
+    return click.option(
+        "--no-cache",
+        is_flag=True,
+        envvar="TRACEANA_NO_CACHE",
+        help="Neither read nor write the analysis cache.",
+    )(wrapper)
 
 
 @contextmanager
@@ -134,8 +159,11 @@ def handle_errors(fn):
         except Exception as e:  # a bug: still one line, unless asked for the traceback
             if debug:
                 traceback.print_exc()
-            click.echo(f"traceana: internal error: {type(e).__name__}: {e} "
-                       "(rerun with --debug for the traceback)", err=True)
+            click.echo(
+                f"traceana: internal error: {type(e).__name__}: {e} "
+                "(rerun with --debug for the traceback)",
+                err=True,
+            )
             sys.exit(2)
 
     return wrapper
@@ -180,25 +208,58 @@ def _window(text: str | None) -> tuple[int, int] | None:
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--step", type=int, help="Window: ProfilerStep#N only.")
-@click.option("--window", "span", metavar="START:END",
-              help="Window: from START to END after the run's first event, e.g. 0.5ms:2ms.")
-@click.option("--min-gap", default="0ns", show_default=True, metavar="DURATION",
-              help="Leave shorter gaps out of the gap list and counts (their time stays idle).")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="How many gaps and ops the text reports show.")
+@click.option(
+    "--window",
+    "span",
+    metavar="START:END",
+    help="Window: from START to END after the run's first event, e.g. 0.5ms:2ms.",
+)
+@click.option(
+    "--min-gap",
+    default="0ns",
+    show_default=True,
+    metavar="DURATION",
+    help="Leave shorter gaps out of the gap list and counts (their time stays idle).",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many gaps and ops the text reports show.",
+)
 @click.option("--lane", "lane_glob", metavar="GLOB", help="Only hardware lanes matching GLOB.")
-@click.option("--by", type=click.Choice(["device", "lane", "op"]), default="device",
-              show_default=True, help="The table the text reports lead with.")
-@click.option("--fail-on", "fail_on", multiple=True, metavar="EXPR",
-              help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.")
+@click.option(
+    "--by",
+    type=click.Choice(["device", "lane", "op"]),
+    default="device",
+    show_default=True,
+    help="The table the text reports lead with.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="EXPR",
+    help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.",
+)
 @output_options
 @cache_options
 @strict_option
 @limit_options
 @handle_errors
-def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
-         lane_glob: str | None, by: str, fail_on: tuple[str, ...], fmt: str | None,
-         output: Path | None) -> None:
+def gaps(
+    path: Path,
+    step: int | None,
+    span: str | None,
+    min_gap: str,
+    top: int,
+    lane_glob: str | None,
+    by: str,
+    fail_on: tuple[str, ...],
+    fmt: str | None,
+    output: Path | None,
+) -> None:
     """Every idle gap on the hardware lanes, attributed to the op that ended it and a cause.
 
     Causes: host_dispatch, transfer, sync, runtime, uncorrelated, other (docs/gaps.md).
@@ -211,8 +272,9 @@ def gaps(path: Path, step: int | None, span: str | None, min_gap: str, top: int,
         traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
     """
     conditions = [parse_condition(c, METRICS) for c in fail_on]
-    options = dict(step=step, span=_window(span), min_gap_ns=parse_duration(min_gap),
-                   lanes=lane_glob)
+    options = dict(
+        step=step, span=_window(span), min_gap_ns=parse_duration(min_gap), lanes=lane_glob
+    )
     result = gaps_result(load_runs(path), str(path), conditions=conditions, **options)
     result["view"] = {"by": by, "top": top}
     emit("gaps", result, fmt, output)
@@ -232,19 +294,42 @@ def _exit_on_failures(result: dict) -> None:
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("head", type=click.Path(path_type=Path))
 @click.option("--step", type=int, help="Compare ProfilerStep#N of each.")
-@click.option("--min-gap", default="0ns", show_default=True, metavar="DURATION",
-              help="Leave shorter gaps out of the gap counts.")
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="How many changed ops the text reports show.")
-@click.option("--fail-on", "fail_on", multiple=True, metavar="EXPR",
-              help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.")
+@click.option(
+    "--min-gap",
+    default="0ns",
+    show_default=True,
+    metavar="DURATION",
+    help="Leave shorter gaps out of the gap counts.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many changed ops the text reports show.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="EXPR",
+    help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.",
+)
 @output_options
 @cache_options
 @strict_option
 @limit_options
 @handle_errors
-def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
-         fail_on: tuple[str, ...], fmt: str | None, output: Path | None) -> None:
+def diff(
+    base: Path,
+    head: Path,
+    step: int | None,
+    min_gap: str,
+    top: int,
+    fail_on: tuple[str, ...],
+    fmt: str | None,
+    output: Path | None,
+) -> None:
     """Compare two profiles (BASE, then HEAD): idle, device time, gaps, ops, causes.
 
     Each of BASE and HEAD is one run: a profile folder, a trace file, or a run's folder
@@ -258,8 +343,15 @@ def diff(base: Path, head: Path, step: int | None, min_gap: str, top: int,
         traceana diff base/ head/ --format markdown --fail-on 'idle_pct_delta>2'
     """
     conditions = [parse_condition(c, DIFF_METRICS, DIFF_METRICS_HINT) for c in fail_on]
-    result = diff_profiles(load(base), load(head), str(base), str(head), conditions=conditions,
-                           step=step, min_gap_ns=parse_duration(min_gap))
+    result = diff_profiles(
+        load(base),
+        load(head),
+        str(base),
+        str(head),
+        conditions=conditions,
+        step=step,
+        min_gap_ns=parse_duration(min_gap),
+    )
     result["view"] = {"top": top}
     emit("diff", result, fmt, output)
     _exit_on_failures(result)
@@ -290,8 +382,14 @@ def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> 
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--op", "op_name", metavar="NAME", help="Only this op (a name or a glob: 'aten::*').")
 @click.option("--step", type=int, help="Only executions in ProfilerStep#N.")
-@click.option("--by", "by", type=click.Choice(["execution", "op"]), default="execution",
-              show_default=True, help="One row per hardware execution, or per op.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["execution", "op"]),
+    default="execution",
+    show_default=True,
+    help="One row per hardware execution, or per op.",
+)
 @click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
 @click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
 @output_options
@@ -299,8 +397,16 @@ def ops(path: Path, limit: int | None, fmt: str | None, output: Path | None) -> 
 @strict_option
 @limit_options
 @handle_errors
-def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: bool,
-          limit: int | None, fmt: str | None, output: Path | None) -> None:
+def chain(
+    path: Path,
+    op_name: str | None,
+    step: int | None,
+    by: str,
+    unlinked: bool,
+    limit: int | None,
+    fmt: str | None,
+    output: Path | None,
+) -> None:
     """The dependency chain of every hardware execution: op, dispatch, schedule, hardware.
 
     Hops in µs: dispatch→schedule, schedule→hardware start, dispatch→hardware start, and the
@@ -310,15 +416,27 @@ def chain(path: Path, op_name: str | None, step: int | None, by: str, unlinked: 
     Example:
         traceana chain ./profile_out --op 'aten::mul' --limit 10
     """
-    result = chain_result(load_runs(path), str(path), op=op_name, step=step, unlinked=unlinked,
-                          group_by_op=by == "op", limit=limit)
+    result = chain_result(
+        load_runs(path),
+        str(path),
+        op=op_name,
+        step=step,
+        unlinked=unlinked,
+        group_by_op=by == "op",
+        limit=limit,
+    )
     emit("chain", result, fmt, output)
 
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="File to write: .graphml, .json (node-link) or .dot.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="File to write: .graphml, .json (node-link) or .dot.",
+)
 @cache_options
 @strict_option
 @limit_options
@@ -330,19 +448,26 @@ def graph(path: Path, output: Path) -> None:
     Example:
         traceana graph ./profile_out -o chain.graphml
     """
-    from . import graph as graph_export  # networkx: imported only when asked
+    from trace_analyzer.render import graph as graph_export  # networkx: imported only when asked
 
     p = load(path)
     g = graph_export.build(p.events, p.links())
     with writing(output):
         graph_export.write(g, output)
-    click.echo(f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True)
+    click.echo(
+        f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True
+    )
 
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="File to write: a Chrome/Perfetto trace, .json (or .json.gz).",
+)
 @cache_options
 @strict_option
 @limit_options
@@ -358,23 +483,35 @@ def export(path: Path, output: Path) -> None:
     Example:
         traceana export ./profile_out -o annotated.json
     """
-    from . import export as trace_export
+    from trace_analyzer.render import perfetto as trace_export
 
     doc = trace_export.build(load(path, args=True), source=str(path))
     with writing(output):
         trace_export.write(doc, output)
     n = doc["traceana"]
-    click.echo(f"wrote {output}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
-               f"{n['tracks']} tracks", err=True)
+    click.echo(
+        f"wrote {output}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
+        f"{n['tracks']} tracks",
+        err=True,
+    )
 
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--base", type=click.Path(path_type=Path), metavar="BASE",
-              help="Compare with this run (e.g. before a change): adds the diff and its timeline.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="File to write: .html (one self-contained page) or .md (Markdown; the plots "
-                   "go beside it as <name>.<plot>.png).")
+@click.option(
+    "--base",
+    type=click.Path(path_type=Path),
+    metavar="BASE",
+    help="Compare with this run (e.g. before a change): adds the diff and its timeline.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="File to write: .html (one self-contained page) or .md (Markdown; the plots "
+    "go beside it as <name>.<plot>.png).",
+)
 @cache_options
 @strict_option
 @limit_options
@@ -389,7 +526,8 @@ def report(path: Path, base: Path | None, output: Path) -> None:
     Example:
         traceana report ./profile_out --base ./before -o report.html
     """
-    from . import plots, report as report_page
+    from trace_analyzer.render import plots
+    from trace_analyzer.render import report as report_page
 
     report_page.format_of(output)
     plots.require()
@@ -403,25 +541,61 @@ def report(path: Path, base: Path | None, output: Path) -> None:
 
 @cli.command()
 @click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The Parquet table to write (or to update, when it exists).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Local worker processes (default: the number of cores; 1 runs in-process).")
-@click.option("--scheduler", metavar="ADDRESS",
-              help="Run on an existing Dask cluster, e.g. tcp://host:8786 (the dask extra).")
-@click.option("--hash", "hash_files", is_flag=True,
-              help="Tell changed runs by the SHA-256 of their files, not size and mtime.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="SECONDS", help="Kill a run's worker after this long and record the run "
-                                      "as failed (retried by the next batch). Default: none.")
-@click.option("--checkpoint", type=click.FloatRange(min=0), default=30, show_default=True,
-              metavar="SECONDS", help="Write the table at least this often while runs finish "
-                                      "(always at the end, and when interrupted).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The Parquet table to write (or to update, when it exists).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Local worker processes (default: the number of cores; 1 runs in-process).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Run on an existing Dask cluster, e.g. tcp://host:8786 (the dask extra).",
+)
+@click.option(
+    "--hash",
+    "hash_files",
+    is_flag=True,
+    help="Tell changed runs by the SHA-256 of their files, not size and mtime.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Kill a run's worker after this long and record the run "
+    "as failed (retried by the next batch). Default: none.",
+)
+@click.option(
+    "--checkpoint",
+    type=click.FloatRange(min=0),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="Write the table at least this often while runs finish "
+    "(always at the end, and when interrupted).",
+)
 @click.option("--strict", is_flag=True, help="Exit 1 when any run failed.")
 @limit_options
 @handle_errors
-def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: str | None,
-          hash_files: bool, timeout: float | None, checkpoint: float, strict: bool) -> None:
+def batch(
+    roots: tuple[Path, ...],
+    output: Path,
+    jobs: int | None,
+    scheduler: str | None,
+    hash_files: bool,
+    timeout: float | None,
+    checkpoint: float,
+    strict: bool,
+) -> None:
     """Analyse every run under ROOTS into one Parquet table, one row per run × device.
 
     ROOTS are folders (any layout traceana reads), archives (.tar, .tar.gz, .tgz, .zip, read
@@ -435,7 +609,7 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
     """
     import time
 
-    from . import batch as batch_mod
+    from trace_analyzer import batch as batch_mod
 
     if output.suffix.lower() != ".parquet":
         raise UsageError(f"{output}: the batch table is Parquet; name a .parquet file")
@@ -448,9 +622,14 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
         if not batch_mod.stderr_is_terminal():
             return
         if bar is None:
-            bar = click.progressbar(length=total, file=sys.stderr, show_eta=True,
-                                    show_pos=True, label="runs",
-                                    item_show_func=lambda s: s)
+            bar = click.progressbar(
+                length=total,
+                file=sys.stderr,
+                show_eta=True,
+                show_pos=True,
+                label="runs",
+                item_show_func=lambda s: s,
+            )
             bar.__enter__()
         rate = done / max(time.monotonic() - started, 1e-9)
         bar.current_item = f"{failed} failed, {rate:.1f} runs/s"
@@ -471,9 +650,16 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
         previous = None
     try:
         with writing(output):
-            res = batch_mod.run_batch(list(roots), output, jobs=n_jobs, scheduler=scheduler,
-                                      hash_files=hash_files, progress=counted, timeout=timeout,
-                                      checkpoint_s=checkpoint)
+            res = batch_mod.run_batch(
+                list(roots),
+                output,
+                jobs=n_jobs,
+                scheduler=scheduler,
+                hash_files=hash_files,
+                progress=counted,
+                timeout=timeout,
+                checkpoint_s=checkpoint,
+            )
     except (KeyboardInterrupt, BatchStopped) as e:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -482,12 +668,14 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
         done, total = done_so_far
         how = "terminated" if isinstance(e, BatchStopped) else "interrupted"
         if total:
-            click.echo(f"traceana: {how}: {output} holds every run finished so far ({done} of "
-                       f"{total} analysed in this batch); rerun the same command to analyse "
-                       "the rest", err=True)
+            click.echo(
+                f"traceana: {how}: {output} holds every run finished so far ({done} of "
+                f"{total} analysed in this batch); rerun the same command to analyse "
+                "the rest",
+                err=True,
+            )
         else:
-            click.echo(f"traceana: {how} before any run finished; rerun the same command",
-                       err=True)
+            click.echo(f"traceana: {how} before any run finished; rerun the same command", err=True)
         sys.exit(143 if isinstance(e, BatchStopped) else 130)
     finally:
         if previous is not None:
@@ -496,27 +684,53 @@ def batch(roots: tuple[Path, ...], output: Path, jobs: int | None, scheduler: st
             bar.__exit__(None, None, None)
     for line in res.failures:
         click.echo(f"traceana: failed: {line}", err=True)
-    click.echo(f"{res.found} runs: {res.succeeded} succeeded, {res.failed} failed "
-               f"({res.analysed} analysed, {res.skipped} unchanged and skipped); "
-               + (f"wrote {output} ({res.table.height} rows)" if res.analysed or not res.found
-                  else f"{output} unchanged ({res.table.height} rows)"), err=True)
+    click.echo(
+        f"{res.found} runs: {res.succeeded} succeeded, {res.failed} failed "
+        f"({res.analysed} analysed, {res.skipped} unchanged and skipped); "
+        + (
+            f"wrote {output} ({res.table.height} rows)"
+            if res.analysed or not res.found
+            else f"{output} unchanged ({res.table.height} rows)"
+        ),
+        err=True,
+    )
     if strict and res.failed:
         sys.exit(1)
 
 
 @cli.command()
 @click.argument("table", type=click.Path(path_type=Path))
-@click.option("--by", type=click.Choice(["variant", "backend", "path-glob"]), default="variant",
-              show_default=True, help="Group runs by capture.json's variant or backend, or by "
-                                      "which --glob their run id matches.")
-@click.option("--glob", "globs", multiple=True, metavar="PATTERN",
-              help="With --by path-glob: a group per pattern (first match wins), e.g. '*naive*'.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also draw idle % and device time over time to this .png (the report extra).")
+@click.option(
+    "--by",
+    type=click.Choice(["variant", "backend", "path-glob"]),
+    default="variant",
+    show_default=True,
+    help="Group runs by capture.json's variant or backend, or by "
+    "which --glob their run id matches.",
+)
+@click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="PATTERN",
+    help="With --by path-glob: a group per pattern (first match wins), e.g. '*naive*'.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw idle % and device time over time to this .png (the report extra).",
+)
 @output_options
 @handle_errors
-def trend(table: Path, by: str, globs: tuple[str, ...], plot_path: Path | None,
-          fmt: str | None, output: Path | None) -> None:
+def trend(
+    table: Path,
+    by: str,
+    globs: tuple[str, ...],
+    plot_path: Path | None,
+    fmt: str | None,
+    output: Path | None,
+) -> None:
     """Idle % and device time over capture time, per group, from a `traceana batch` table.
 
     A run's time is its capture.json started_at, else its files' modification time.
@@ -526,12 +740,12 @@ def trend(table: Path, by: str, globs: tuple[str, ...], plot_path: Path | None,
     Example:
         traceana trend runs.parquet --by variant -o trend.png
     """
-    from . import trend as trend_mod
+    from trace_analyzer.batch import trend as trend_mod
 
     result = trend_mod.trend_result(table, by, globs)
     pngs = [p for p in (plot_path, output) if p is not None and p.suffix.lower() == ".png"]
     if pngs:
-        from . import plots
+        from trace_analyzer.render import plots
 
         plots.require()
         image = trend_mod.plot(result)

@@ -6,7 +6,8 @@ import operator
 import re
 from dataclasses import dataclass
 
-from .errors import UsageError
+from trace_analyzer.errors import UsageError
+
 
 def glob_regex(pattern: str) -> str:
     """Return the anchored regex of a shell-style glob (``*`` and ``?``) for polars matching."""
@@ -21,13 +22,20 @@ def parse_duration(text: str) -> int:
     """Return a duration with a unit as integer ns; a bare number is an error (which unit?)."""
     m = DURATION.match(text)
     if not m:
-        raise UsageError(f"{text!r} is not a duration: give a number and a unit, e.g. 5us, "
-                         "1.2ms, 300ns")
+        raise UsageError(
+            f"{text!r} is not a duration: give a number and a unit, e.g. 5us, 1.2ms, 300ns"
+        )
     return round(float(m[1]) * NS_PER[m[2]])
 
 
-OPERATORS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-             ">": operator.gt, "<": operator.lt}
+OPERATORS = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+}
 CONDITION = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d*)?)\s*$")
 
 
@@ -52,8 +60,10 @@ def parse_condition(text: str, known: dict, hint: str | None = None) -> Conditio
     if not m:
         raise UsageError(f"--fail-on {text!r}: expected METRIC OP NUMBER, e.g. 'idle_pct>20'")
     if m[1] not in known:
-        raise UsageError(f"--fail-on {text!r}: unknown metric {m[1]!r}; known: "
-                         + (hint or ", ".join(sorted(known))))
+        raise UsageError(
+            f"--fail-on {text!r}: unknown metric {m[1]!r}; known: "
+            + (hint or ", ".join(sorted(known)))
+        )
     return Condition(text=text.strip(), metric=m[1], op=m[2], value=float(m[3]))
 
 
@@ -67,8 +77,22 @@ def failed(conditions: list[Condition], metrics: dict) -> list[str]:
     return out
 
 
-SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-              "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 10**3,
+    "kb": 10**3,
+    "m": 10**6,
+    "mb": 10**6,
+    "g": 10**9,
+    "gb": 10**9,
+    "t": 10**12,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def parse_size(text: str) -> int:

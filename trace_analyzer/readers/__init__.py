@@ -6,10 +6,10 @@ files are sniffed by their top-level keys) and hands it to the reader that owns 
 
 from __future__ import annotations
 
-from ..discover import Source
-from ..errors import InputError
-from . import explorer_json, explorer_parquet, kineto
-from .common import ReadResult, load_json
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.discover import Source
+from trace_analyzer.readers import explorer_json, explorer_parquet, kineto
+from trace_analyzer.readers.common import ReadResult, load_json
 
 __all__ = ["ReadResult", "read_source", "FORMATS"]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import orjson
 import polars as pl
 
-from ..discover import CAPTURE_JSON, Source
-from ..errors import InputError
-from ..limits import max_bytes, too_large
-from ..schema import conform, empty_events
+from trace_analyzer.core.schema import conform, empty_events
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.discover import CAPTURE_JSON, Source
+from trace_analyzer.inputs.limits import max_bytes, too_large
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -153,7 +153,9 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
     # on the row numbers and start times alone, then set: no copy of the wide table
     order = events.select("start_ns").with_row_index("_row").sort("start_ns")
     joined = order.join_asof(steps, left_on="start_ns", right_on="step_start", strategy="backward")
-    step = (joined.sort("_row")
-            .select(pl.when(pl.col("start_ns") < pl.col("step_end")).then(pl.col("step_no")))
-            .to_series())
+    step = (
+        joined.sort("_row")
+        .select(pl.when(pl.col("start_ns") < pl.col("step_end")).then(pl.col("step_no")))
+        .to_series()
+    )
     return events.with_columns(step=step.cast(pl.Int64))

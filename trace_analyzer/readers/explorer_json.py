@@ -11,30 +11,62 @@ import re
 
 import polars as pl
 
-from ..discover import Source
-from ..errors import InputError
-from ..schema import conform
-from .common import ReadResult, as_i64, assign_steps, finish, json_text
-from .neuron import EXECUTIONS, HW_SYNC, label, mark_dispatch
+from trace_analyzer.core.schema import conform
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.discover import Source
+from trace_analyzer.readers.common import ReadResult, as_i64, assign_steps, finish, json_text
+from trace_analyzer.readers.neuron import EXECUTIONS, HW_SYNC, label, mark_dispatch
 
 # Keys that become columns; everything else is kept in args_json.
 COLUMN_KEYS = {
-    "name", "timestamp", "duration", "id", "instance_id", "process_id", "thread_id", "nc_idx",
-    "lnc_idx", "pcore_idx", "device_core_idx", "trace_event_source", "flow_id",
-    "framework_stream_id", "exec_id", "nrt_sequence_id",
+    "name",
+    "timestamp",
+    "duration",
+    "id",
+    "instance_id",
+    "process_id",
+    "thread_id",
+    "nc_idx",
+    "lnc_idx",
+    "pcore_idx",
+    "device_core_idx",
+    "trace_event_source",
+    "flow_id",
+    "framework_stream_id",
+    "exec_id",
+    "nrt_sequence_id",
 }
-HW_NAMES = set(EXECUTIONS) | set(HW_SYNC) | {"timestamp_sync_point", "nc_model_switch",
-                                               "nrt_model_switch", "numerical_err", "hw_notify"}
+HW_NAMES = (
+    set(EXECUTIONS)
+    | set(HW_SYNC)
+    | {"timestamp_sync_point", "nc_model_switch", "nrt_model_switch", "numerical_err", "hw_notify"}
+)
 RT_GROUP = re.compile(r"^nrt-nc-(\d+)")
 
 
 def read(src: Source, doc: dict) -> ReadResult:
     """Return the events of one legacy JSON export."""
     records = _records(src, doc)
-    cols: dict[str, list] = {k: [] for k in (
-        "orig_id", "name", "source", "start_ns", "duration_ns", "host", "pid", "tid", "device",
-        "core", "stream", "flow_ids", "exec_id", "seq_id", "args_json",
-    )}
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "orig_id",
+            "name",
+            "source",
+            "start_ns",
+            "duration_ns",
+            "host",
+            "pid",
+            "tid",
+            "device",
+            "core",
+            "stream",
+            "flow_ids",
+            "exec_id",
+            "seq_id",
+            "args_json",
+        )
+    }
     bad = 0
     for e in records:
         if not isinstance(e, dict) or as_i64(e.get("timestamp")) is None:
@@ -46,7 +78,9 @@ def read(src: Source, doc: dict) -> ReadResult:
         result.warnings.append(f"{src.path}: {bad} trace_event records without a timestamp dropped")
     df = finish(cols, src.path)
     if not df.is_empty():
-        df = mark_dispatch(label(df.with_columns(end_ns=pl.col("start_ns") + pl.col("duration_ns"))))
+        df = mark_dispatch(
+            label(df.with_columns(end_ns=pl.col("start_ns") + pl.col("duration_ns")))
+        )
         df = assign_steps(conform(df))
     result.events = df
     return result

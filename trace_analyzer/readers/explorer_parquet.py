@@ -13,19 +13,32 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..archive import parquet_input
-from ..discover import PARQUET_EVENTS, Source
-from ..errors import InputError
-from ..schema import conform
-from .common import ReadResult, assign_steps
-from .neuron import EXTRA_COLUMNS, label
+from trace_analyzer.core.schema import conform
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.archive import parquet_input
+from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
+from trace_analyzer.readers.common import ReadResult, assign_steps
+from trace_analyzer.readers.neuron import EXTRA_COLUMNS, label
 
 KNOWN_MAJOR = 7
-REQUIRED = {"id": pl.Int64, "name": pl.String, "start_ts": pl.Int64, "end_ts": pl.Int64,
-            "trace_event_source": pl.String, "process_id": pl.Int64}
-OPTIONAL = {"duration_ns": pl.Int64, "instance_id": pl.String, "thread_id": pl.Int64,
-            "nc_idx": pl.Int64, "pcore_idx": pl.Int64, "flow_id": pl.List(pl.String),
-            "framework_stream_id": pl.String, "extra_attributes_json": pl.String}
+REQUIRED = {
+    "id": pl.Int64,
+    "name": pl.String,
+    "start_ts": pl.Int64,
+    "end_ts": pl.Int64,
+    "trace_event_source": pl.String,
+    "process_id": pl.Int64,
+}
+OPTIONAL = {
+    "duration_ns": pl.Int64,
+    "instance_id": pl.String,
+    "thread_id": pl.Int64,
+    "nc_idx": pl.Int64,
+    "pcore_idx": pl.Int64,
+    "flow_id": pl.List(pl.String),
+    "framework_stream_id": pl.String,
+    "extra_attributes_json": pl.String,
+}
 COMPANIONS = ("SystemProfileMetadata", "Metadata", "SchemaFields", "CpuUsage", "HostMemUsage")
 
 
@@ -44,7 +57,9 @@ def read(src: Source) -> ReadResult:
     raw = pl.concat(frames, how="diagonal_relaxed") if n_files > 1 else frames[0]
     del frames
     present = [c for c in COMPANIONS if any(src.path.glob(f"{c}*.parquet"))]
-    result.notes.append(f"{n_files} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}")
+    result.notes.append(
+        f"{n_files} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
+    )
     events = _mark_dispatch(_label(_columns(raw)).with_columns(file=pl.lit(str(src.path))))
     result.events = assign_steps(conform(events))
     return result
@@ -60,10 +75,15 @@ def _read_table(path) -> pl.DataFrame:
         df = pl.read_parquet(data, columns=[c for c in {**REQUIRED, **OPTIONAL} if c in have])
     except (Exception, pl.exceptions.PanicException) as e:  # a bad file: several error types,
         # and a Rust panic in the decoder (PanicException is a BaseException)
-        raise InputError(path, f"not a readable Parquet table ({type(e).__name__}: {(str(e).splitlines() or ['?'])[0]})") from e
+        raise InputError(
+            path,
+            f"not a readable Parquet table ({type(e).__name__}: {(str(e).splitlines() or ['?'])[0]})",
+        ) from e
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        raise InputError(path, f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+        raise InputError(
+            path, f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
+        )
     casts = []
     for col, dtype in {**REQUIRED, **OPTIONAL}.items():
         if col not in df.columns:
@@ -72,8 +92,11 @@ def _read_table(path) -> pl.DataFrame:
         have_type = df.schema[col]
         # a required text column holding numbers is another table, not a castable one
         text = dtype == pl.String and col in REQUIRED
-        bad = text and not (have_type == pl.String or isinstance(have_type, (pl.Categorical, pl.Enum))
-                            or have_type == pl.Null)
+        bad = text and not (
+            have_type == pl.String
+            or isinstance(have_type, (pl.Categorical, pl.Enum))
+            or have_type == pl.Null
+        )
         try:
             if bad:
                 raise TypeError(col)
@@ -92,7 +115,9 @@ def _columns(raw: pl.DataFrame) -> pl.DataFrame:
         # holds neither the key nor a \u escape (the only way to spell a key without its
         # letters) cannot match, so only the other rows are parsed: same values, half the time.
         maybe = extra.str.contains(key, literal=True) | extra.str.contains("\\u", literal=True)
-        return pl.when(maybe).then(extra).str.json_path_match(f"$.{key}").cast(pl.Int64, strict=False)
+        return (
+            pl.when(maybe).then(extra).str.json_path_match(f"$.{key}").cast(pl.Int64, strict=False)
+        )
 
     return raw.select(
         orig_id=pl.col("id"),
@@ -128,10 +153,15 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
     """
     if df.is_empty():
         return label(df)
-    codes = df.select(pl.col(c).cast(pl.Categorical).to_physical().cast(pl.Int64)
-                      if df.schema[c] == pl.String else pl.col(c).cast(pl.Int64) for c in LABEL_KEYS)
-    bounds = codes.select(pl.all().min().name.suffix("_lo"),
-                          pl.all().max().name.suffix("_hi")).row(0, named=True)
+    codes = df.select(
+        pl.col(c).cast(pl.Categorical).to_physical().cast(pl.Int64)
+        if df.schema[c] == pl.String
+        else pl.col(c).cast(pl.Int64)
+        for c in LABEL_KEYS
+    )
+    bounds = codes.select(pl.all().min().name.suffix("_lo"), pl.all().max().name.suffix("_hi")).row(
+        0, named=True
+    )
     key, radix = pl.lit(0, pl.Int64), 1
     for col in LABEL_KEYS:
         lo, hi = bounds[f"{col}_lo"], bounds[f"{col}_hi"]
@@ -139,7 +169,9 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
         radix *= size
         if radix >= 2**62:
             return _label_by_join(df)
-        key = key * size + (pl.lit(0, pl.Int64) if lo is None else (pl.col(col) - lo + 1).fill_null(0))
+        key = key * size + (
+            pl.lit(0, pl.Int64) if lo is None else (pl.col(col) - lo + 1).fill_null(0)
+        )
     # with_columns, not select: a key of only literals (every label column null in every
     # row) must still be one value per row, not a single value
     key = codes.with_columns(key.alias("_key"))["_key"]
@@ -147,18 +179,26 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
     reps = df.select(pl.col(LABEL_KEYS).gather(first))
     labelled = label(reps).with_columns(_key=key.gather(first)).sort("_key")
     got = labelled[labelled["_key"].search_sorted(key)]
-    return df.with_columns(name=got["name"], lane_kind=got["lane_kind"], lane=got["lane"],
-                           category=got["category"])
+    return df.with_columns(
+        name=got["name"], lane_kind=got["lane_kind"], lane=got["lane"], category=got["category"]
+    )
 
 
 def _label_by_join(df: pl.DataFrame) -> pl.DataFrame:
     """_label for label keys too spread to pack into one integer: unique keys, then a join."""
     keys = df.select(LABEL_KEYS).unique()
     labelled = label(keys.with_columns(_key=pl.col("name"))).select(
-        *[c for c in LABEL_KEYS if c != "name"], "lane_kind", "lane", "category",
-        name="_key", _name="name")
+        *[c for c in LABEL_KEYS if c != "name"],
+        "lane_kind",
+        "lane",
+        "category",
+        name="_key",
+        _name="name",
+    )
     out = df.join(labelled, on=LABEL_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return out.with_columns(name=pl.col("_name")).select(*df.columns, "lane_kind", "lane", "category")
+    return out.with_columns(name=pl.col("_name")).select(
+        *df.columns, "lane_kind", "lane", "category"
+    )
 
 
 def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
@@ -171,24 +211,42 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     pointer jumping. An op is a dispatch when that parent has its name. Ops without a start
     or end (dropped later as malformed; the sweep cannot order them) take no part.
     """
-    ops = (df.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"), "lane_kind", "pid", "tid",
-                     "start_ns", "end_ns")
-           .filter(pl.col("lane_kind") == "framework_op", pl.col("start_ns").is_not_null(),
-                   pl.col("end_ns").is_not_null())
-           .drop("lane_kind"))
+    ops = (
+        df.select(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+            "lane_kind",
+            "pid",
+            "tid",
+            "start_ns",
+            "end_ns",
+        )
+        .filter(
+            pl.col("lane_kind") == "framework_op",
+            pl.col("start_ns").is_not_null(),
+            pl.col("end_ns").is_not_null(),
+        )
+        .drop("lane_kind")
+    )
     if ops.is_empty():
         return df
-    ops = ops.sort(["pid", "tid", "start_ns", "end_ns", "_row"],
-                   descending=[False, False, False, True, False], nulls_last=True)
-    first = (pl.col("pid").ne_missing(pl.col("pid").shift(1))
-             | pl.col("tid").ne_missing(pl.col("tid").shift(1))).fill_null(True)
+    ops = ops.sort(
+        ["pid", "tid", "start_ns", "end_ns", "_row"],
+        descending=[False, False, False, True, False],
+        nulls_last=True,
+    )
+    first = (
+        pl.col("pid").ne_missing(pl.col("pid").shift(1))
+        | pl.col("tid").ne_missing(pl.col("tid").shift(1))
+    ).fill_null(True)
     ops = ops.with_columns(_first=first).with_columns(_group=pl.col("_first").cum_sum())
     # The latest end among the earlier ops of the group: an op ending after it has no parent.
     latest = pl.col("end_ns").cum_max().shift(1).over("_group").fill_null(-(2**63))
     cols = ops.select(
         "end_ns",
-        parent=pl.when(pl.col("_first") | (latest < pl.col("end_ns"))).then(-1)
-        .otherwise(pl.int_range(pl.len(), dtype=pl.Int64) - 1))
+        parent=pl.when(pl.col("_first") | (latest < pl.col("end_ns")))
+        .then(-1)
+        .otherwise(pl.int_range(pl.len(), dtype=pl.Int64) - 1),
+    )
     end, parent = cols["end_ns"], cols["parent"]
     while True:
         # Invariant: every op strictly between parent[i] and i ends before i. When parent[i]
@@ -204,8 +262,11 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     names = df["name"].gather(rows)
     same = names.gather(parent.clip(lower_bound=0)).eq_missing(names) & has_parent
     dispatch = pl.repeat(False, df.height, eager=True).scatter(rows.filter(same), True)
-    return df.with_columns(lane_kind=pl.when(dispatch).then(pl.lit("framework_dispatch"))
-                           .otherwise(pl.col("lane_kind")))
+    return df.with_columns(
+        lane_kind=pl.when(dispatch)
+        .then(pl.lit("framework_dispatch"))
+        .otherwise(pl.col("lane_kind"))
+    )
 
 
 def _schema_version(src: Source, result: ReadResult) -> str | None:
@@ -214,8 +275,9 @@ def _schema_version(src: Source, result: ReadResult) -> str | None:
         result.notes.append("schema version unknown (no Metadata table); read by column name")
         return None
     try:
-        col = pl.read_parquet(parquet_input(meta[0]),
-                              columns=["profile_schema_version"])["profile_schema_version"]
+        col = pl.read_parquet(parquet_input(meta[0]), columns=["profile_schema_version"])[
+            "profile_schema_version"
+        ]
     except (Exception, pl.exceptions.PanicException):
         result.notes.append(f"{meta[0].name} has no profile_schema_version; read by column name")
         return None

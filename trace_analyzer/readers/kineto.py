@@ -17,12 +17,19 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 import polars as pl
 
-from ..archive import MemberPath
-from ..discover import Source
-from ..errors import InputError
-from ..limits import max_bytes, too_large
-from ..schema import conform
-from .common import ReadResult, as_i64, assign_steps, capture_backend, finish, json_text
+from trace_analyzer.core.schema import conform
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.discover import Source
+from trace_analyzer.inputs.limits import max_bytes, too_large
+from trace_analyzer.readers.common import (
+    ReadResult,
+    as_i64,
+    assign_steps,
+    capture_backend,
+    finish,
+    json_text,
+)
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
@@ -67,9 +74,17 @@ LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id")
 
 # The columns both paths reduce a trace to, before labelling: one row per record.
 RAW_SCHEMA: dict[str, pl.DataType] = {
-    "ph": pl.String, "category": pl.String, "name": pl.String, "pid": pl.Int64,
-    "tid": pl.Int64, "ts": pl.Float64, "dur": pl.Float64, "flow_id": pl.Int64,
-    "device": pl.Int64, "stream": pl.Int64, **dict.fromkeys(LINK_COLUMNS, pl.Int64),
+    "ph": pl.String,
+    "category": pl.String,
+    "name": pl.String,
+    "pid": pl.Int64,
+    "tid": pl.Int64,
+    "ts": pl.Float64,
+    "dur": pl.Float64,
+    "flow_id": pl.Int64,
+    "device": pl.Int64,
+    "stream": pl.Int64,
+    **dict.fromkeys(LINK_COLUMNS, pl.Int64),
     "args_json": pl.String,
 }
 
@@ -109,13 +124,20 @@ def _result(src: Source, meta: dict, raw: pl.DataFrame, non_objects: int) -> Rea
     del raw  # the caller keeps no reference (read_fast): the records' table goes now
     if non_objects:
         skipped["non-object records"] += non_objects
-    neuron = _any_neuron(rows) or (src.capture is not None
-                                   and capture_backend(src.path.parent) in (None, "neuron"))
+    neuron = _any_neuron(rows) or (
+        src.capture is not None and capture_backend(src.path.parent) in (None, "neuron")
+    )
     accel = "privateuse1" if neuron else _accelerator(meta, rows)
     df = finish(rows, src.path)
     if not df.is_empty():
         host_pid = _host_pid(df)
-        df = _label(df.with_columns(raw_pid=pl.col("pid")), accel, neuron, src.capture.host if src.capture else None, host_pid)
+        df = _label(
+            df.with_columns(raw_pid=pl.col("pid")),
+            accel,
+            neuron,
+            src.capture.host if src.capture else None,
+            host_pid,
+        )
         df = _attach_flows(df, flows, result)
         df = assign_steps(conform(df))
     result.events = df
@@ -136,8 +158,11 @@ def _clock(meta: dict, raw: pl.DataFrame) -> tuple[int, str, bool]:
     first = raw.filter(pl.col("ph") == "X")["ts"].first()
     if isinstance(first, float) and first > 1e15:
         return 0, "clock: no baseTimeNanoseconds; ts read as epoch µs (older Kineto)", True
-    return 0, ("no baseTimeNanoseconds and ts is not epoch µs: times are relative to an "
-               "unknown origin"), False
+    return (
+        0,
+        ("no baseTimeNanoseconds and ts is not epoch µs: times are relative to an unknown origin"),
+        False,
+    )
 
 
 def _ns(col: str, base: int = 0) -> pl.Expr:
@@ -155,7 +180,11 @@ def _ns(col: str, base: int = 0) -> pl.Expr:
 
 
 def _num(v: object) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300 else None
+    return (
+        float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300
+        else None
+    )
 
 
 def _collect(events: list) -> tuple[pl.DataFrame, int]:
@@ -200,12 +229,20 @@ def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataF
         for p, c, n in rest.group_by("ph", "category").len().iter_rows():
             skipped[f"'{c}' spans" if p == "X" else _skip_reason(p, c)] += n
     events = raw.filter(kind["e"]).select(
-        "name", "category", start_ns=_ns("ts", base), duration_ns=_ns("dur"),
-        pid="pid", tid="tid", device="device", stream="stream", **{c: c for c in LINK_COLUMNS},
+        "name",
+        "category",
+        start_ns=_ns("ts", base),
+        duration_ns=_ns("dur"),
+        pid="pid",
+        tid="tid",
+        device="device",
+        stream="stream",
+        **{c: c for c in LINK_COLUMNS},
         args_json="args_json",
     )
     flows = raw.filter(kind["f"]).select(
-        "flow_id", "ph", fpid="pid", tid="tid", start_ns=_ns("ts", base))
+        "flow_id", "ph", fpid="pid", tid="tid", start_ns=_ns("ts", base)
+    )
     return events, flows, skipped
 
 
@@ -228,8 +265,9 @@ def _accelerator(meta: dict, rows: pl.DataFrame) -> str:
     props = (json_text(meta.get("deviceProperties") or []) or "").lower()
     if "amd" in props or "instinct" in props or "gfx" in props:
         return "rocm"
-    first = rows.filter(pl.col("category").is_in(["cuda_runtime", "Runtime"])
-                        & pl.col("name").is_not_null())["name"].first()
+    first = rows.filter(
+        pl.col("category").is_in(["cuda_runtime", "Runtime"]) & pl.col("name").is_not_null()
+    )["name"].first()
     if first is not None:
         return "rocm" if first.startswith("hip") else "cuda"
     return "cuda"
@@ -237,15 +275,26 @@ def _accelerator(meta: dict, rows: pl.DataFrame) -> str:
 
 def _host_pid(df: pl.DataFrame) -> int | None:
     """Return the pid of the process that owns the trace: the one that runs its cpu_ops."""
-    host = df.filter(pl.col("category").is_in(["cpu_op", "user_annotation", "cuda_runtime",
-                                               "Runtime", "mtia_runtime", "privateuse1_runtime"]))
+    host = df.filter(
+        pl.col("category").is_in(
+            [
+                "cpu_op",
+                "user_annotation",
+                "cuda_runtime",
+                "Runtime",
+                "mtia_runtime",
+                "privateuse1_runtime",
+            ]
+        )
+    )
     if host.is_empty():
         return None
     return host.group_by("pid").len().sort("len", descending=True)["pid"][0]
 
 
-def _label(df: pl.DataFrame, accel: str, neuron: bool, host: str | None,
-           host_pid: int | None) -> pl.DataFrame:
+def _label(
+    df: pl.DataFrame, accel: str, neuron: bool, host: str | None, host_pid: int | None
+) -> pl.DataFrame:
     """Return df with lane_kind, source, lane, and device/stream filled for device events."""
     table = pl.DataFrame(
         {
@@ -265,9 +314,9 @@ def _label(df: pl.DataFrame, accel: str, neuron: bool, host: str | None,
     )
     device_side = pl.col("where") == DEVICE
     df = df.with_columns(
-        device=pl.when(device_side).then(pl.col("device").fill_null(pl.col("pid"))).otherwise(
-            pl.col("device")
-        ),
+        device=pl.when(device_side)
+        .then(pl.col("device").fill_null(pl.col("pid")))
+        .otherwise(pl.col("device")),
         stream=pl.when(device_side | (pl.col("where") == STREAM))
         .then(pl.col("stream").fill_null(pl.col("tid")))
         .otherwise(pl.col("stream")),
@@ -313,17 +362,25 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
     prefer = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
     cand = fl.join(ev, left_on=["fpid", "tid", "start_ns"], right_on=["raw_pid", "tid", "start_ns"])
     cand = cand.with_columns(
-        rank=pl.col("lane_kind").cast(pl.String).replace_strict(prefer, default=2, return_dtype=pl.Int64)
+        rank=pl.col("lane_kind")
+        .cast(pl.String)
+        .replace_strict(prefer, default=2, return_dtype=pl.Int64)
     ).sort("rank", "_row")
     bound = cand.unique(subset=["flow_id", "ph"], keep="first", maintain_order=True)
     unbound = len(fl.unique(subset=["flow_id", "ph"])) - len(bound)
     if unbound:
         result.notes.append(f"{unbound} flow endpoints matched no event")
-    per_event = (bound.select("_row", "flow_id").unique().sort("_row", "flow_id")
-                 .group_by("_row", maintain_order=True).agg(flow_ids="flow_id"))
+    per_event = (
+        bound.select("_row", "flow_id")
+        .unique()
+        .sort("_row", "flow_id")
+        .group_by("_row", maintain_order=True)
+        .agg(flow_ids="flow_id")
+    )
     # the new column is built on the row numbers alone, then set: no copy of the wide table
-    ids = (pl.DataFrame({"_row": pl.int_range(df.height, dtype=pl.UInt32, eager=True)})
-           .join(per_event, on="_row", how="left", maintain_order="left")["flow_ids"])
+    ids = pl.DataFrame({"_row": pl.int_range(df.height, dtype=pl.UInt32, eager=True)}).join(
+        per_event, on="_row", how="left", maintain_order="left"
+    )["flow_ids"]
     return df.with_columns(flow_ids=ids.cast(pl.List(pl.Int64)))
 
 
@@ -351,9 +408,20 @@ ANY_SEP = re.compile(rb"\}\s*,\s*\{")
 ID = pl.String  # pids and flow ids may be numbers or strings; cast like as_i64 afterwards
 ARG_KEYS = (*ARG_COLUMNS, "device", "stream", "stream_id")
 # Args are read as integers, and a block where one is not is read again with strings.
-ARGS, ARGS_ANY = pl.Struct(dict.fromkeys(ARG_KEYS, pl.Int64)), pl.Struct(dict.fromkeys(ARG_KEYS, ID))
-LINE_SCHEMA = {"ph": pl.String, "cat": pl.String, "name": pl.String, "pid": ID, "tid": ID,
-               "ts": pl.Float64, "dur": pl.Float64, "id": ID}
+ARGS, ARGS_ANY = (
+    pl.Struct(dict.fromkeys(ARG_KEYS, pl.Int64)),
+    pl.Struct(dict.fromkeys(ARG_KEYS, ID)),
+)
+LINE_SCHEMA = {
+    "ph": pl.String,
+    "cat": pl.String,
+    "name": pl.String,
+    "pid": ID,
+    "tid": ID,
+    "ts": pl.Float64,
+    "dur": pl.Float64,
+    "id": ID,
+}
 
 
 class _NotFast(Exception):
@@ -378,8 +446,14 @@ def scan(path, split=_split_kineto, keep_args: bool = False) -> tuple[dict, pl.D
     try:
         with _open(path) as f, ThreadPoolExecutor(1) as pool:
             return _scan(f, split, keep_args, pool, path)
-    except (OSError, EOFError, zlib.error, pl.exceptions.PolarsError, orjson.JSONDecodeError,
-            UnicodeDecodeError) as e:
+    except (
+        OSError,
+        EOFError,
+        zlib.error,
+        pl.exceptions.PolarsError,
+        orjson.JSONDecodeError,
+        UnicodeDecodeError,
+    ) as e:
         raise _NotFast(str(e)) from e
 
 
@@ -392,12 +466,12 @@ def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor, path) -> tuple[di
     m = HEAD.search(block)
     if m is None:
         raise _NotFast("no traceEvents array in the first block")
-    meta = orjson.loads(block[:m.start()] + b'"traceEvents": null}')
+    meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
     if not isinstance(meta, dict):
         raise _NotFast("not an object")
     schema = {**LINE_SCHEMA, "args": pl.String if keep_args else ARGS}
     parts, pending, carry = [], None, b""
-    block = block[m.end():]
+    block = block[m.end() :]
     while block:
         block = block.replace(b"\n", b" ")
         if b"\r" in block:
@@ -409,7 +483,7 @@ def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor, path) -> tuple[di
                 raise _NotFast("no Kineto record separator in a whole block")
             carry = buf
         else:
-            carry = buf[cut + 1:]
+            carry = buf[cut + 1 :]
             if pending is not None:
                 parts.append(pending.result())
             pending = pool.submit(_parse, buf[:cut], schema, keep_args)
@@ -438,9 +512,11 @@ def _array_end(carry: bytes, schema: dict, keep_args: bool) -> tuple[pl.DataFram
         k = carry.rfind(b"]", 0, k)
         if k < 0:
             break
-        rest = carry[k + 1:].strip()
+        rest = carry[k + 1 :].strip()
         try:
-            tail = {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
+            tail = (
+                {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
+            )
             if isinstance(tail, dict):
                 last = carry[:k]
                 return (_parse(last, schema, keep_args) if last.strip() else None), tail
@@ -458,20 +534,29 @@ def _parse(lines: bytes, schema: dict, keep_args: bool) -> pl.DataFrame:
             raise
         df = pl.read_ndjson(lines, schema={**schema, "args": ARGS_ANY})
     if keep_args:
-        df = df.with_columns(args_json=pl.when(pl.col("args") != "{}").then("args"),
-                             args=pl.col("args").str.json_decode(ARGS_ANY))
+        df = df.with_columns(
+            args_json=pl.when(pl.col("args") != "{}").then("args"),
+            args=pl.col("args").str.json_decode(ARGS_ANY),
+        )
     a = pl.col("args").struct
 
     def i64(e: pl.Expr) -> pl.Expr:
         return e.cast(pl.Int64, strict=False)
 
     return df.select(
-        "ph", pl.col("cat").alias("category"), "name", i64(pl.col("pid")).alias("pid"),
-        i64(pl.col("tid")).alias("tid"), "ts", pl.col("dur").fill_null(0.0),
-        i64(pl.col("id")).alias("flow_id"), i64(a.field("device")).alias("device"),
+        "ph",
+        pl.col("cat").alias("category"),
+        "name",
+        i64(pl.col("pid")).alias("pid"),
+        i64(pl.col("tid")).alias("tid"),
+        "ts",
+        pl.col("dur").fill_null(0.0),
+        i64(pl.col("id")).alias("flow_id"),
+        i64(a.field("device")).alias("device"),
         i64(pl.coalesce(a.field("stream"), a.field("stream_id"))).alias("stream"),
         i64(pl.coalesce(a.field("External id"), a.field("external id"))).alias("external_id"),
         i64(a.field("correlation")).alias("correlation"),
-        i64(a.field("nrt_sequence_id")).alias("seq_id"), i64(a.field("exec_id")).alias("exec_id"),
+        i64(a.field("nrt_sequence_id")).alias("seq_id"),
+        i64(a.field("exec_id")).alias("exec_id"),
         (pl.col("args_json") if keep_args else pl.lit(None, pl.String)).alias("args_json"),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..intervals import enclosing
+from trace_analyzer.core.intervals import enclosing
 
 # Runtime events that move data between host and device (format notes §3.3, §2.1).
 TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_tensor_read")
@@ -48,8 +48,14 @@ def label(df: pl.DataFrame) -> pl.DataFrame:
     proc = pl.format("{}/PID:{}", pl.col("host").fill_null("unknown"), "pid")
     lane = (
         pl.when(src == "neuron_hw")
-        .then(pl.format("{}/neuron_hw/NC{}:{}", proc, pl.col("device").fill_null(0),
-                        pl.col("core").fill_null(pl.col("device")).fill_null(0)))
+        .then(
+            pl.format(
+                "{}/neuron_hw/NC{}:{}",
+                proc,
+                pl.col("device").fill_null(0),
+                pl.col("core").fill_null(pl.col("device")).fill_null(0),
+            )
+        )
         .when(src == "neuron_rt")
         .then(pl.format("{}/neuron_rt/NC:{}", proc, pl.col("device").fill_null(0)))
         .when(pl.col("stream").is_not_null())
@@ -81,7 +87,12 @@ def mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     )
     names = dict(zip(ops["_row"].to_list(), ops["name"].to_list()))
     dispatch = [row for row, up in parent.items() if names[row] == names[up]]
-    return df.with_row_index("_row").with_columns(
-        lane_kind=pl.when(pl.col("_row").is_in(dispatch)).then(pl.lit("framework_dispatch"))
-        .otherwise(pl.col("lane_kind"))
-    ).drop("_row")
+    return (
+        df.with_row_index("_row")
+        .with_columns(
+            lane_kind=pl.when(pl.col("_row").is_in(dispatch))
+            .then(pl.lit("framework_dispatch"))
+            .otherwise(pl.col("lane_kind"))
+        )
+        .drop("_row")
+    )

@@ -6,12 +6,12 @@ One registry feeds ``--format``, the guess from an output file's extension, and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from . import csv as csv_renderer
-from . import json as json_renderer
-from . import text
+from trace_analyzer.render import csv as csv_renderer
+from trace_analyzer.render import json as json_renderer
+from trace_analyzer.render import text
 
 
 @dataclass(frozen=True)

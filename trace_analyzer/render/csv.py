@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..rows import as_frame
+from trace_analyzer.analyses.rows import as_frame
 
 # The table each result kind puts in its CSV form.
-MAIN_TABLE = {"info": "lanes", "ops": "rows", "chain": "rows", "gaps": "gaps", "diff": "metrics",
-              "trend": "rows"}
+MAIN_TABLE = {
+    "info": "lanes",
+    "ops": "rows",
+    "chain": "rows",
+    "gaps": "gaps",
+    "diff": "metrics",
+    "trend": "rows",
+}
 
 
 def render(kind: str, data: dict) -> str:

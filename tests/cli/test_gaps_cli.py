@@ -1,0 +1,349 @@
+"""The `traceana gaps` command's contract: output formats, options, exit codes, the corpus,
+and one tiny inline Kineto trace per gap cause.
+
+Expected values come from the fixtures' truth.json, the inline inputs, and arithmetic here.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CORPUS_DATA, X, kineto, one_line_error, run_cli, write_trace
+
+import trace_analyzer
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+NAIVE = FIXTURES / "rmsnorm_naive"
+CAUSES = {"host_dispatch", "transfer", "sync", "runtime", "uncorrelated", "other"}
+
+
+@functools.lru_cache(maxsize=None)
+def truth(path: Path) -> dict:
+    return json.loads((path / "truth.json").read_text())
+
+
+@functools.lru_cache(maxsize=None)
+def cli(*args: str) -> tuple[int, str, str]:
+    """``traceana gaps ARGS`` (cached: the inputs here are read-only)."""
+    return run_cli("gaps", *args)
+
+
+def naive_idle_pct() -> float:
+    t = truth(NAIVE)
+    idle = sum(g["duration_ns"] for g in t["gaps"])
+    window = (max(e["end_ns"] for e in t["executions"])
+              - min(e["start_ns"] for e in t["executions"]))
+    return 100 * idle / window
+
+
+# --- JSON -------------------------------------------------------------------------------------
+
+def test_json_has_the_documented_fields():
+    code, out, err = cli(str(NAIVE), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1
+    (run,) = doc["runs"]
+    s = run["summary"]
+    for k in ("busy_ns", "idle_ns", "gap_count", "executions"):
+        assert isinstance(s[k], int), k
+    assert isinstance(s["idle_pct"], float)
+    assert isinstance(run["lanes"], list) and run["lanes"]
+    for lane in run["lanes"]:
+        assert isinstance(lane["lane"], str)
+        for k in ("busy_ns", "idle_ns", "gap_count"):
+            assert isinstance(lane[k], int), k
+    t = truth(NAIVE)
+    assert len(run["gaps"]) == len(t["gaps"])
+    for g in run["gaps"]:
+        assert isinstance(g["lane"], str)
+        for k in ("start_ns", "end_ns", "duration_ns"):
+            assert isinstance(g[k], int), k
+        assert g["end_ns"] - g["start_ns"] == g["duration_ns"] > 0
+        assert g["cause"] in CAUSES
+        assert g["next_op"] is None or isinstance(g["next_op"], str)
+    assert s["idle_pct"] == pytest.approx(naive_idle_pct(), abs=0.005)
+
+
+def test_library_call_gives_the_same_summary_as_the_json():
+    code, out, _ = cli(str(NAIVE), "--format", "json")
+    (run,) = json.loads(out)["runs"]
+    result = trace_analyzer.gaps(trace_analyzer.load(NAIVE))
+    assert isinstance(result, trace_analyzer.GapsResult)
+    assert json.loads(json.dumps(result.summary)) == run["summary"]
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+
+def test_markdown_leads_with_the_verdict_and_folds_the_gap_list():
+    code, out, err = cli(str(NAIVE), "--format", "markdown")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("#")
+    verdict = next(line for line in lines[1:] if line.strip())
+    assert "idle" in verdict and f"{round(naive_idle_pct(), 2)} %" in verdict
+    start = lines.index(next(line for line in lines if line.startswith("<details>")))
+    end = lines.index("</details>")
+    assert start < end
+    outside = lines[:start] + lines[end + 1:]
+    assert len(outside) < 60  # well under 80 lines without the folded list
+    inside = lines[start:end + 1]
+    rows = [line for line in inside if line.startswith("|") and not set(line) <= set("|-: ")]
+    t = truth(NAIVE)
+    assert len(rows) == 1 + len(t["gaps"])  # a header, then one row per gap
+    for g in t["gaps"]:
+        assert any(g["next_op"] in row and g["lane"] in row for row in rows[1:])
+
+
+# --- CSV ----------------------------------------------------------------------------------------
+
+def test_csv_has_one_row_per_gap():
+    code, out, err = cli(str(NAIVE), "--format", "csv")
+    assert code == 0, err
+    got = list(csv.DictReader(io.StringIO(out)))
+    t = truth(NAIVE)
+    assert len(got) == len(t["gaps"])
+    assert sorted((r["lane"], int(r["start_ns"]), int(r["end_ns"]), int(r["duration_ns"]),
+                   r["next_op"]) for r in got) == \
+        sorted((g["lane"], g["start_ns"], g["end_ns"], g["duration_ns"], g["next_op"])
+               for g in t["gaps"])
+    assert {r["cause"] for r in got} <= CAUSES
+
+
+# --- durations and --fail-on ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,ns", [("5us", 5_000), ("1.2ms", 1_200_000), ("300ns", 300),
+                                     ("0.5 ms", 500_000), ("5µs", 5_000)])
+def test_durations_take_units(text, ns):
+    code, out, err = cli(str(NAIVE), "--min-gap", text, "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["min_gap_ns"] == ns
+    t = truth(NAIVE)
+    assert doc["runs"][0]["summary"]["gap_count"] == sum(g["duration_ns"] >= ns
+                                                         for g in t["gaps"])
+
+
+@pytest.mark.parametrize("text", ["5", "1.2", "junk", "5 parsecs", "us", ""])
+def test_a_duration_without_a_unit_is_a_usage_error(text):
+    line = one_line_error(*cli(str(NAIVE), "--min-gap", text))
+    assert repr(text) in line
+
+
+def test_a_bad_window_is_a_usage_error():
+    one_line_error(*cli(str(NAIVE), "--window", "2ms"))
+    one_line_error(*cli(str(NAIVE), "--window", "2:3"))
+    one_line_error(*cli(str(NAIVE), "--window", "2ms:1ms"))
+
+
+def test_fail_on_prints_the_report_then_exits_1():
+    code, out, err = cli(str(NAIVE), "--fail-on", "idle_pct>5")
+    assert code == 1
+    assert out.startswith("gaps: ") and "idle" in out  # the whole report is printed
+    assert "idle before each op" in out
+    assert "idle_pct>5" in err
+    assert f"idle_pct = {round(naive_idle_pct(), 2)}" in err
+    assert "Traceback" not in err
+
+
+def test_fail_on_that_does_not_hold_exits_0():
+    code, out, err = cli(str(NAIVE), "--fail-on", "idle_pct>50")
+    assert (code, err) == (0, "")
+    assert out.startswith("gaps: ")
+
+
+def test_fail_on_gates_in_json_too():
+    code, out, err = cli(str(NAIVE), "--format", "json", "--fail-on", "gap_count>=5",
+                         "--fail-on", "gap_max_us>1000")
+    assert code == 1
+    (run,) = json.loads(out)["runs"]
+    assert len(run["failed"]) == 1 and "gap_count>=5" in run["failed"][0]
+    assert "gap_count>=5" in err and "gap_max_us" not in err
+
+
+@pytest.mark.parametrize("expr", ["bogus>1", "idle_pct", "idle_pct>>5", "idle_pct>five",
+                                  ">5", "idle pct>5"])
+def test_a_bad_fail_on_is_a_usage_error(expr):
+    line = one_line_error(*cli(str(NAIVE), "--fail-on", expr))
+    assert "--fail-on" in line
+
+
+def test_unknown_metric_is_named():
+    line = one_line_error(*cli(str(NAIVE), "--fail-on", "bogus>1"))
+    assert "'bogus'" in line and "idle_pct" in line  # names it and lists the known ones
+
+
+def test_absent_step_is_a_usage_error():
+    line = one_line_error(*cli(str(NAIVE), "--step", "99"))
+    assert "99" in line
+
+
+def test_make_demo_command_exits_0():
+    make = (ROOT / "Makefile").read_text()
+    demo = re.search(r"^DEMO\s*\?=\s*(\S+)", make, re.M)[1]
+    recipe = re.search(r"^demo:.*\n\t(.+)$", make, re.M)[1]
+    assert recipe.split()[1:] == ["gaps", "$(DEMO)"]
+    code, out, err = cli(str(ROOT / demo))
+    assert code == 0, err
+    assert out.startswith("gaps: ") and "% of the" in out
+
+
+# --- a run without gaps ---------------------------------------------------------------------------
+
+FUSED = FIXTURES / "rmsnorm_fused"  # one execution: no gap (its truth.json lists none)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_verdict_of_a_run_without_gaps_prints_no_none(fmt):
+    assert truth(FUSED)["gaps"] == []
+    code, out, err = cli(str(FUSED), "--format", fmt)
+    assert code == 0, err
+    assert "None" not in out
+
+
+def test_by_op_on_a_run_without_gaps_draws_no_empty_table():
+    code, out, err = cli(str(FUSED), "--by", "op")
+    assert code == 0, err
+    assert "||" not in out.splitlines()
+
+
+def test_negative_min_gap_and_a_lane_glob_matching_nothing_are_usage_errors():
+    for args in (["--min-gap=-5us"], ["--lane", "no/such/lane*"]):
+        code, out, err = cli(str(NAIVE), *args)
+        assert code == 2, (args, out)
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_min_gap_trims_lists_but_idle_by_cause_still_adds_up_to_idle():
+    code, out, err = cli(str(NAIVE), "--min-gap", "30us", "--format", "json")
+    assert code == 0, err
+    summary = json.loads(out)["runs"][0]["summary"]
+    kept = [g for g in truth(NAIVE)["gaps"] if g["duration_ns"] >= 30_000]
+    assert summary["gap_count"] == len(kept)
+    assert sum(summary["idle_by_cause_ns"].values()) == summary["idle_ns"]
+    assert summary["idle_ns"] == sum(g["duration_ns"] for g in truth(NAIVE)["gaps"])
+
+
+# --- the corpus -----------------------------------------------------------------------------------
+
+CORPUS_FILES = sorted(
+    [str(p.relative_to(CORPUS_DATA)) for p in CORPUS_DATA.rglob("*.json.gz")
+     if not p.name.endswith("_et.json.gz")] + ["call_stack/backward_thread.json"]
+) if CORPUS_DATA.is_dir() else []
+
+
+@pytest.mark.parametrize("rel", CORPUS_FILES)
+def test_every_corpus_trace_gives_non_negative_idle(corpus, rel):
+    code, out, err = cli(str(corpus / rel), "--format", "json")
+    assert code == 0, err
+    runs = json.loads(out)["runs"]
+    assert runs
+    for run in runs:
+        s = run["summary"]
+        assert s["idle_ns"] >= 0
+        for row in run["lanes"] + run["devices"]:
+            assert row["idle_ns"] >= 0, row
+            assert row["busy_ns"] + row["idle_ns"] + row["leading_ns"] + row["trailing_ns"] \
+                == row["window_ns"]
+        assert all(g["duration_ns"] > 0 and g["cause"] in CAUSES for g in run["gaps"])
+
+
+def test_cpu_only_trace_says_nothing_ran_on_hardware(corpus):
+    (path,) = (corpus / "cpu_only").glob("*.json.gz")
+    code, out, err = cli(str(path))
+    assert code == 0, err
+    assert "no hardware lanes" in out
+    code, out, err = cli(str(path), "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    assert run["summary"]["executions"] == 0 and run["gaps"] == []
+
+
+# --- causes on tiny Kineto GPU traces ----------------------------------------------------------------
+
+BASE = 1_793_620_800_000_000_000  # baseTimeNanoseconds; ts below are µs after it
+HOST, GPU, STREAM = 4242, 0, 7
+
+
+def op(name, ts, dur, ext):
+    return X("cpu_op", name, ts, dur, pid=HOST, tid=HOST, **{"External id": ext})
+
+
+def launch(ts, corr, ext, dur=5, name="cudaLaunchKernel"):
+    return X("cuda_runtime", name, ts, dur, pid=HOST, tid=HOST, correlation=corr,
+             **{"External id": ext})
+
+
+def kernel(name, ts, dur, corr=None):
+    args = {"device": GPU, "stream": STREAM}
+    if corr is not None:
+        args["correlation"] = corr
+    return X("kernel", name, ts, dur, pid=GPU, tid=STREAM, **args)
+
+
+def first_kernel():
+    """aten::a launches k1, which runs 200..250 µs: the lane falls idle at 250 µs."""
+    return [op("aten::a", 100, 20, 1), launch(105, 11, 1), kernel("k1", 200, 50, 11)]
+
+
+CASES = {
+    # a host-to-device copy on the GPU covers 80 of the 100 µs before k2 (k2 was launched
+    # long before the lane fell idle, so without the copy it would be `runtime`)
+    "transfer": (first_kernel() + [
+        op("aten::copy_", 130, 20, 2), launch(135, 12, 2, name="cudaMemcpyAsync"),
+        X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 255, 80, pid=GPU, tid=STREAM,
+          device=GPU, stream=STREAM, correlation=12),
+        op("aten::b", 140, 20, 3), launch(145, 13, 3), kernel("k2", 350, 50, 13)],
+        (250, 350), "aten::b"),
+    # the host sits in cudaDeviceSynchronize for 95 of the 100 µs (and dispatches k2 after
+    # the lane fell idle: sync comes first)
+    "sync": (first_kernel() + [
+        X("cuda_runtime", "cudaDeviceSynchronize", 250, 95, pid=HOST, tid=HOST),
+        op("aten::b", 346, 20, 3), launch(348, 13, 3), kernel("k2", 350, 50, 13)],
+        (250, 350), "aten::b"),
+    # k2 has no launch and no correlation: nothing links it to an op (aten::b runs in the
+    # gap but launches nothing)
+    "uncorrelated": (first_kernel() + [op("aten::b", 260, 20, 3), kernel("k2", 300, 50)],
+                     (250, 300), None),
+    # k2's launch starts at 275 µs, after k1 ended at 250 µs
+    "host_dispatch": (first_kernel() + [
+        op("aten::b", 270, 20, 3), launch(275, 13, 3), kernel("k2", 300, 50, 13)],
+        (250, 300), "aten::b"),
+    # k2's launch starts at 135 µs, before k1 ended; k2 still starts only at 300 µs
+    "runtime": (first_kernel() + [
+        op("aten::b", 130, 20, 3), launch(135, 13, 3), kernel("k2", 300, 50, 13)],
+        (250, 300), "aten::b"),
+    # a copy covering only 20 of the 100 µs does not explain the gap: the launch came
+    # early, so the rule falls through to `runtime`
+    "runtime_despite_a_short_copy": (first_kernel() + [
+        op("aten::copy_", 130, 20, 2), launch(135, 12, 2, name="cudaMemcpyAsync"),
+        X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 300, 20, pid=GPU, tid=STREAM,
+          device=GPU, stream=STREAM, correlation=12),
+        op("aten::b", 140, 20, 3), launch(145, 13, 3), kernel("k2", 350, 50, 13)],
+        (250, 350), "aten::b"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_cause_on_a_tiny_kineto_trace(tmp_path, case):
+    events, (idle_from, idle_to), next_op = CASES[case]
+    assert 5 <= len(events) <= 15
+    path = write_trace(tmp_path / "trace.json", kineto(events, baseTimeNanoseconds=BASE))
+    code, out, err = run_cli("gaps", path, "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    (gap,) = run["gaps"]
+    assert (gap["start_ns"], gap["end_ns"]) == (BASE + idle_from * 1000, BASE + idle_to * 1000)
+    assert gap["duration_ns"] == (idle_to - idle_from) * 1000
+    assert gap["next_op"] == next_op
+    assert gap["cause"] == case.split("_despite")[0]
+    s = run["summary"]
+    assert s["idle_by_cause_ns"][gap["cause"]] == s["idle_ns"] == gap["duration_ns"]
+    assert s["executions"] == 2

@@ -1,0 +1,416 @@
+"""`traceana export`: the Chrome/Perfetto trace of one run, with links as flows and gaps as slices.
+
+Expected values come from the input: the events table, the edges table (``link``) and the
+gaps (``gaps``), computed here through the library from the profile itself, never from the
+exported file. The file is read back with traceana's own Kineto reader and checked for the
+structure Perfetto's legacy JSON importer expects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+from conftest import X, kineto, one_line_error, run_cli, write_trace
+
+import trace_analyzer as ta
+from trace_analyzer.core.link import link
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+NAIVE = FIXTURES / "rmsnorm_naive"
+OVERLAP = re.compile(r" \(overlap \d+\)$")
+GAPS_SUFFIX = " gaps"
+
+_EXPORTS: dict[str, dict] = {}
+
+
+def export(src: Path, out: Path) -> dict:
+    """Run ``traceana export SRC -o OUT``; return what the tests need about input and output."""
+    code, stdout, err = run_cli("export", src, "-o", out)
+    assert code == 0, err
+    assert stdout == ""
+    raw = out.read_bytes()
+    profile = ta.load(src)
+    return {"src": src, "out": out, "raw": raw, "doc": orjson.loads(raw), "err": err,
+            "profile": profile, "events": profile.events, "edges": link(profile.events),
+            "gaps": ta.gaps(profile).gaps}
+
+
+@pytest.fixture(params=["naive", "simple_add"])
+def exported(request, tmp_path_factory) -> dict:
+    """The naive RMSNorm fixture and a corpus CUDA trace, each exported once."""
+    if request.param == "naive":
+        src = NAIVE
+    else:
+        src = request.getfixturevalue("corpus") / "critical_path" / "simple_add"
+    if request.param not in _EXPORTS:
+        out = tmp_path_factory.mktemp("export") / "annotated.json"
+        _EXPORTS[request.param] = export(src, out)
+    return _EXPORTS[request.param]
+
+
+# --- helpers reading the file -----------------------------------------------------------------
+
+
+def ns(doc: dict, ts: float) -> int:
+    return doc["baseTimeNanoseconds"] + round(ts * 1000)
+
+
+def names(doc: dict) -> tuple[dict[int, str], dict[tuple[int, int], str]]:
+    """Return the process names by pid and the thread names by (pid, tid)."""
+    procs, threads = {}, {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "M" and e["name"] == "process_name":
+            procs[e["pid"]] = e["args"]["name"]
+        elif e["ph"] == "M" and e["name"] == "thread_name":
+            threads[(e["pid"], e["tid"])] = e["args"]["name"]
+    return procs, threads
+
+
+def sort_index(doc: dict, what: str) -> dict:
+    return {(e["pid"], e["tid"]) if what == "thread" else e["pid"]: e["args"]["sort_index"]
+            for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == f"{what}_sort_index"}
+
+
+def slices(doc: dict) -> list[dict]:
+    """Return the event slices (not gaps) as dicts with pid, tid, lane (from the thread's
+    name), name, start_ns, end_ns."""
+    _, threads = names(doc)
+    out = []
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X" and e.get("cat") != "traceana_gap":
+            start = ns(doc, e["ts"])
+            out.append({"pid": e["pid"], "tid": e["tid"], "name": e["name"], "start_ns": start,
+                        "end_ns": start + round(e["dur"] * 1000),
+                        "lane": OVERLAP.sub("", threads[(e["pid"], e["tid"])]),
+                        "args": e.get("args", {})})
+    return out
+
+
+def key(r: dict) -> tuple:
+    return (r["lane"], r["name"], r["start_ns"], r["end_ns"])
+
+
+def innermost(by_track: dict, pid: int, tid: int, t: int) -> list[dict]:
+    """Return the slices on (pid, tid) containing t with the latest start, shortest first."""
+    inside = [s for s in by_track[(pid, tid)] if s["start_ns"] <= t <= s["end_ns"]]
+    if not inside:
+        return []
+    best = max((s["start_ns"], -s["end_ns"]) for s in inside)
+    return [s for s in inside if (s["start_ns"], -s["end_ns"]) == best]
+
+
+# --- the file --------------------------------------------------------------------------------
+
+
+def test_parses_with_json_and_orjson_and_has_the_header(exported):
+    doc = json.loads(exported["raw"])
+    assert doc == orjson.loads(exported["raw"])
+    events = exported["events"]
+    first = events["start_ns"].min()
+    base = doc["baseTimeNanoseconds"]
+    assert isinstance(base, int) and base % 1_000_000_000 == 0 and 0 <= first - base < 1_000_000_000
+    assert doc["displayTimeUnit"] in ("ms", "ns")
+    assert doc["traceName"] == str(exported["src"])
+    meta = doc["traceana"]
+    assert meta["schema_version"] == 1 and meta["source"] == str(exported["src"])
+    assert (meta["events"], meta["links"], meta["gaps"]) == (
+        events.height, exported["edges"].height, exported["gaps"].height)
+    assert isinstance(doc["traceEvents"], list)
+
+
+def test_stderr_reports_the_counts(exported):
+    n, m, k = exported["events"].height, exported["edges"].height, exported["gaps"].height
+    assert f"{n} events, {m} links, {k} gaps" in exported["err"]
+
+
+def test_every_event_is_a_complete_event_with_its_category_and_args(exported):
+    doc, events = exported["doc"], exported["events"]
+    x = [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") != "traceana_gap"]
+    assert len(x) == events.height
+    by_id = {r["event_id"]: r for r in events.with_columns(pl.col("lane_kind").cast(pl.String))
+             .iter_rows(named=True)}
+    assert sorted(e["args"]["event_id"] for e in x) == sorted(by_id)
+    for e in x:
+        r = by_id[e["args"]["event_id"]]
+        assert (e["name"], e.get("cat"), e["args"]["lane"], e["args"]["lane_kind"]) == (
+            r["name"], r["category"], r["lane"], r["lane_kind"])
+        assert ns(doc, e["ts"]) == r["start_ns"]
+        assert round(e["dur"] * 1000) == r["duration_ns"]
+        for k, v in (json.loads(r["args_json"]) if r["args_json"] else {}).items():
+            assert e["args"][k] == v
+        for col in ("correlation", "exec_id"):
+            if r[col] is not None:
+                assert e["args"][col] == r[col]
+        # µs with at most three decimals: ns exactly
+        assert e["ts"] * 1000 == pytest.approx(round(e["ts"] * 1000), abs=1e-3)
+
+
+def test_timestamps_are_non_negative_numbers(exported):
+    for e in exported["doc"]["traceEvents"]:
+        if e["ph"] == "M":
+            continue
+        assert isinstance(e["ts"], (int, float)) and not isinstance(e["ts"], bool)
+        assert e["ts"] >= 0
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
+
+
+def test_metadata_names_every_pid_and_tid_used(exported):
+    doc = exported["doc"]
+    procs, threads = names(doc)
+    used = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["ph"] in ("X", "s", "f")}
+    assert used
+    assert {pid for pid, _ in used} <= set(procs)
+    assert used <= set(threads)
+    assert all(isinstance(p, int) and isinstance(t, int) for p, t in used)
+
+
+def test_one_thread_per_lane_named_by_its_label(exported):
+    doc, events = exported["doc"], exported["events"]
+    procs, threads = names(doc)
+    lanes = set(events["lane"].unique().to_list())
+    event_threads = {v for v in threads.values() if not v.endswith(GAPS_SUFFIX)}
+    assert {OVERLAP.sub("", v) for v in event_threads} == lanes
+    assert lanes <= event_threads  # each lane has a thread bearing exactly its label
+    # every slice sits on its own lane's thread (or one of its overlap threads)
+    for s in slices(doc):
+        assert s["lane"] == s["args"]["lane"]
+    # each lane's threads are in one process, named by the host process or the device
+    pid_of = defaultdict(set)
+    for (pid, _), name in threads.items():
+        pid_of[OVERLAP.sub("", name.removesuffix(GAPS_SUFFIX))].add(pid)
+    for lane, pids in pid_of.items():
+        assert len(pids) == 1
+        assert lane.startswith(procs[next(iter(pids))])
+
+
+def test_slices_on_a_thread_nest(exported):
+    by_track = defaultdict(list)
+    for s in slices(exported["doc"]):
+        by_track[(s["pid"], s["tid"])].append((s["start_ns"], -s["end_ns"]))
+    for items in by_track.values():
+        stack: list[int] = []
+        for start, neg_end in sorted(items):
+            end = -neg_end
+            while stack and stack[-1] <= start:
+                stack.pop()
+            assert not stack or end <= stack[-1], "slices on one thread overlap without nesting"
+            stack.append(end)
+
+
+def test_sort_indexes_put_framework_then_runtime_then_hardware(exported):
+    doc, events = exported["doc"], exported["events"]
+    _, threads = names(doc)
+    kinds = events.group_by("lane").agg(pl.col("lane_kind").cast(pl.String).unique())
+
+    def rank(lane_kinds: list[str]) -> int:  # a lane with executions is a hardware lane
+        if "hardware" in lane_kinds:
+            return 2
+        return 0 if any(k.startswith("framework") or k == "annotation" for k in lane_kinds) else 1
+
+    lane_rank = {r["lane"]: rank(r["lane_kind"]) for r in kinds.iter_rows(named=True)}
+    t_index, p_index = sort_index(doc, "thread"), sort_index(doc, "process")
+    assert set(t_index) == set(threads) and set(p_index) == set(names(doc)[0])
+    placed = sorted(threads, key=lambda pt: (p_index[pt[0]], t_index[pt]))
+    ranks = [lane_rank[OVERLAP.sub("", threads[pt].removesuffix(GAPS_SUFFIX))] for pt in placed]
+    assert ranks == sorted(ranks)
+    assert ranks[0] == 0 and ranks[-1] == 2
+
+
+# --- (1) read back by traceana's Kineto reader -------------------------------------------------
+
+
+def test_reads_back_to_the_same_events(exported):
+    back = ta.load(exported["out"], args=True)
+    assert back.warnings == [] and back.dropped == {}
+    assert [r.format for r in back.reads] == ["kineto-json"]
+    ev = back.events
+    gap_rows = ev.filter(pl.col("category") == "traceana_gap")
+    original = exported["events"]
+    again = ev.filter(pl.col("category") != "traceana_gap")
+
+    def multiset(df: pl.DataFrame) -> Counter:
+        return Counter(df.select("name", "start_ns", "end_ns").rows())
+
+    assert multiset(again) == multiset(original)
+    # per lane: the reader relabels lanes, so group by the lane the export recorded
+    lane_back = again.select(pl.col("args_json").map_elements(
+        lambda a: json.loads(a)["lane"], return_dtype=pl.String).alias("lane"),
+        "name", "start_ns", "end_ns")
+    per_lane = lambda df: {lane: Counter(g.drop("lane").rows())  # noqa: E731
+                           for (lane,), g in df.group_by("lane")}
+    assert per_lane(lane_back) == per_lane(original.select("lane", "name", "start_ns", "end_ns"))
+    # and the lanes of the reader are still one per exported thread: none merged
+    assert again["lane"].n_unique() >= original["lane"].n_unique()
+    assert gap_rows.height == exported["gaps"].height
+
+
+def test_reader_counts_link_flows_as_not_events(exported):
+    back = ta.load(exported["out"])
+    (read,) = back.reads
+    n = 2 * exported["edges"].height
+    assert any(f"{n} 'traceana_link' flow records" in note for note in read.notes), read.notes
+    assert back.events["flow_ids"].drop_nulls().len() == 0  # only ac2g flows are bound
+
+
+# --- (2) gaps ----------------------------------------------------------------------------------
+
+
+def test_gap_slices_are_the_gaps(exported):
+    doc, expected = exported["doc"], exported["gaps"]
+    _, threads = names(doc)
+    got = []
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X" and e.get("cat") == "traceana_gap":
+            thread = threads[(e["pid"], e["tid"])]
+            assert thread.endswith(GAPS_SUFFIX)
+            start = ns(doc, e["ts"])
+            a = e["args"]
+            got.append((thread.removesuffix(GAPS_SUFFIX), start, start + round(e["dur"] * 1000),
+                        e["name"], a["next_op"], a["prev_op"], a["link_method"],
+                        round(a["duration_us"] * 1000), round(a["transfer_us"] * 1000),
+                        round(a["sync_us"] * 1000)))
+    want = expected.select("lane", "start_ns", "end_ns", "cause", "next_op", "prev_op",
+                           "link_method", "duration_ns", "transfer_ns", "sync_ns").rows()
+    assert expected.height > 0
+    assert Counter(got) == Counter(want)
+    # each gap track sits in the process of its hardware lane
+    pid_of_lane = {name: pid for (pid, _), name in threads.items()}
+    for (pid, _), name in threads.items():
+        if name.endswith(GAPS_SUFFIX):
+            assert pid_of_lane[name.removesuffix(GAPS_SUFFIX)] == pid
+
+
+# --- (3) flows ---------------------------------------------------------------------------------
+
+
+def test_flows_pair_bind_inside_their_slices_and_are_the_links(exported):
+    doc, events, edges = exported["doc"], exported["events"], exported["edges"]
+    by_track = defaultdict(list)
+    for s in slices(doc):
+        by_track[(s["pid"], s["tid"])].append(s)
+    points: dict[int, dict[str, dict]] = defaultdict(dict)
+    for e in doc["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            assert e["ph"] not in points[e["id"]], f"two {e['ph']} for flow {e['id']}"
+            points[e["id"]][e["ph"]] = e
+    got = Counter()
+    for fid, pair in points.items():
+        assert set(pair) == {"s", "f"}
+        s, f = pair["s"], pair["f"]
+        assert f["bp"] == "e"
+        assert s["cat"] == f["cat"] == "traceana_link" and s["name"] == f["name"]
+        ends = []
+        for p in (s, f):
+            hit = innermost(by_track, p["pid"], p["tid"], ns(doc, p["ts"]))
+            assert hit, f"flow {fid} {p['ph']} lies in no slice on its pid/tid"
+            assert len({key(h) for h in hit}) == 1, f"flow {fid} {p['ph']} binds ambiguously"
+            ends.append(key(hit[0]))
+        got[(*ends, s["name"], s["args"]["link_method"])] += 1
+    ev = {r["event_id"]: key(r) for r in events.select("event_id", "lane", "name", "start_ns",
+                                                        "end_ns").iter_rows(named=True)}
+    want = Counter((ev[r["src"]], ev[r["dst"]], r["hop"], r["link_method"])
+                   for r in edges.iter_rows(named=True))
+    assert edges.height > 0
+    assert got == want
+
+
+# --- small inline inputs ---------------------------------------------------------------------
+
+
+def nested_trace(tmp_path: Path) -> Path:
+    """An op whose first child starts with it, each launching a kernel, and on the stream a
+    memcpy and a sync that overlap without nesting."""
+    pid, tid = 10, 11
+    return write_trace(tmp_path / "in" / "trace.json", kineto([
+        X("cpu_op", "aten::outer", 1000.0, 100.0, pid, tid, **{"External id": 1}),
+        X("cpu_op", "aten::inner", 1000.0, 40.0, pid, tid, **{"External id": 2}),
+        X("cuda_runtime", "cudaLaunchKernel", 1010.0, 5.0, pid, tid, correlation=7,
+          **{"External id": 2}),
+        X("cuda_runtime", "cudaLaunchKernel", 1060.0, 5.0, pid, tid, correlation=10,
+          **{"External id": 1}),
+        X("kernel", "gemm", 1050.0, 20.0, 0, 7, correlation=7, device=0, stream=7),
+        X("gpu_memcpy", "Memcpy HtoD", 1100.0, 100.0, 0, 7, correlation=8, device=0, stream=7),
+        X("cuda_sync", "Stream Sync", 1150.0, 100.0, 0, 7, correlation=9, device=0, stream=7),
+        X("kernel", "gemm", 1300.0, 10.0, 0, 7, correlation=10, device=0, stream=7),
+    ], baseTimeNanoseconds=1_700_000_000_000_000_000))
+
+
+def test_overlapping_events_of_a_lane_go_on_an_overlap_track(tmp_path):
+    src = nested_trace(tmp_path)
+    ex = export(src, tmp_path / "out.json")
+    _, threads = names(ex["doc"])
+    stream = ex["events"].filter(pl.col("name") == "Stream Sync")["lane"][0]
+    assert f"{stream} (overlap 1)" in threads.values()
+    s = {r["name"]: r for r in slices(ex["doc"])}
+    assert threads[(s["Stream Sync"]["pid"], s["Stream Sync"]["tid"])] == f"{stream} (overlap 1)"
+    assert threads[(s["Memcpy HtoD"]["pid"], s["Memcpy HtoD"]["tid"])] == stream
+    back = ta.load(ex["out"]).events.filter(pl.col("category") != "traceana_gap")
+    assert sorted(back.select("name", "start_ns", "end_ns").rows()) == sorted(
+        ex["events"].select("name", "start_ns", "end_ns").rows())
+
+
+def test_a_flow_on_an_op_whose_child_starts_with_it_binds_to_the_op(tmp_path):
+    src = nested_trace(tmp_path)
+    ex = export(src, tmp_path / "out.json")
+    doc = ex["doc"]
+    ev = ex["events"]
+    outer = ev.filter(pl.col("name") == "aten::outer").row(0, named=True)
+    inner = ev.filter(pl.col("name") == "aten::inner").row(0, named=True)
+    # the input: inner is a child of outer starting at the same instant, and links to it
+    assert outer["start_ns"] == inner["start_ns"]
+    hops = {(r["src"], r["dst"]) for r in ex["edges"].iter_rows(named=True)}
+    by_track = defaultdict(list)
+    for s in slices(doc):
+        by_track[(s["pid"], s["tid"])].append(s)
+    starts = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "s"}
+    bound = set()
+    for e in doc["traceEvents"]:
+        if e["ph"] == "f":
+            s = starts[e["id"]]
+            (p,) = innermost(by_track, s["pid"], s["tid"], ns(doc, s["ts"]))
+            (c,) = innermost(by_track, e["pid"], e["tid"], ns(doc, e["ts"]))
+            bound.add((p["args"]["event_id"], c["args"]["event_id"]))
+    assert bound == hops
+    assert outer["event_id"] in {p for p, _ in hops}  # the case this test is about
+
+
+def test_gzip_output(tmp_path):
+    out = tmp_path / "annotated.json.gz"
+    code, _, err = run_cli("export", NAIVE, "-o", out)
+    assert code == 0, err
+    doc = json.loads(gzip.decompress(out.read_bytes()))
+    assert doc["traceana"]["events"] == ta.load(NAIVE).events.height
+    assert ta.load(out).events.filter(pl.col("category") != "traceana_gap").height == \
+        doc["traceana"]["events"]
+
+
+# --- (4) errors --------------------------------------------------------------------------------
+
+
+def test_unwritable_output_is_exit_2_with_one_line(tmp_path):
+    out = tmp_path / "no" / "such" / "folder" / "annotated.json"
+    line = one_line_error(*run_cli("export", NAIVE, "-o", out))
+    assert str(out) in line and "cannot write" in line
+    assert not out.exists()
+
+
+def test_several_runs_is_exit_2_with_one_line(tmp_path):
+    out = tmp_path / "annotated.json"
+    line = one_line_error(*run_cli("export", FIXTURES, "-o", out))
+    assert "runs" in line
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_is_required():
+    code, _, err = run_cli("export", NAIVE)
+    assert code == 2 and "-o" in err

@@ -1,0 +1,242 @@
+"""Dependency chains: for every hardware execution, the op, dispatch, runtime and hardware times.
+
+This is Neuron Explorer's dependency chain view as a table, for every execution at once.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.core.link import METHODS, link
+from trace_analyzer.units import glob_regex
+
+MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
+SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
+
+CHAIN_COLUMNS = [
+    "hw_event_id",
+    "hw_name",
+    "lane",
+    "step",
+    "op",
+    "op_event_id",
+    "link_method",
+    "runtime",
+    "op_start_ns",
+    "dispatch_start_ns",
+    "schedule_start_ns",
+    "submit_start_ns",
+    "hw_start_ns",
+    "hw_end_ns",
+    "dispatch_to_schedule_us",
+    "schedule_to_hw_us",
+    "dispatch_to_hw_us",
+    "hw_duration_us",
+]
+
+
+def chains(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Return one row per hardware execution with its chain back to a framework op.
+
+    ``link_method`` is the least trusted method on the path to the op; it and ``op`` are
+    null for an execution that reaches no op (unlinked, still listed).
+    """
+    edges = link(events) if edges is None else edges
+    hw = events.filter(pl.col("lane_kind") == "hardware")
+    ancestors = _ancestors(hw["event_id"], edges)
+    kinds = events.select(
+        "event_id",
+        "name",
+        "start_ns",
+        "seq_id",
+        "pid",
+        kind=pl.col("lane_kind").cast(pl.String),
+        src=pl.col("source"),
+    )
+    anc = ancestors.join(kinds, left_on="ancestor", right_on="event_id")
+
+    def nearest(cond: pl.Expr, **cols: pl.Expr) -> pl.DataFrame:
+        return (
+            anc.filter(cond)
+            .sort("depth")
+            .group_by("hw", maintain_order=True)
+            .first()
+            .select("hw", **cols)
+        )
+
+    op = nearest(
+        pl.col("kind") == "framework_op",
+        op="name",
+        op_event_id="ancestor",
+        op_start_ns="start_ns",
+        op_depth="depth",
+    )
+    dispatch = nearest(
+        pl.col("kind").is_in(["framework_dispatch", "runtime"]) & (pl.col("src") != "neuron_rt"),
+        dispatch_start_ns="start_ns",
+    )
+    # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
+    launched = (
+        edges.filter(pl.col("hop") == "launch")
+        .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
+        .group_by(op_event_id="src")
+        .agg(op_dispatch_ns=pl.col("start_ns").min())
+    )
+    runtime = nearest(pl.col("src") == "neuron_rt", seq_id="seq_id", rt_pid="pid")
+    runtime_call = nearest(pl.col("kind") == "runtime", runtime="name")
+    trust = _weakest(ancestors, op)
+    out = (
+        hw.select(
+            "step",
+            "lane",
+            hw="event_id",
+            hw_event_id="event_id",
+            hw_name="name",
+            hw_start_ns="start_ns",
+            hw_end_ns="end_ns",
+        )
+        .join(op, on="hw", how="left")
+        .join(dispatch, on="hw", how="left")
+        .join(runtime, on="hw", how="left")
+        .join(runtime_call, on="hw", how="left")
+        .join(trust, on="hw", how="left")
+    )
+    out = (
+        out.join(_runtime_starts(events), on=["rt_pid", "seq_id"], how="left")
+        .join(launched, on="op_event_id", how="left")
+        .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
+    )
+    out = out.with_columns(
+        dispatch_to_schedule_us=us("dispatch_start_ns", "schedule_start_ns"),
+        schedule_to_hw_us=us("schedule_start_ns", "hw_start_ns"),
+        dispatch_to_hw_us=us("dispatch_start_ns", "hw_start_ns"),
+        hw_duration_us=us("hw_start_ns", "hw_end_ns"),
+    )
+    return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
+
+
+def us(start: str, end: str) -> pl.Expr:
+    """Return the time from column ``start`` to column ``end`` in µs (ns resolution)."""
+    return ((pl.col(end) - pl.col(start)) / 1000).round(3)
+
+
+def _ancestors(hw_ids: pl.Series, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return (hw, ancestor, depth, link_method) for every ancestor of every hardware event."""
+    parent = edges.select(node="dst", ancestor="src", link_method="link_method")
+    level = pl.DataFrame({"hw": hw_ids, "node": hw_ids})
+    found = []
+    for depth in range(1, MAX_DEPTH + 1):
+        level = level.join(parent, on="node").with_columns(depth=pl.lit(depth))
+        if level.is_empty():
+            break
+        found.append(level.select("hw", "ancestor", "depth", "link_method"))
+        level = level.select("hw", node="ancestor")
+    if not found:
+        return pl.DataFrame(
+            schema={
+                "hw": pl.Int64,
+                "ancestor": pl.Int64,
+                "depth": pl.Int32,
+                "link_method": pl.String,
+            }
+        )
+    return pl.concat(found)
+
+
+def _weakest(ancestors: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
+    """Return per hardware event the least trusted link method on its path to the op."""
+    rank = pl.col("link_method").replace_strict(
+        METHODS, list(range(len(METHODS))), return_dtype=pl.Int64
+    )
+    return (
+        ancestors.join(op.select("hw", "op_depth"), on="hw")
+        .filter(pl.col("depth") <= pl.col("op_depth"))
+        .group_by("hw")
+        .agg(worst=rank.max())
+        .select(
+            "hw",
+            link_method=pl.col("worst").replace_strict(
+                list(range(len(METHODS))), METHODS, return_dtype=pl.String
+            ),
+        )
+    )
+
+
+def _runtime_starts(events: pl.DataFrame) -> pl.DataFrame:
+    """Return per (pid, nrt_sequence_id) when the runtime scheduled and submitted it."""
+    rt = events.filter(pl.col("source") == "neuron_rt", pl.col("seq_id").is_not_null())
+    return rt.group_by(rt_pid="pid", seq_id="seq_id").agg(
+        schedule_start_ns=pl.col("start_ns").filter(pl.col("name") == SCHEDULE).min(),
+        submit_start_ns=pl.col("start_ns").filter(pl.col("name") == SUBMIT).min(),
+    )
+
+
+def coverage(chain: pl.DataFrame) -> dict:
+    """Return how many hardware executions reach a framework op, in all and by method."""
+    total = chain.height
+    linked = chain.filter(pl.col("op").is_not_null())
+    by_method = {m: n for m, n in linked.group_by("link_method").len().rows()}
+    return {
+        "hardware_executions": total,
+        "linked": linked.height,
+        "linked_pct": round(100 * linked.height / total, 2) if total else None,
+        "by_method": {m: by_method[m] for m in METHODS if m in by_method},
+        "unlinked": total - linked.height,
+    }
+
+
+def select(
+    chain: pl.DataFrame, *, op: str | None = None, step: int | None = None, unlinked: bool = False
+) -> pl.DataFrame:
+    """Return the chain rows of one op (a name or a glob such as ``aten::*``), one step, or
+    only the executions that reach no op."""
+    if op is not None:
+        chain = chain.filter(pl.col("op").str.contains(glob_regex(op)))
+    if step is not None:
+        chain = chain.filter(pl.col("step") == step)
+    if unlinked:
+        chain = chain.filter(pl.col("op").is_null())
+    return chain
+
+
+def by_op(chain: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per op: executions and the mean of each hop, in µs."""
+    hops = ["dispatch_to_schedule_us", "schedule_to_hw_us", "dispatch_to_hw_us", "hw_duration_us"]
+    trust = pl.col("link_method").replace_strict(
+        METHODS, list(range(len(METHODS))), default=None, return_dtype=pl.Int64
+    )
+    return (
+        chain.group_by("op")
+        .agg(
+            pl.len().alias("executions"),
+            trust.max().alias("worst"),
+            *(pl.col(h).mean().round(3) for h in hops),
+        )
+        .with_columns(
+            link_method=pl.col("worst").replace_strict(
+                list(range(len(METHODS))), METHODS, default=None, return_dtype=pl.String
+            )
+        )
+        .select("op", "executions", "link_method", *hops)
+        .sort("hw_duration_us", "op", descending=[True, False], nulls_last=True)
+    )
+
+
+def chain_result(
+    profiles: list, path: str, *, op=None, step=None, unlinked=False, group_by_op=False, limit=None
+) -> dict:
+    """Return the ``chain`` result for every run: coverage of the whole run, selected rows."""
+    runs = []
+    for p in profiles:
+        chain = chains(p.events, p.links())
+        rows = select(chain, op=op, step=step, unlinked=unlinked)
+        rows = by_op(rows) if group_by_op else rows
+        runs.append(
+            {
+                "root": str(p.root),
+                "start_ns": chain["hw_start_ns"].min(),
+                "coverage": coverage(chain),
+                "rows": (rows.head(limit) if limit else rows).to_dicts(),
+            }
+        )
+    return {"schema_version": 1, "path": str(path), "runs": runs}

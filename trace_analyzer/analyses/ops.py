@@ -1,0 +1,132 @@
+"""The offline ``key_averages()``: per op name, calls, self CPU time and the device time it caused.
+
+Definitions (docs/graph.md):
+- self CPU: an op's duration minus the durations of the ops nested directly in it on its
+  thread (runtime and dispatch calls are not ops and are not subtracted);
+- device time: the summed duration of the logical executions linked to the op. A logical
+  execution is one Neuron execution (the ``nc_exec_running`` events of one ``exec_id``, or
+  of one runtime call when they carry none: one per physical core with LNC=2, spanning min
+  start to max end) or one device op (a kernel);
+- device %: of the device time of every logical execution in the profile, linked or not.
+  Executions that reach no op are the row ``(unlinked)``, never dropped.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.analyses.chain import chains, coverage
+from trace_analyzer.core.intervals import enclosing
+from trace_analyzer.core.link import link
+
+UNLINKED = "(unlinked)"
+
+
+def self_cpu(ops: pl.DataFrame) -> pl.DataFrame:
+    """Return ops with ``self_ns``: duration minus the durations of their direct child ops."""
+    parent = enclosing(
+        ((r["pid"], r["tid"]), r["start_ns"], r["end_ns"], r["event_id"])
+        for r in ops.select("pid", "tid", "start_ns", "end_ns", "event_id").iter_rows(named=True)
+    )
+    links = pl.DataFrame(
+        {"event_id": list(parent), "parent": list(parent.values())},
+        schema={"event_id": pl.Int64, "parent": pl.Int64},
+    )
+    child_ns = (
+        links.join(ops.select("event_id", "duration_ns"), on="event_id")
+        .group_by("parent")
+        .agg(child_ns=pl.col("duration_ns").sum())
+    )
+    return ops.join(child_ns, left_on="event_id", right_on="parent", how="left").with_columns(
+        self_ns=pl.col("duration_ns") - pl.col("child_ns").fill_null(0)
+    )
+
+
+def executions(chain: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per logical execution: its op, span, and dispatch→hardware latency.
+
+    The physical cores of one Neuron execution share its ``exec_id``; without one, they
+    share the runtime call they link to. Any other hardware event is its own execution.
+    """
+    runtime_call = edges.filter(pl.col("hop") == "hardware").select(hw_event_id="dst", rt="src")
+    keyed = (
+        chain.join(
+            events.select("event_id", "pid", "exec_id"), left_on="hw_event_id", right_on="event_id"
+        )
+        .join(runtime_call, on="hw_event_id", how="left")
+        .with_columns(
+            key=pl.when(pl.col("exec_id").is_not_null())
+            .then(pl.format("exec:{}:{}", "pid", "exec_id"))
+            .when(pl.col("rt").is_not_null())
+            .then(pl.format("call:{}", "rt"))
+            .otherwise(pl.format("event:{}", "hw_event_id"))
+        )
+    )
+    return (
+        keyed.group_by("key")
+        .agg(
+            op=pl.col("op").drop_nulls().first(),
+            op_event_id=pl.col("op_event_id").drop_nulls().first(),
+            start_ns=pl.col("hw_start_ns").min(),
+            end_ns=pl.col("hw_end_ns").max(),
+            dispatch_to_hw_us=pl.col("dispatch_to_hw_us").min(),
+        )
+        .with_columns(device_ns=pl.col("end_ns") - pl.col("start_ns"))
+    )
+
+
+def ops(
+    events: pl.DataFrame, edges: pl.DataFrame | None = None, execs: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Return the ops table, sorted by device time, then self CPU time."""
+    if execs is None:
+        edges = link(events) if edges is None else edges
+        execs = executions(chains(events, edges), events, edges)
+    framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
+    total_ns = execs["device_ns"].sum()
+    host = framework.group_by("name").agg(
+        calls=pl.len(), self_ns=pl.col("self_ns").sum(), cpu_ns=pl.col("duration_ns").sum()
+    )
+    device = execs.group_by(name=pl.col("op").fill_null(UNLINKED)).agg(
+        device_ns=pl.col("device_ns").sum(),
+        executions=pl.len(),
+        mean_dispatch_to_hw_us=pl.col("dispatch_to_hw_us").mean().round(3),
+    )
+    table = host.join(device, on="name", how="full", coalesce=True).with_columns(
+        pl.col("calls", "self_ns", "cpu_ns", "device_ns", "executions").fill_null(0)
+    )
+    return table.select(
+        "name",
+        "calls",
+        self_cpu_us=(pl.col("self_ns") / 1000).round(3),
+        cpu_total_us=(pl.col("cpu_ns") / 1000).round(3),
+        device_us=(pl.col("device_ns") / 1000).round(3),
+        device_pct=(100 * pl.col("device_ns") / total_ns).round(2)
+        if total_ns
+        else pl.lit(None, pl.Float64),
+        executions="executions",
+        executions_per_call=pl.when(pl.col("calls") > 0).then(
+            (pl.col("executions") / pl.col("calls")).round(3)
+        ),
+        mean_dispatch_to_hw_us="mean_dispatch_to_hw_us",
+    ).sort(["device_us", "self_cpu_us", "name"], descending=[True, True, False])
+
+
+def ops_result(profiles: list, path: str, *, limit: int | None = None) -> dict:
+    """Return the ``ops`` result for every run."""
+    runs = []
+    for p in profiles:
+        edges = p.links()
+        chain = chains(p.events, edges)
+        execs = executions(chain, p.events, edges)
+        table = ops(p.events, execs=execs)
+        runs.append(
+            {
+                "root": str(p.root),
+                "total_device_us": round(execs["device_ns"].sum() / 1000, 3),
+                "executions": execs.height,
+                "coverage": coverage(chain),
+                "rows": (table.head(limit) if limit else table).to_dicts(),
+            }
+        )
+    return {"schema_version": 1, "path": str(path), "runs": runs}

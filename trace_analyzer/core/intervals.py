@@ -1,0 +1,133 @@
+"""Interval nesting: which range encloses which, per thread (or any other group)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+import polars as pl
+
+
+def enclosing(
+    ranges: Iterable[tuple[object, int, int, int]],
+    points: Iterable[tuple[object, int, int]] = (),
+) -> dict[int, int]:
+    """Return ``{id: id of the innermost range enclosing it}`` within each group.
+
+    ``ranges`` are ``(group, start, end, id)``; each range gets its innermost enclosing
+    range (its parent in the nesting). ``points`` are ``(group, time, id)``; each gets the
+    innermost range containing that time. Ranges on one thread nest properly, which the
+    stack sweep relies on; ids without an enclosing range are absent from the result.
+    """
+    by_group: dict[object, list[tuple[int, int, int, int, bool]]] = defaultdict(list)
+    for group, start, end, rid in ranges:
+        # Sort key: start, then longer first, so a parent precedes the children it holds.
+        by_group[group].append((start, -end, 0, rid, False))
+    for group, t, pid in points:
+        by_group[group].append((t, -t, 1, pid, True))
+    parent: dict[int, int] = {}
+    for items in by_group.values():
+        items.sort()
+        stack: list[tuple[int, int]] = []  # (end, id)
+        for start, neg_end, _, rid, is_point in items:
+            end = -neg_end
+            while stack and stack[-1][0] < end:
+                stack.pop()
+            if stack:
+                parent[rid] = stack[-1][1]
+            if not is_point:
+                stack.append((end, rid))
+    return parent
+
+
+def innermost(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return ``(id, parent)``: for each point, the innermost range containing it in its group.
+
+    ``ranges`` has the ``by`` columns, ``start``, ``end`` and ``id``; ``points`` has ``by``,
+    ``t`` and ``id``. Ends are inclusive; points outside every range are absent. The same
+    answer as ``enclosing``, vectorised: in time order (at one instant: the closings of
+    ranges a longer one replaces, openings, longest first and in id order, points, then the
+    other closings), a point at nesting depth d sits in the range most recently opened at
+    depth d. That holds while ranges nest properly, as they do on one
+    thread; where two overlap instead (a child ending a rounding error after its parent),
+    an answer that does not contain its point is recomputed by ``enclosing`` for its group.
+    """
+    i64 = pl.Int64
+    ranges = ranges.with_columns(pl.col("start", "end", "id").cast(i64))
+    points = points.with_columns(pl.col("t", "id").cast(i64))
+    # A range ending where a longer one starts has closed by then, as in the sweep; else
+    # its end is inclusive, so it closes after the points at that instant.
+    longer = (
+        ranges.filter(pl.col("end") > pl.col("start"))
+        .select(*by, time="start")
+        .unique()
+        .with_columns(first=pl.lit(True))
+    )
+    closes = (
+        ranges.select(*by, "start", time="end", tie=-pl.col("start"), tie2=-pl.col("id"), id="id")
+        .join(longer, on=[*by, "time"], how="left")
+        .select(
+            *by,
+            "time",
+            kind=pl.when(pl.col("first") & (pl.col("start") < pl.col("time")))
+            .then(-1)
+            .otherwise(2)
+            .cast(pl.Int8),
+            tie="tie",
+            tie2="tie2",
+            id="id",
+        )
+    )
+    marks = pl.concat(
+        [
+            ranges.select(
+                *by,
+                time="start",
+                kind=pl.lit(0, pl.Int8),
+                tie=-pl.col("end"),
+                tie2=pl.col("id"),
+                id="id",
+            ),
+            points.select(
+                *by,
+                time="t",
+                kind=pl.lit(1, pl.Int8),
+                tie=pl.lit(0, i64),
+                tie2=pl.lit(0, i64),
+                id="id",
+            ),
+            closes,
+        ]
+    ).sort(*by, "time", "kind", "tie", "tie2")
+    step = pl.when(pl.col("kind") == 0).then(1).when(pl.col("kind") == 1).then(0).otherwise(-1)
+    marks = marks.with_columns(depth=step.cum_sum().over(by), pos=pl.int_range(pl.len(), dtype=i64))
+    opened = marks.filter(pl.col("kind") == 0).select(*by, "depth", "pos", parent="id")
+    at = marks.filter((pl.col("kind") == 1) & (pl.col("depth") > 0)).select(
+        *by, "depth", "pos", "id"
+    )
+    hit = (
+        at.join_asof(
+            opened, on="pos", by=[*by, "depth"], strategy="backward", check_sortedness=False
+        )
+        .join(points.select("id", "t"), on="id")
+        .join(ranges.select(parent="id", p_start="start", p_end="end"), on="parent", how="left")
+    )
+    good = pl.col("t").is_between(pl.col("p_start"), pl.col("p_end"))
+    bad = hit.filter(~good.fill_null(False))
+    out = hit.filter(good.fill_null(False)).select("id", "parent")
+    if bad.is_empty():
+        return out
+    groups = bad.select(by).unique()
+    again = enclosing(
+        [
+            (tuple(g), s, e, i)
+            for *g, s, e, i in ranges.join(groups, on=by)
+            .select(*by, "start", "end", "id")
+            .iter_rows()
+        ],
+        [(tuple(g), t, i) for *g, t, i in bad.select(*by, "t", "id").iter_rows()],
+    )
+    fixed = pl.DataFrame(
+        {"id": list(again), "parent": list(again.values())}, schema={"id": i64, "parent": i64}
+    )
+    return pl.concat([out, fixed.filter(pl.col("id").is_in(bad["id"].implode()))])

@@ -1,0 +1,270 @@
+"""Archives read in memory: a .tar, .tar.gz/.tgz or .zip walked like a folder, never extracted.
+
+``open_archive(path)`` lists the regular members of an archive (links, devices and other
+non-regular members are skipped) and returns its root as a ``MemberPath``: the small part of
+``pathlib.Path`` that discovery and the readers use (``name``, ``parent``, ``parents``,
+``parts``, ``/``, ``joinpath``, ``relative_to``, ``read_bytes``, ``iterdir``, ``glob``,
+``exists``, ``is_file``, ``is_dir``). A member prints as ``archive.tar.gz!/run/trace.json``.
+
+Tar members are read into memory when the archive is opened (a compressed tar cannot be read
+at random); zip members are read when asked for. Opened archives are cached per process, keyed
+by path, size and modification time, so a worker that analyses several runs of one archive
+opens it once. A ``MemberPath`` pickles as (archive path, member), so runs found in one process
+can be analysed in another (a process pool, a Dask worker).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import lzma
+import tarfile
+import zipfile
+import zlib
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.limits import max_bytes, too_large
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
+SEP = "!/"
+
+
+def is_archive(path: Path) -> bool:
+    """Return True when ``path``'s name says it is an archive traceana reads."""
+    return path.name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+class Archive:
+    """The regular members of one archive: their names, and their bytes when asked for."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.files: dict[str, int] = {}  # member -> size
+        self._data: dict[str, bytes] = {}
+        self._zip: zipfile.ZipFile | None = None
+        # member -> the zip entry it is read by: the stored name may differ ("./x", "/x",
+        # "a\\x"), and a later link of the same name must not shadow it
+        self._entries: dict[str, zipfile.ZipInfo] = {}
+        self.cap = cap = max_bytes()
+        total = 0
+        try:
+            if self.path.name.lower().endswith(".zip"):
+                self._zip = zipfile.ZipFile(self.path)
+                for info in self._zip.infolist():
+                    name = _clean(info.filename)
+                    mode = (info.external_attr >> 16) & 0o170000
+                    if name and not info.is_dir() and mode in (0, 0o100000):
+                        self.files[name] = info.file_size
+                        self._entries[name] = info
+            else:
+                with tarfile.open(self.path, "r:*") as tar:
+                    for m in tar:
+                        name = _clean(m.name)
+                        if not name or not m.isreg():
+                            continue
+                        total += m.size  # read whole into memory: capped before reading
+                        if total > cap:
+                            raise InputError(self.path, too_large("the archive's members", cap))
+                        fh = tar.extractfile(m)
+                        self._data[name] = fh.read() if fh else b""
+                        self.files[name] = m.size
+        except (
+            OSError,
+            EOFError,
+            tarfile.TarError,
+            zipfile.BadZipFile,
+            ValueError,
+            zlib.error,
+            lzma.LZMAError,
+        ) as e:  # a corrupt compressed stream: zlib's and lzma's own errors
+            raise InputError(
+                self.path,
+                f"not a readable archive ({type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else 'truncated?'})",
+            ) from e
+        self.dirs: set[str] = {""}
+        for name in self.files:
+            parts = name.split("/")[:-1]
+            for i in range(len(parts)):
+                self.dirs.add("/".join(parts[: i + 1]))
+
+    @property
+    def root(self) -> MemberPath:
+        return MemberPath(self, "")
+
+    def read(self, member: str) -> bytes:
+        if member not in self.files:
+            raise FileNotFoundError(2, "no such member", f"{self.path}{SEP}{member}")
+        if self._zip is not None:
+            if self.files[member] > self.cap:  # zipfile reads no more than the size declared
+                raise InputError(f"{self.path}{SEP}{member}", too_large("the member", self.cap))
+            try:
+                return self._zip.read(self._entries[member])
+            except (
+                zipfile.BadZipFile,
+                EOFError,
+                OSError,
+                ValueError,
+                zlib.error,
+                lzma.LZMAError,
+                NotImplementedError,
+                RuntimeError,
+            ) as e:  # corrupt data; an unsupported
+                # compression method (NotImplementedError); encrypted (RuntimeError)
+                raise OSError(f"corrupt member {member}: {e}") from e
+        return self._data[member]
+
+
+def _clean(name: str) -> str:
+    """Return a member name without ``./``, leading or trailing slashes; '' for unsafe ones."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+    return "" if ".." in parts else "/".join(parts)
+
+
+@lru_cache(maxsize=4)
+def _cached(path: str, size: int, mtime_ns: int) -> Archive:
+    return Archive(Path(path))
+
+
+def open_archive(path: str | Path) -> Archive:
+    """Return the archive at ``path``, opened once per process while it is unchanged."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise InputError(p, f"cannot read: {e.strerror or e}") from e
+    return _cached(str(p), st.st_size, st.st_mtime_ns)
+
+
+def _member_path(archive: str, member: str) -> MemberPath:
+    """Unpickle a MemberPath: reopen (or reuse) its archive in this process."""
+    return MemberPath(open_archive(archive), member)
+
+
+class MemberPath:
+    """A file or folder inside an archive, with the Path methods traceana uses."""
+
+    __slots__ = ("archive", "member")
+
+    def __init__(self, archive: Archive, member: str):
+        self.archive = archive
+        self.member = member.strip("/")
+
+    # identity
+    def __str__(self) -> str:
+        return f"{self.archive.path}{SEP}{self.member}"
+
+    def __repr__(self) -> str:
+        return f"MemberPath({str(self)!r})"
+
+    def __reduce__(self):
+        return (_member_path, (str(self.archive.path), self.member))
+
+    def _key(self) -> tuple[str, str]:
+        return (str(self.archive.path), self.member)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MemberPath) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __lt__(self, other: MemberPath) -> bool:
+        return self._key() < other._key()
+
+    # pure path parts
+    @property
+    def _pure(self) -> PurePosixPath:
+        return PurePosixPath(self.member or ".")
+
+    @property
+    def name(self) -> str:
+        return self._pure.name if self.member else ""
+
+    @property
+    def suffix(self) -> str:
+        return self._pure.suffix
+
+    @property
+    def stem(self) -> str:
+        return self._pure.stem
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return tuple(self.member.split("/")) if self.member else ()
+
+    @property
+    def parent(self) -> MemberPath:
+        return MemberPath(self.archive, self.member.rpartition("/")[0])
+
+    @property
+    def parents(self) -> list[MemberPath]:
+        out, p = [], self
+        while p.member:
+            p = p.parent
+            out.append(p)
+        return out
+
+    def joinpath(self, *names: str) -> MemberPath:
+        parts = [self.member, *(str(n) for n in names)]
+        return MemberPath(self.archive, "/".join(p.strip("/") for p in parts if p.strip("/")))
+
+    def __truediv__(self, name: str) -> MemberPath:
+        return self.joinpath(name)
+
+    def relative_to(self, other: MemberPath) -> PurePosixPath:
+        if other.archive.path != self.archive.path:
+            raise ValueError(f"{self} is not in {other}")
+        return self._pure.relative_to(other._pure)
+
+    def resolve(self) -> MemberPath:
+        return self
+
+    # the file system of the archive
+    def exists(self) -> bool:
+        return self.is_file() or self.is_dir()
+
+    def is_file(self) -> bool:
+        return self.member in self.archive.files
+
+    def is_dir(self) -> bool:
+        return self.member in self.archive.dirs
+
+    def read_bytes(self) -> bytes:
+        return self.archive.read(self.member)
+
+    def stat_size(self) -> int:
+        return self.archive.files.get(self.member, 0)
+
+    def iterdir(self):
+        if not self.is_dir():
+            raise NotADirectoryError(20, "not a folder", str(self))
+        prefix = f"{self.member}/" if self.member else ""
+        names = {
+            n[len(prefix) :].split("/")[0]
+            for n in (*self.archive.files, *self.archive.dirs)
+            if n.startswith(prefix) and n != self.member and n[len(prefix) :]
+        }
+        return iter(sorted(self.joinpath(n) for n in names))
+
+    def glob(self, pattern: str):
+        """Return the children whose names match ``pattern`` (one level, as the readers use)."""
+        return (
+            iter([p for p in self.iterdir() if fnmatch.fnmatchcase(p.name, pattern)])
+            if self.is_dir()
+            else iter(())
+        )
+
+    def walk_files(self):
+        """Yield every file below this folder, in path order (folder by folder, as os.walk)."""
+        prefix = f"{self.member}/" if self.member else ""
+        names = [n for n in self.archive.files if n.startswith(prefix)]
+        for n in sorted(names, key=lambda n: (n.split("/")[:-1], n)):
+            yield MemberPath(self.archive, n)
+
+
+def parquet_input(path):
+    """Return what ``pl.read_parquet`` should read: the path itself, or a member's bytes."""
+    return io.BytesIO(path.read_bytes()) if isinstance(path, MemberPath) else path

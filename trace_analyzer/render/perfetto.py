@@ -1,0 +1,369 @@
+"""One run as a Chrome/Perfetto trace (Trace Event Format JSON), annotated with links and gaps.
+
+The document opens in the Perfetto UI (its legacy JSON importer) and in chrome://tracing
+with nothing else installed (docs/graph.md, "Export for the Perfetto UI"):
+
+- one "process" per host process (``<host>/PID:<pid>``) holding its framework and runtime
+  lanes, and one per device (``PID:<pid>/GPU:<n>``, ``.../neuron_hw/NC<lnc>``) holding its
+  hardware lanes; one "thread" per lane, named with the lane's label (``ph: "M"`` records);
+- every event as a complete event (``ph: "X"``) with its own category, its args, and
+  ``event_id``, ``lane``, ``lane_kind`` and its link keys;
+- every link of the edges table as a flow arrow (``ph: "s"`` on the parent, ``ph: "f"``,
+  ``bp: "e"`` on the child, category ``traceana_link``);
+- every gap of ``gaps()`` as a slice named by its cause (category ``traceana_gap``) on a
+  track ``<lane> gaps`` beside its hardware lane.
+
+Times are written like Kineto's: ``ts``/``dur`` in µs with three decimals, relative to
+``baseTimeNanoseconds`` (the run's first event start floored to a whole second), so traceana
+reads the file back to the same integer ns.
+
+The JSON format wants slices on one thread to nest; where events of one lane overlap without
+nesting (a memcpy and a sync on one stream, runtime calls of two threads on one NeuronCore
+lane), the later one goes on an extra track ``<lane> (overlap N)`` beside the lane.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import orjson
+import polars as pl
+
+from trace_analyzer._version import __version__
+from trace_analyzer.analyses.gaps import device_of
+from trace_analyzer.analyses.gaps import gaps as find_gaps
+
+SCHEMA_VERSION = 1
+LINK_CAT, GAP_CAT = "traceana_link", "traceana_gap"
+SECOND_NS = 1_000_000_000
+# Lane order inside a process: framework lanes, then runtime, then hardware.
+KIND_ORDER = {
+    "framework_op": 0,
+    "framework_dispatch": 0,
+    "framework_stream": 0,
+    "annotation": 0,
+    "runtime": 1,
+    "transfer": 1,
+    "sync": 1,
+    "other": 1,
+    "hardware": 2,
+}
+LINK_KEYS = ("correlation", "external_id", "seq_id", "exec_id", "flow_ids")
+# The names the inputs give the link keys in their args; a key already there is not repeated.
+LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequence_id",)}
+GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync_us": "sync_ns"}
+
+
+def build(profile, *, source: str | None = None) -> dict:
+    """Return the trace document of one run (a Profile): a dict ready for JSON."""
+    events = profile.events
+    edges = profile.links()
+    gap_rows = _gap_rows(find_gaps(profile))
+    base = _base(events)
+    tracks = _Tracks(events, gap_rows)
+    trace_events: list[dict] = tracks.metadata()
+    for r in tracks.slices:
+        trace_events.append(_slice(r, tracks.where[r["event_id"]], base))
+    point = tracks.flow_points()
+    for i, (src, dst, hop, method, latency) in enumerate(edges.iter_rows(), start=1):
+        common = {"cat": LINK_CAT, "name": hop, "id": i}
+        (spid, stid), sts = tracks.where[src], point[src]
+        (dpid, dtid), dts = tracks.where[dst], point[dst]
+        trace_events.append(
+            {
+                "ph": "s",
+                **common,
+                "pid": spid,
+                "tid": stid,
+                "ts": _us(sts - base),
+                "args": {"link_method": method, "latency_us": _us(latency)},
+            }
+        )
+        trace_events.append(
+            {"ph": "f", "bp": "e", **common, "pid": dpid, "tid": dtid, "ts": _us(dts - base)}
+        )
+    for g in gap_rows:
+        pid, tid = tracks.gap_track[g["lane"]]
+        trace_events.append(_gap_slice(g, pid, tid, base))
+    header = {
+        "schemaVersion": 1,
+        "traceName": str(source if source is not None else profile.root),
+        "displayTimeUnit": "ns",
+        "baseTimeNanoseconds": base,
+        "traceana": {
+            "schema_version": SCHEMA_VERSION,
+            "version": __version__,
+            "source": str(source if source is not None else profile.root),
+            "root": str(profile.root),
+            "events": events.height,
+            "links": edges.height,
+            "gaps": len(gap_rows),
+            "processes": len(tracks.processes),
+            "tracks": len(tracks.threads),
+        },
+    }
+    ranks = events["rank"].drop_nulls().unique().to_list()
+    if len(ranks) == 1:
+        header["distributedInfo"] = {"rank": ranks[0]}
+    return {**header, "traceEvents": trace_events}
+
+
+def dumps(doc: dict) -> bytes:
+    """Return the document as compact JSON bytes."""
+    return orjson.dumps(doc)
+
+
+def write(doc: dict, path: Path) -> None:
+    """Write the document to ``path``, gzip-compressed when the name ends in ``.gz``."""
+    data = dumps(doc)
+    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+
+
+def _us(ns: int) -> float:
+    """Return ns as µs; three decimals give ns exactly (the shortest float repr is written)."""
+    return ns / 1000
+
+
+def _base(events: pl.DataFrame) -> int:
+    """Return the run's first event start floored to a whole second (0 for no events)."""
+    if events.is_empty():
+        return 0
+    return int(events["start_ns"].min()) // SECOND_NS * SECOND_NS
+
+
+def _gap_rows(result) -> list[dict]:
+    """Return the per-lane gaps as dicts (none when the run has no hardware lane)."""
+    return [] if result.gaps.is_empty() else result.gaps.to_dicts()
+
+
+def _slice(r: dict, where: tuple[int, int], base: int) -> dict:
+    args = _args(r["args_json"])
+    for key in LINK_KEYS:
+        if r[key] is not None and not any(a in args for a in (key, *LINK_ARGS.get(key, ()))):
+            args[key] = r[key]
+    args.update(event_id=r["event_id"], lane=r["lane"], lane_kind=r["lane_kind"])
+    ev = {"ph": "X"}
+    if r["category"] is not None:
+        ev["cat"] = r["category"]
+    ev.update(
+        name=r["name"],
+        pid=where[0],
+        tid=where[1],
+        ts=_us(r["start_ns"] - base),
+        dur=_us(r["duration_ns"]),
+        args=args,
+    )
+    return ev
+
+
+def _args(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {"args_json": text}
+    return value if isinstance(value, dict) else {"args_json": value}
+
+
+def _gap_slice(g: dict, pid: int, tid: int, base: int) -> dict:
+    args = {
+        "lane": g["lane"],
+        "next_op": g["next_op"],
+        "prev_op": g["prev_op"],
+        "next_runtime": g["next_runtime"],
+        "link_method": g["link_method"],
+        "prev_event_id": g["prev_event"],
+        "next_event_id": g["next_event"],
+    }
+    for key, col in GAP_ARGS_US.items():
+        args[key] = None if g[col] is None else _us(g[col])
+    return {
+        "ph": "X",
+        "cat": GAP_CAT,
+        "name": g["cause"],
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(g["start_ns"] - base),
+        "dur": _us(g["duration_ns"]),
+        "args": args,
+    }
+
+
+class _Tracks:
+    """Processes, threads and the slot of every event: which (pid, tid) it is written on.
+
+    pids and tids are small integers assigned here, unique over the document, in display
+    order (host processes first, then devices; in each, framework, runtime, hardware lanes).
+    """
+
+    def __init__(self, events: pl.DataFrame, gap_rows: list[dict]):
+        ev = events.select(
+            "event_id",
+            "name",
+            "category",
+            "lane",
+            "lane_kind",
+            "host",
+            "pid",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "args_json",
+            *LINK_KEYS,
+        ).with_columns(pl.col("lane_kind").cast(pl.String))
+        lanes = (
+            ev.group_by("lane")
+            .agg(
+                host=pl.col("host").first(),
+                pid=pl.col("pid").first(),
+                kinds=pl.col("lane_kind").unique(),
+            )
+            .with_columns(device=device_of(pl.col("lane")))
+        )
+        gap_lanes = {g["lane"] for g in gap_rows}
+        procs: dict[tuple, list[tuple]] = defaultdict(list)
+        for r in lanes.iter_rows(named=True):
+            rank = 2 if "hardware" in r["kinds"] else min(KIND_ORDER.get(k, 1) for k in r["kinds"])
+            if r["device"] != r["lane"] or rank == 2:
+                key = (1, r["device"])  # a device: its hardware lanes
+                name = r["device"]
+            else:
+                key = (0, r["host"] or "", r["pid"] if r["pid"] is not None else -1)
+                name = (f"{r['host']}/" if r["host"] else "") + f"PID:{r['pid']}"
+            procs[key].append((rank, r["lane"], name))
+        self.processes: list[dict] = []  # pid, name, sort index
+        self.threads: list[dict] = []  # pid, tid, name, sort index
+        self.where: dict[int, tuple[int, int]] = {}  # event_id -> (pid, tid)
+        self.slices: list[dict] = []  # the events, in the order they are written
+        self.gap_track: dict[str, tuple[int, int]] = {}  # hardware lane -> its gaps track
+        self._children: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        self._span: dict[int, tuple[int, int]] = {}
+        self._next_tid = 1
+        ordered: list[tuple[int, str]] = []  # (pid, lane), in display order
+        for pid, key in enumerate(sorted(procs, key=_sort_key), start=1):
+            members = sorted(procs[key], key=lambda m: (m[0], _natural(m[1])))
+            self.processes.append({"pid": pid, "name": members[0][2], "sort_index": pid})
+            ordered += [(pid, lane) for _, lane, _ in members]
+        by_lane = {
+            lane: rows
+            for (lane,), rows in ev.sort(
+                "lane", "start_ns", "end_ns", "event_id", descending=[False, False, True, False]
+            )
+            .partition_by("lane", as_dict=True, maintain_order=True)
+            .items()
+        }
+        # Lay each lane's events out on properly nested tracks, in display order.
+        for pid, lane in ordered:
+            self._layout(pid, lane, by_lane[lane].to_dicts())
+            if lane in gap_lanes:
+                self.gap_track[lane] = (pid, self._thread(pid, f"{lane} gaps"))
+
+    def _thread(self, pid: int, name: str) -> int:
+        tid = self._next_tid
+        self._next_tid += 1
+        self.threads.append({"pid": pid, "tid": tid, "name": name, "sort_index": tid})
+        return tid
+
+    def _layout(self, pid: int, lane: str, rows: list[dict]) -> None:
+        """Assign each event of a lane (sorted by start, longer first) to the first track
+        where it nests: track 0 is the lane, the others its overlap tracks."""
+        stacks: list[list[tuple[int, int]]] = []  # per track: open (end, event_id)
+        tids: list[int] = []
+        for r in rows:
+            s, e, eid = r["start_ns"], r["end_ns"], r["event_id"]
+            k = 0
+            while True:
+                if k == len(stacks):
+                    stacks.append([])
+                    tids.append(self._thread(pid, lane if k == 0 else f"{lane} (overlap {k})"))
+                stack = stacks[k]
+                while stack and stack[-1][0] <= s:
+                    stack.pop()
+                if not stack or e <= stack[-1][0]:
+                    break
+                k += 1
+            if stack:
+                self._children[stack[-1][1]].append((s, e))
+            stack.append((e, eid))
+            self.where[eid] = (pid, tids[k])
+            self._span[eid] = (s, e)
+            self.slices.append(r)
+
+    def flow_points(self) -> dict[int, int]:
+        """Return, per event, the time (ns) where a flow binds to it: its start, unless a
+        slice nested in it starts there too; then a moment inside it that no nested slice
+        covers (the flow then binds to this slice, not to the nested one)."""
+        out = {}
+        for eid, (s, e) in self._span.items():
+            kids = self._children.get(eid)
+            if not kids or all(ks > s for ks, _ in kids):
+                out[eid] = s
+                continue
+            cursor, t = s, s
+            for ks, ke in sorted(kids):
+                if ks - cursor >= 2:
+                    t = (cursor + ks) // 2
+                    break
+                cursor = max(cursor, ke)
+            else:
+                if e - cursor >= 2:
+                    t = (cursor + e) // 2
+            out[eid] = t
+        return out
+
+    def metadata(self) -> list[dict]:
+        """Return the ``ph: "M"`` records naming and ordering every process and thread."""
+        out: list[dict] = []
+        for p in self.processes:
+            out.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": p["pid"],
+                    "tid": 0,
+                    "args": {"name": p["name"]},
+                }
+            )
+            out.append(
+                {
+                    "ph": "M",
+                    "name": "process_sort_index",
+                    "pid": p["pid"],
+                    "tid": 0,
+                    "args": {"sort_index": p["sort_index"]},
+                }
+            )
+        for t in self.threads:
+            out.append(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": t["pid"],
+                    "tid": t["tid"],
+                    "args": {"name": t["name"]},
+                }
+            )
+            out.append(
+                {
+                    "ph": "M",
+                    "name": "thread_sort_index",
+                    "pid": t["pid"],
+                    "tid": t["tid"],
+                    "args": {"sort_index": t["sort_index"]},
+                }
+            )
+        return out
+
+
+def _sort_key(key: tuple) -> tuple:
+    """Host processes first (by host, pid), then devices (by label, numbers as numbers)."""
+    return (key[0], _natural(str(key[1])), key[2] if len(key) > 2 else 0)
+
+
+def _natural(text: str) -> tuple:
+    """Return a sort key that orders the numbers in a label by value: stream:7 < stream:23."""
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", text)))
