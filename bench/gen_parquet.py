@@ -6,7 +6,7 @@
 
 From Python (bench runners, tests): ``write(out_dir, events, seed=0) -> rows written``.
 
-The export looks like fixtures/make_fixtures.py's (schema 7.4.0, format notes §2.1), for a
+The export looks like fixtures/make_fixtures.py's (schema 7.4.0, docs/neuron-formats.md §2.1), for a
 multi-process eager training job: one process (rank) per logical NeuronCore, each running
 STEPS x ProfilerStep#N, each step one pass over a layer template repeated (linear/addmm,
 layer_norm, gelu, add, mul, softmax). Every leaf op is laid out as the RMSNorm fixture does

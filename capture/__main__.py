@@ -26,10 +26,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", type=int, default=2)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--active", type=int, default=1)
-    p.add_argument("--modes", default="DEVICE,RUNTIME",
-                   help="Neuron ProfileMode values (DEVICE reserves about 5 GB of HBM on Trn2)")
-    p.add_argument("--nc", dest="capture_enabled_for_nc", default="0",
-                   help="Neuron cores to capture, e.g. 0,1,2-5")
+    p.add_argument(
+        "--modes",
+        default="DEVICE,RUNTIME",
+        help="Neuron ProfileMode values (DEVICE reserves about 5 GB of HBM on Trn2)",
+    )
+    p.add_argument(
+        "--nc",
+        dest="capture_enabled_for_nc",
+        default="0",
+        help="Neuron cores to capture, e.g. 0,1,2-5",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -48,9 +55,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    options = dict(steps=args.steps, wait=args.wait, warmup=args.warmup, active=args.active,
-                   neuron=NeuronOptions(modes=tuple(args.modes.split(",")),
-                                        capture_enabled_for_nc=args.capture_enabled_for_nc))
+    options = dict(
+        steps=args.steps,
+        wait=args.wait,
+        warmup=args.warmup,
+        active=args.active,
+        neuron=NeuronOptions(
+            modes=tuple(args.modes.split(",")), capture_enabled_for_nc=args.capture_enabled_for_nc
+        ),
+    )
     try:
         if args.command == "run":
             module, _, name = args.target.partition(":")
@@ -63,8 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         for v in variants:
             step = rmsnorm_step(v, backend, args.shape, args.dtype, device_for(backend))
             out = args.out / v if args.variant == "all" else args.out
-            where = profile(step, out, backend=backend, workload="rmsnorm", variant=v,
-                            shape=list(args.shape), dtype=args.dtype, **options)
+            where = profile(
+                step,
+                out,
+                backend=backend,
+                workload="rmsnorm",
+                variant=v,
+                shape=list(args.shape),
+                dtype=args.dtype,
+                **options,
+            )
             print(f"wrote {where}")
     except (ImportError, ValueError, AttributeError) as e:
         print(f"capture: error: {e}", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 - neuron: activities CPU and PrivateUse1, ``experimental_config=NeuronConfig(...)`` and
   ``on_trace_ready=NeuronProfiler(config).export_trace`` from ``torch_neuronx.profiling``,
-  ``torch.neuron.synchronize()`` in the loop (format notes §4.1).
+  ``torch.neuron.synchronize()`` in the loop (docs/neuron-formats.md §4.1).
 - cuda: activities CPU and CUDA, ``torch.cuda.synchronize()``.
 - cpu: activity CPU.
 """
@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 BACKENDS = ("auto", "neuron", "cuda", "cpu")
-NO_NEURONX = ("backend 'neuron' needs torch-neuronx from AWS's Neuron repository "
-              "(the PyPI package of that name is a 2022 placeholder)")
+NO_NEURONX = (
+    "backend 'neuron' needs torch-neuronx from AWS's Neuron repository "
+    "(the PyPI package of that name is a 2022 placeholder)"
+)
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Backend:
 
 def session_dir(out: Path) -> Path:
     """Return a new ``<host>_pid_<pid>/<YYYYMMDD_HHMMSS_mmm>`` folder under ``out``."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     stamp = now.strftime("%Y%m%d_%H%M%S_") + f"{now.microsecond // 1000:03d}"
     host = socket.gethostname().replace("/", "-") or "localhost"
     folder = out / f"{host}_pid_{os.getpid()}" / stamp
@@ -73,30 +76,37 @@ def resolve(name: str, torch, out: Path, neuron_options) -> Backend:
     return {"neuron": _neuron, "cuda": _cuda, "cpu": _cpu}[name](torch, out, neuron_options)
 
 
-def _kineto(torch, out: Path, name: str, device: str, activities: list,
-            synchronize: Callable[[], None]) -> Backend:
+def _kineto(
+    torch, out: Path, name: str, device: str, activities: list, synchronize: Callable[[], None]
+) -> Backend:
     folder: list[Path] = []
 
     def export(prof) -> None:
         folder.append(session_dir(out))
         prof.export_chrome_trace(str(folder[-1] / "trace.json"))
 
-    return Backend(name=name, device_name=device, activities=activities, synchronize=synchronize,
-                   on_trace_ready=export, trace_dir=lambda: folder[-1] if folder else None)
+    return Backend(
+        name=name,
+        device_name=device,
+        activities=activities,
+        synchronize=synchronize,
+        on_trace_ready=export,
+        trace_dir=lambda: folder[-1] if folder else None,
+    )
 
 
 def _cpu(torch, out: Path, _options) -> Backend:
     import platform
 
     acts = [torch.profiler.ProfilerActivity.CPU]
-    return _kineto(torch, out, "cpu", platform.processor() or platform.machine(), acts,
-                   lambda: None)
+    return _kineto(
+        torch, out, "cpu", platform.processor() or platform.machine(), acts, lambda: None
+    )
 
 
 def _cuda(torch, out: Path, _options) -> Backend:
     acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-    return _kineto(torch, out, "cuda", torch.cuda.get_device_name(), acts,
-                   torch.cuda.synchronize)
+    return _kineto(torch, out, "cuda", torch.cuda.get_device_name(), acts, torch.cuda.synchronize)
 
 
 def _neuron(torch, out: Path, options) -> Backend:
@@ -105,10 +115,16 @@ def _neuron(torch, out: Path, options) -> Backend:
         raise ImportError(NO_NEURONX)
     from torch_neuronx.profiling import NeuronConfig, NeuronProfiler, ProfileMode
 
-    params = {"modes": [getattr(ProfileMode, m) for m in options.modes],
-              "profile_output_dir": str(out)}
-    for key in ("capture_enabled_for_nc", "max_events_per_nc", "neff_cache_dir",
-                "precache_node_info"):
+    params = {
+        "modes": [getattr(ProfileMode, m) for m in options.modes],
+        "profile_output_dir": str(out),
+    }
+    for key in (
+        "capture_enabled_for_nc",
+        "max_events_per_nc",
+        "neff_cache_dir",
+        "precache_node_info",
+    ):
         if getattr(options, key) is not None:
             params[key] = getattr(options, key)
     config = NeuronConfig(**params)
@@ -119,9 +135,18 @@ def _neuron(torch, out: Path, options) -> Backend:
         traces = sorted(out.glob("*_pid_*/**/trace.json"), key=lambda p: p.stat().st_mtime)
         return traces[-1].parent if traces else None
 
-    return Backend(name="neuron", device_name="neuron", activities=acts, synchronize=sync,
-                   on_trace_ready=NeuronProfiler(config).export_trace, trace_dir=trace_dir,
-                   experimental_config=config,
-                   neuronx_version=getattr(tnx, "__version__", None),
-                   extra={"neuron_config": {k: v if k != "modes" else list(options.modes)
-                                            for k, v in params.items()}})
+    return Backend(
+        name="neuron",
+        device_name="neuron",
+        activities=acts,
+        synchronize=sync,
+        on_trace_ready=NeuronProfiler(config).export_trace,
+        trace_dir=trace_dir,
+        experimental_config=config,
+        neuronx_version=getattr(tnx, "__version__", None),
+        extra={
+            "neuron_config": {
+                k: v if k != "modes" else list(options.modes) for k, v in params.items()
+            }
+        },
+    )

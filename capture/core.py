@@ -10,10 +10,11 @@ import os
 import platform
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .backends import Backend, resolve, session_dir
 
@@ -22,7 +23,7 @@ CAPTURE_JSON = "capture.json"
 
 @dataclass
 class NeuronOptions:
-    """torch_neuronx.profiling.NeuronConfig parameters (format notes §4.1).
+    """torch_neuronx.profiling.NeuronConfig parameters (docs/neuron-formats.md §4.1).
 
     ``modes`` names ProfileMode values: DEVICE (.neff/.ntff; reserves about 5 GB of HBM on
     Trn2), RUNTIME (ntrace.pb, trace_info.pb), CPU_UTIL (cpu_util.pb), HOST_MEMORY
@@ -73,16 +74,30 @@ def require_torch():
     try:
         import torch
     except ImportError as e:
-        raise ImportError("capture needs PyTorch: pip install 'traceana[capture]' "
-                          "(on Trainium, torch-neuronx from AWS's Neuron repository)") from e
+        raise ImportError(
+            "capture needs PyTorch: pip install 'traceana[capture]' "
+            "(on Trainium, torch-neuronx from AWS's Neuron repository)"
+        ) from e
     return torch
 
 
-def profile(step_fn: Callable[[], Any], out_dir: str | Path, *, steps: int = 4, wait: int = 2,
-            warmup: int = 1, active: int = 1, backend: str = "auto",
-            neuron: NeuronOptions | None = None, record_shapes: bool = True,
-            with_stack: bool = False, workload: str | None = None, variant: str | None = None,
-            shape: list[int] | None = None, dtype: str | None = None) -> Path:
+def profile(
+    step_fn: Callable[[], Any],
+    out_dir: str | Path,
+    *,
+    steps: int = 4,
+    wait: int = 2,
+    warmup: int = 1,
+    active: int = 1,
+    backend: str = "auto",
+    neuron: NeuronOptions | None = None,
+    record_shapes: bool = True,
+    with_stack: bool = False,
+    workload: str | None = None,
+    variant: str | None = None,
+    shape: list[int] | None = None,
+    dtype: str | None = None,
+) -> Path:
     """Run ``step_fn`` ``steps`` times under the profiler; return the folder holding trace.json.
 
     The device is synchronised inside the loop before each ``prof.step()``. Neuron captures
@@ -92,16 +107,21 @@ def profile(step_fn: Callable[[], Any], out_dir: str | Path, *, steps: int = 4, 
     torch = require_torch()
     schedule = Schedule(wait, warmup, active)
     if steps < schedule.first_active + active:
-        raise ValueError(f"steps={steps} ends before the active steps "
-                         f"(wait {wait} + warmup {warmup} + active {active})")
+        raise ValueError(
+            f"steps={steps} ends before the active steps "
+            f"(wait {wait} + warmup {warmup} + active {active})"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     chosen = resolve(backend, torch, out, neuron or NeuronOptions())
-    kwargs = dict(activities=chosen.activities,
-                  schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active),
-                  on_trace_ready=chosen.on_trace_ready, record_shapes=record_shapes,
-                  with_stack=with_stack)
+    kwargs = dict(
+        activities=chosen.activities,
+        schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active),
+        on_trace_ready=chosen.on_trace_ready,
+        record_shapes=record_shapes,
+        with_stack=with_stack,
+    )
     if chosen.experimental_config is not None:
         kwargs["experimental_config"] = chosen.experimental_config
     with torch.profiler.profile(**kwargs) as prof:
@@ -111,13 +131,27 @@ def profile(step_fn: Callable[[], Any], out_dir: str | Path, *, steps: int = 4, 
             prof.step()
     where = chosen.trace_dir() or out
     info = CaptureInfo(
-        backend=chosen.name, device=chosen.device_name, torch_version=torch.__version__,
-        torch_neuronx_version=chosen.neuronx_version, workload=workload, variant=variant,
-        steps=steps, schedule=asdict(schedule), shape=shape, dtype=dtype,
-        command=[Path(sys.argv[0]).name, *sys.argv[1:]], started_at=started.isoformat(),
-        host=socket.gethostname(), pid=os.getpid(),
-        extra={"python": platform.python_version(), "record_shapes": record_shapes,
-               "with_stack": with_stack, **chosen.extra})
+        backend=chosen.name,
+        device=chosen.device_name,
+        torch_version=torch.__version__,
+        torch_neuronx_version=chosen.neuronx_version,
+        workload=workload,
+        variant=variant,
+        steps=steps,
+        schedule=asdict(schedule),
+        shape=shape,
+        dtype=dtype,
+        command=[Path(sys.argv[0]).name, *sys.argv[1:]],
+        started_at=started.isoformat(),
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        extra={
+            "python": platform.python_version(),
+            "record_shapes": record_shapes,
+            "with_stack": with_stack,
+            **chosen.extra,
+        },
+    )
     (where / CAPTURE_JSON).write_text(json.dumps(asdict(info), indent=2) + "\n")
     return where
 

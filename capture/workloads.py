@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 VARIANTS = ("naive", "fused", "compiled")
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -15,8 +15,9 @@ def rmsnorm_naive(x, weight, eps):
     return x * (variance + eps).rsqrt() * weight
 
 
-def rmsnorm_step(variant: str, backend: str, shape=(4, 512), dtype: str = "bf16",
-                 device=None) -> Callable[[], object]:
+def rmsnorm_step(
+    variant: str, backend: str, shape=(4, 512), dtype: str = "bf16", device=None
+) -> Callable[[], object]:
     """Return a step function running one RMSNorm variant on ``device``.
 
     The naive variant's epsilon is a CPU-side scalar tensor, as in the guide: on Trainium
@@ -36,8 +37,9 @@ def rmsnorm_step(variant: str, backend: str, shape=(4, 512), dtype: str = "bf16"
         return lambda: rmsnorm_naive(x, weight, eps)
     if variant == "fused":
         return lambda: torch.rms_norm(x, (shape[-1],), weight, EPS)
-    compiled = torch.compile(rmsnorm_naive, fullgraph=True,
-                             **({"backend": "neuron"} if backend == "neuron" else {}))
+    compiled = torch.compile(
+        rmsnorm_naive, fullgraph=True, **({"backend": "neuron"} if backend == "neuron" else {})
+    )
     compiled(x, weight, EPS)  # compile outside the profiled steps
     return lambda: compiled(x, weight, EPS)
 

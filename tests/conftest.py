@@ -16,7 +16,7 @@ from trace_analyzer.cli import cli
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hta"
 CORPUS_DATA = CORPUS / "tests" / "data"
 
-# The SystemProfileEvents columns of Explorer schema 7.4.0 (format notes §2.1).
+# The SystemProfileEvents columns of Explorer schema 7.4.0 (docs/neuron-formats.md §2.1).
 EXPLORER_COLUMNS: dict[str, pl.DataType] = {
     "id": pl.Int64,
     "name": pl.String,

@@ -1,7 +1,7 @@
 """Links (the edges table) and chains, on tiny traces written inline.
 
 Each test builds the smallest trace that shows one linking rule (trace_analyzer/link.py
-docstring; format notes §3.5 for Neuron) and checks which parent each event gets and by
+docstring; docs/neuron-formats.md §3.5 for Neuron) and checks which parent each event gets and by
 which method. Expected values come only from the inline inputs.
 """
 

@@ -1,4 +1,4 @@
-"""Discovery: Neuron capture layouts (format notes §1.3), NEFF/NTFF pairing (§1.4), runs and ranks."""
+"""Discovery: Neuron capture layouts (docs/neuron-formats.md §1.3), NEFF/NTFF pairing (§1.4), runs and ranks."""
 
 from __future__ import annotations
 

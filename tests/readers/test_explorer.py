@@ -13,7 +13,7 @@ import trace_analyzer as ta
 T = 1_793_620_800_001_000_000  # epoch ns
 INST, PID = "i-x", 1
 
-# One eager op in Explorer's rows (format notes §2.1, the reconstructed SystemProfileEvents).
+# One eager op in Explorer's rows (docs/neuron-formats.md §2.1, the reconstructed SystemProfileEvents).
 ROWS = [
     dict(id=4611686018427389506, name="aten::mul [trace.json]", start_ts=T + 10_250,
          end_ts=T + 45_375, trace_event_source="framework", instance_id=INST, process_id=PID,

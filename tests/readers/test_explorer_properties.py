@@ -1,7 +1,7 @@
 """Every analysis accepts any events table the Neuron Explorer readers can produce, and every
 renderer accepts every result: the twin of test_analyses_properties.py for Explorer exports.
 
-Generated SystemProfileEvents tables (schema 7.4.0, format notes §2.1, written with
+Generated SystemProfileEvents tables (schema 7.4.0, docs/neuron-formats.md §2.1, written with
 conftest's write_parquet in the fixtures' ``explorer/parquet/`` layout, and the same rows as
 a legacy ``explorer/json/system_profile.json``, §2.2): 0..N framework ops, runtime
 ``nrta_execute_schedule``/``kbl_exec_wait`` calls and hardware ``nc_exec_running``
@@ -35,7 +35,7 @@ from trace_analyzer.analyses.chain import chain_result
 from trace_analyzer.analyses.diff import diff
 from trace_analyzer.analyses.gaps import gaps_result
 
-T0 = 1_793_620_800_000_000_000  # epoch ns (format notes §4.4)
+T0 = 1_793_620_800_000_000_000  # epoch ns (docs/neuron-formats.md §4.4)
 INST, PID, MAIN_TID, WORKER_TID = "i-0123456789abcdef0", 4242, 4242, 4250
 PROC = f"{INST}/PID:{PID}"
 OPS = ("aten::mul", "aten::add", "aten::rsqrt", "aten::mean")
@@ -175,7 +175,7 @@ def exports(draw) -> Made:
         if shape in ("bare", "collective"):  # no flow, no exec_id: only time can link it
             hardware("nc_exec_running" if shape == "bare" else "cc_running", nc, hw0, hw1, ANY,
                      edges=edges and shape == "bare")
-        if shape == "transfer":  # host-to-device copy (format notes §2.1, §3.3)
+        if shape == "transfer":  # host-to-device copy (docs/neuron-formats.md §2.1, §3.3)
             c1 = t + draw(duration)
             runtime("nrt_tensor_write", nc, t, c1, tid=WORKER_TID)
             row("dmem_buf_copyin", "neuron_rt", t, c1, nc_idx=nc, thread_id=WORKER_TID,

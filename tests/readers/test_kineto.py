@@ -220,7 +220,7 @@ def test_gpu_and_host_lane_labels(tmp_path):
     assert (gemm["pid"], gemm["device"], gemm["stream"]) == (HOST, 1, 7)
 
 
-NEURON_EVENTS = [  # format notes §4.4, the reconstructed RMSNorm trace.json
+NEURON_EVENTS = [  # docs/neuron-formats.md §4.4, the reconstructed RMSNorm trace.json
     X("user_annotation", "ProfilerStep#3", 1000.0, 900.0, pid=HOST, tid=HOST, **{"External id": 1}),
     X("cpu_op", "aten::pow", 1010.25, 35.125, pid=HOST, tid=HOST, **{"External id": 2}),
     X("privateuse1_runtime", "aten::pow", 1015.0, 20.0, pid=HOST, tid=HOST, correlation=2),

@@ -1,6 +1,6 @@
 """Neuron Explorer Parquet export: ``SystemProfileEvents[_N].parquet`` and its companions.
 
-Columns are those of schema 7.4.0 (format notes §2.1). The version is read from
+Columns are those of schema 7.4.0 (docs/neuron-formats.md §2.1). The version is read from
 ``Metadata.parquet`` when present; an unknown major version is a warning, and the tables are
 then read by column name. A missing required column is an error that names it.
 

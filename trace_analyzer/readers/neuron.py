@@ -1,6 +1,6 @@
 """Neuron Explorer's lanes and event kinds, shared by the Parquet and legacy JSON readers.
 
-Lanes follow Explorer's default grouping since Neuron 2.31 (format notes §3.1):
+Lanes follow Explorer's default grouping since Neuron 2.31 (docs/neuron-formats.md §3.1):
 ``<instance>/PID:<pid>/framework/TID:<tid>``, ``.../framework/Stream:<n>``,
 ``.../neuron_rt/NC:<lnc>``, ``.../neuron_hw/NC<lnc>:<pcore>``.
 """
@@ -11,7 +11,7 @@ import polars as pl
 
 from trace_analyzer.core.intervals import enclosing
 
-# Runtime events that move data between host and device (format notes §3.3, §2.1).
+# Runtime events that move data between host and device (docs/neuron-formats.md §3.3, §2.1).
 TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_tensor_read")
 # Hardware-lane events that keep a NeuronCore busy (§3.4): executions and collectives.
 EXECUTIONS = ("nc_exec_running", "cc_running")
@@ -75,7 +75,7 @@ def mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
 
     Explorer's copy of trace.json drops the Kineto category, so a PrivateUse1 dispatch event
     and its aten op look alike on a TID lane. The dispatch is named after its op and nested
-    in it (format notes §4.4): a framework_op directly inside a framework_op of the same name
+    in it (docs/neuron-formats.md §4.4): a framework_op directly inside a framework_op of the same name
     is a framework_dispatch.
     """
     ops = df.with_row_index("_row").filter(pl.col("lane_kind") == "framework_op")
