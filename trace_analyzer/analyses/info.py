@@ -6,7 +6,7 @@ import polars as pl
 
 from trace_analyzer.analyses.chain import chains, coverage
 from trace_analyzer.core.profile import Profile, undecoded_hardware
-from trace_analyzer.readers.common import read_capture_json
+from trace_analyzer.inputs.capture import read_capture_json
 
 SCHEMA_VERSION = 1
 

@@ -204,7 +204,7 @@ def _ts(ns: int | None) -> datetime | None:
 
 
 def _capture_info(run: Run) -> dict:
-    from trace_analyzer.readers.common import read_capture_json
+    from trace_analyzer.inputs.capture import read_capture_json
 
     for path in sorted(run.captures, key=str):
         doc = read_capture_json(path)

@@ -144,7 +144,7 @@ def _is_json(name: str) -> bool:
     return name.endswith(".json") or name.endswith(".json.gz")
 
 
-def discover(path: str | Path) -> list[Run]:
+def discover(path: str | Path, *, max_bytes: int | None = None) -> list[Run]:
     """Return the runs under ``path`` (a folder, a single file, or an archive), in path order.
 
     An archive (.tar, .tar.gz/.tgz, .zip) is read in memory and walked like a folder; its

@@ -34,7 +34,9 @@ def sniff(doc: object) -> str | None:
     return None
 
 
-def read_source(src: Source, keep_args: bool = False) -> ReadResult | None:
+def read_source(
+    src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+) -> ReadResult | None:
     """Read one source; return None when a JSON file found in a folder is not a trace.
 
     A file the user named directly must be a trace: anything else is an InputError.

@@ -14,7 +14,7 @@ import polars as pl
 
 from trace_analyzer.core.schema import conform, empty_events
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.discover import CAPTURE_JSON, Source
+from trace_analyzer.inputs.discover import Source
 from trace_analyzer.inputs.limits import max_bytes, too_large
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -68,21 +68,6 @@ def load_json(path: Path) -> object:
     except orjson.JSONDecodeError as e:
         hint = " (truncated?)" if e.pos >= len(data.rstrip()) - 1 else ""
         raise InputError(path, f"not valid JSON{hint}: {e}") from e
-
-
-def read_capture_json(path: Path) -> dict | None:
-    """Return the parsed capture.json written by capture/, or None when absent or unreadable."""
-    try:
-        doc = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def capture_backend(folder: Path) -> str | None:
-    """Return the backend a capture.json in ``folder`` names (cpu, cuda, neuron), if any."""
-    doc = read_capture_json(folder / CAPTURE_JSON)
-    return doc.get("backend") if doc else None
 
 
 def json_text(value: object) -> str | None:

@@ -20,13 +20,13 @@ import polars as pl
 from trace_analyzer.core.schema import conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.capture import capture_backend
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.inputs.limits import max_bytes, too_large
 from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
     assign_steps,
-    capture_backend,
     finish,
     json_text,
 )
