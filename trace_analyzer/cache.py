@@ -1,73 +1,47 @@
 """The analysis cache: a loaded run's events and edges tables, kept as Parquet for next time.
 
 Loading is most of an analysis (parse, label, deduplicate, link). The second analysis of an
-unchanged run reads the two tables back instead; an analysis may also keep its own result
-beside them (``gaps`` does, per set of options), under the same key. An entry is keyed by the run's files:
-path, size, modification and change time and inode of every file the run is made of (its
-sources, capture.json, NEFF/NTFF and raw traces), plus traceana's version and this format's;
-any change to one of them is a miss, and the entry is rebuilt.
+unchanged run reads the two tables back instead; ``gaps`` results are kept beside them, per
+set of options, under the same key. An entry is keyed by the run's fingerprint
+(``inputs/fingerprint.py``: path, size, modification and change time and inode of every
+file the run is made of), plus traceana's version and this format's; any change to one of
+them is a miss, and the entry is rebuilt.
 
-Where (docs/cache.md): ``--cache-dir DIR`` or ``TRACEANA_CACHE_DIR``; otherwise
-``.traceana-cache/`` inside the folder the user named, so that nothing is written outside
-the path the user named. A single file named directly has no cache unless a folder is
-given; archives are never cached. Every cache folder holds a ``CACHEDIR.TAG``, and
-discovery skips folders that do. ``--no-cache`` (or ``TRACEANA_NO_CACHE=1``) turns it off. The Python API
-(``load``, ``load_runs``) uses no cache unless inside ``cache.configured(...)``. A cache that
-cannot be written (a read-only folder, a full disk) is skipped silently: it only saves time.
+The cache sits at the edge: loading (``core.profile``) and analysing (``analyses``) know
+nothing of it; a ``Cache`` wraps them for the CLI (and for a library user who asks:
+``ta.load(path, cache=True)``).
+
+Where (docs/cache.md): ``Cache(folder=DIR)`` (the CLI's ``--cache-dir`` or
+``TRACEANA_CACHE_DIR``); otherwise ``.traceana-cache/`` inside the folder the user named, so
+that nothing is written outside the path the user named. A single file named directly has
+no cache unless a folder is given; archives are never cached. Every cache folder holds a
+``CACHEDIR.TAG``, and discovery skips folders that do. A cache that cannot be written (a
+read-only folder, a full disk) is skipped silently: it only saves time.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
-import os
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
 import polars as pl
 
 from trace_analyzer._version import __version__
+from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
+from trace_analyzer.atomic import write_atomic
+from trace_analyzer.core.profile import Profile, check_strict, one_run, read_run
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
-from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, run_files
+from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, discover
+from trace_analyzer.inputs.fingerprint import fingerprint
+from trace_analyzer.readers import ReadResult
 
 # Raised whenever what is stored, or what a stored result would hold, changes within one
-# traceana version (2: zero-length executions at the window's edges counted by gaps).
-FORMAT = 2
-
-
-@dataclass(frozen=True)
-class Settings:
-    enabled: bool = False  # the library does not write unasked; the CLI turns the cache on
-    folder: Path | None = None  # explicit cache folder; None: inside the named folder
-
-
-_settings: contextvars.ContextVar[Settings] = contextvars.ContextVar("cache", default=Settings())
-
-
-@contextlib.contextmanager
-def configured(enabled: bool = True, folder: Path | None = None):
-    """Use these cache settings for the loads inside the block."""
-    token = _settings.set(Settings(enabled, folder))
-    try:
-        yield
-    finally:
-        _settings.reset(token)
-
-
-def folder_for(named: Path | str) -> Path | None:
-    """Return the cache folder for a load of the path the user named, or None for no cache."""
-    s = _settings.get()
-    if not s.enabled or isinstance(named, MemberPath):
-        return None
-    if s.folder is not None:
-        return Path(s.folder)
-    named = Path(named)
-    return named / DIR_NAME if named.is_dir() else None
-
+# traceana version (2: zero-length executions at the window's edges counted by gaps;
+# 3: keyed by the shared run fingerprint).
+FORMAT = 3
 
 TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -75,25 +49,126 @@ TAG = (
 )
 
 
+@dataclass(frozen=True)
+class Entry:
+    """Where one loaded run's entry lives, and its key: results are cached under it too."""
+
+    folder: Path
+    stem: Path
+    key: str
+
+
+@dataclass(frozen=True)
+class Cache:
+    """The analysis cache of one command: loads through it read and write entries.
+
+    ``enabled``: False reads and writes nothing. ``folder``: the cache folder; None keeps
+    it inside the folder the user named (and no cache for a named file or archive).
+    """
+
+    enabled: bool = True
+    folder: Path | None = None
+    _entries: dict[str, Entry] = field(default_factory=dict, compare=False, repr=False)
+
+    def folder_for(self, named: str | Path) -> Path | None:
+        """Return the cache folder for a load of the path the user named, or None."""
+        if not self.enabled or isinstance(named, MemberPath):
+            return None
+        if self.folder is not None:
+            return Path(self.folder)
+        named = Path(named)
+        return named / DIR_NAME if named.is_dir() else None
+
+    def load_runs(
+        self,
+        path: str | Path,
+        *,
+        args: bool = False,
+        strict: bool = False,
+        max_bytes: int | None = None,
+    ) -> list[Profile]:
+        """``core.profile.load_runs`` through the cache."""
+        folder = self.folder_for(path)
+        return [
+            self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
+            for run in discover(path, max_bytes=max_bytes)
+        ]
+
+    def load(
+        self,
+        path: str | Path,
+        *,
+        args: bool = False,
+        strict: bool = False,
+        max_bytes: int | None = None,
+    ) -> Profile:
+        """``core.profile.load`` through the cache."""
+        run = one_run(path, discover(path, max_bytes=max_bytes))
+        return self.load_run(
+            run, self.folder_for(path), args=args, strict=strict, max_bytes=max_bytes
+        )
+
+    def load_run(
+        self,
+        run: Run,
+        folder: Path | None,
+        *,
+        args: bool = False,
+        strict: bool = False,
+        max_bytes: int | None = None,
+    ) -> Profile:
+        """Return the run read back from ``folder``, or read afresh and stored there."""
+        k = key(run, args) if folder is not None else None
+        if folder is None or k is None:
+            return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
+        entry = Entry(folder, _stem(folder, run, args), k)
+        profile = _read_entry(entry, run)
+        if profile is None:
+            profile = read_run(run, args=args, max_bytes=max_bytes)
+            if not _write_entry(entry, profile):
+                return check_strict(profile, strict)
+        self._entries[str(profile.root)] = entry
+        return check_strict(profile, strict)
+
+    def gaps(
+        self,
+        profile: Profile,
+        *,
+        step: int | None = None,
+        span: tuple[int, int] | None = None,
+        min_gap_ns: int = 0,
+        lanes: str | None = None,
+    ) -> GapsResult:
+        """``analyses.gaps.gaps`` with its result kept beside the run's entry, per options."""
+        options = {"step": step, "span": span, "min_gap_ns": min_gap_ns, "lanes": lanes}
+        entry = self._entries.get(str(profile.root))
+        if entry is None:
+            return gaps(profile, **options)  # type: ignore[arg-type]
+        hit = _read_gaps(entry, options)
+        if hit is not None:
+            return replace(hit, root=str(profile.root))
+        result = gaps(profile, **options)  # type: ignore[arg-type]
+        if result.summary["executions"]:
+            _write_gaps(entry, options, result)
+        return result
+
+
 def key(run: Run, args: bool) -> str | None:
-    """Return the digest of everything an entry depends on; None when a file cannot be stat'd.
+    """Return the digest of everything an entry depends on; None when it cannot be had.
 
     Computed before the run is read, so that a file changing during the read makes the
-    entry's key stale rather than the entry.
+    entry's key stale rather than the entry. Runs inside archives are not cached.
     """
     h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0{run.root}\0".encode())
     for src in run.sources:  # a file named directly must be a trace; found in a folder, may not
         h.update(f"{src.path}\0{src.kind}\0{src.named}\0".encode())
     try:
-        for f in sorted({*run_files(run), *(p for p, _ in run.skipped)}, key=str):
-            if isinstance(f, MemberPath):
-                return None
-            st = f.stat()
-            h.update(
-                f"{f}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0".encode()
-            )
+        fp = fingerprint(run)
     except OSError:
         return None
+    if fp.in_archive or isinstance(run.root, MemberPath):
+        return None
+    h.update(fp.digest.encode())
     return h.hexdigest()
 
 
@@ -102,121 +177,47 @@ def _stem(folder: Path, run: Run, args: bool) -> Path:
     return folder / name
 
 
-def load(folder: Path, run: Run, args: bool, k: str | None) -> dict | None:
-    """Return the cached pieces of a run (meta, events, edges) under key ``k``, or None."""
-    if k is None:
-        return None
-    stem = _stem(folder, run, args)
+def _read_entry(entry: Entry, run: Run) -> Profile | None:
+    """Return the profile stored under ``entry``, or None (a miss)."""
+    stem = entry.stem
     try:
         meta = orjson.loads(stem.with_suffix(".json").read_bytes())
-        if not isinstance(meta, dict) or meta.get("key") != k:
+        if not isinstance(meta, dict) or meta.get("key") != entry.key:
             return None
         events = pl.read_parquet(stem.with_suffix(".events.parquet"))
         edges = pl.read_parquet(stem.with_suffix(".edges.parquet"))
-    except (OSError, orjson.JSONDecodeError, pl.exceptions.PolarsError):
-        return None
-    return {"meta": meta, "events": events, "edges": edges}
-
-
-def store(
-    folder: Path,
-    run: Run,
-    args: bool,
-    k: str | None,
-    meta: dict,
-    events: pl.DataFrame,
-    edges: pl.DataFrame,
-) -> bool:
-    """Write an entry under key ``k`` (each file atomically); False when it could not be."""
-    if k is None:
-        return False
-    stem = _stem(folder, run, args)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tag = folder / CACHEDIR_TAG
-        if not tag.is_file():
-            _atomic(tag, lambda p: Path(p).write_text(TAG))
-        # the tables first, the meta (which holds the key) last: a half-written entry misses
-        _atomic(
-            stem.with_suffix(".events.parquet"),
-            lambda p: events.write_parquet(p, compression="lz4"),
+        sources = {str(s.path): s for s in run.sources}
+        reads = [_read_result(r, sources) for r in meta["reads"] if r["source"] in sources]
+        return Profile(
+            run=run,
+            events=events,
+            edges=edges,
+            reads=reads,
+            warnings=meta["warnings"],
+            notes=meta["notes"],
+            dropped=meta["dropped"],
+            pairs=meta["pairs"],
+            cached=True,
         )
-        _atomic(
-            stem.with_suffix(".edges.parquet"), lambda p: edges.write_parquet(p, compression="lz4")
-        )
-        _atomic(
-            stem.with_suffix(".json"),
-            lambda p: Path(p).write_bytes(orjson.dumps({**meta, "key": k})),
-        )
-    except (OSError, pl.exceptions.PolarsError):
-        return False
-    return True
-
-
-def _atomic(target: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=target.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@dataclass(frozen=True)
-class Ref:
-    """Where a loaded run's entry lives, and its key: what an analysis caches its result under."""
-
-    folder: Path
-    stem: Path
-    key: str
-
-
-def ref(folder: Path, run: Run, args: bool, k: str) -> Ref:
-    return Ref(folder, _stem(folder, run, args), k)
-
-
-def _result_file(r: Ref, name: str, options: object, suffix: str) -> Path:
-    digest = hashlib.sha256(orjson.dumps([name, options])).hexdigest()[:16]
-    return r.stem.with_name(f"{r.stem.name}-{name}-{digest}{suffix}")
-
-
-def load_result(r: Ref, name: str, options: object) -> tuple[dict, dict] | None:
-    """Return an analysis result cached under the run's entry: (meta, frames), or None."""
-    try:
-        meta = orjson.loads(_result_file(r, name, options, ".json").read_bytes())
-        if not isinstance(meta, dict) or meta.get("key") != r.key:
-            return None
-        frames = {
-            f: pl.read_parquet(_result_file(r, name, options, f".{f}.parquet"))
-            for f in meta["frames"]
-        }
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
         return None
-    return meta, frames
 
 
-def store_result(
-    r: Ref, name: str, options: object, meta: dict, frames: dict[str, pl.DataFrame]
-) -> bool:
-    """Cache an analysis result beside the run's entry (the meta, holding the key, last)."""
-    try:
-        for f, df in frames.items():
-            _atomic(
-                _result_file(r, name, options, f".{f}.parquet"),
-                lambda p, df=df: df.write_parquet(p, compression="lz4"),
-            )
-        body = orjson.dumps({**meta, "frames": list(frames), "key": r.key})
-        _atomic(_result_file(r, name, options, ".json"), lambda p: Path(p).write_bytes(body))
-    except (OSError, TypeError, pl.exceptions.PolarsError):
-        return False
-    return True
+def _read_result(r: dict, sources: dict) -> ReadResult:
+    return ReadResult(
+        source=sources[r["source"]],
+        format=r["format"],
+        schema_version=r["schema_version"],
+        rank=r["rank"],
+        rank_origin=r["rank_origin"],
+        notes=r["notes"],
+        warnings=r["warnings"],
+        read=r["read"],
+        n_events=r["n_events"],
+    )
 
 
-def reads_meta(reads: list) -> list[dict]:
+def reads_meta(reads: list[ReadResult]) -> list[dict]:
     """Return what the cache keeps of each ReadResult (all but its events)."""
     return [
         {
@@ -234,16 +235,86 @@ def reads_meta(reads: list) -> list[dict]:
     ]
 
 
-__all__ = [
-    "Settings",
-    "Ref",
-    "configured",
-    "folder_for",
-    "key",
-    "load",
-    "store",
-    "ref",
-    "load_result",
-    "store_result",
-    "reads_meta",
-]
+def _write_entry(entry: Entry, p: Profile) -> bool:
+    """Write an entry (each file atomically, the meta holding the key last); False if not."""
+    stem = entry.stem
+    meta = {
+        "reads": reads_meta(p.reads),
+        "warnings": p.warnings,
+        "notes": p.notes,
+        "dropped": p.dropped,
+        "pairs": p.pairs,
+        "key": entry.key,
+    }
+    try:
+        entry.folder.mkdir(parents=True, exist_ok=True)
+        tag = entry.folder / CACHEDIR_TAG
+        if not tag.is_file():
+            write_atomic(tag, lambda t: t.write_text(TAG))
+        # the tables first, the meta (which holds the key) last: a half-written entry misses
+        for suffix, df in ((".events.parquet", p.events), (".edges.parquet", p.edges)):
+            write_atomic(
+                stem.with_suffix(suffix), lambda t, df=df: df.write_parquet(t, compression="lz4")
+            )
+        write_atomic(stem.with_suffix(".json"), lambda t: t.write_bytes(orjson.dumps(meta)))
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
+def _result_file(entry: Entry, name: str, options: object, suffix: str) -> Path:
+    digest = hashlib.sha256(orjson.dumps([name, options])).hexdigest()[:16]
+    return entry.stem.with_name(f"{entry.stem.name}-{name}-{digest}{suffix}")
+
+
+def _read_gaps(entry: Entry, options: dict) -> GapsResult | None:
+    """Return the gaps result cached under the run's entry for these options, or None."""
+    try:
+        meta = orjson.loads(_result_file(entry, "gaps", options, ".json").read_bytes())
+        if not isinstance(meta, dict) or meta.get("key") != entry.key:
+            return None
+        frames = {
+            f: pl.read_parquet(_result_file(entry, "gaps", options, f".{f}.parquet"))
+            for f in meta["frames"]
+        }
+        w = meta["window"]
+        return GapsResult(
+            window=None if w is None else Window(**w), summary=meta["summary"], **frames
+        )
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
+        return None
+
+
+def _write_gaps(entry: Entry, options: dict, result: GapsResult) -> bool:
+    """Cache a gaps result beside the run's entry (the meta, holding the key, last)."""
+    w = result.window
+    window = None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns, "origin": w.origin}
+    body = orjson.dumps(
+        {"window": window, "summary": result.summary, "frames": list(FRAMES), "key": entry.key}
+    )
+    try:
+        for f in FRAMES:
+            df = getattr(result, f)
+            write_atomic(
+                _result_file(entry, "gaps", options, f".{f}.parquet"),
+                lambda t, df=df: df.write_parquet(t, compression="lz4"),
+            )
+        write_atomic(_result_file(entry, "gaps", options, ".json"), lambda t: t.write_bytes(body))
+    except (OSError, TypeError, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
+def as_cache(cache: Cache | bool | str | Path | None) -> Cache | None:
+    """Return the Cache a library caller asked for: True (inside the named folder), a
+    folder, a Cache, or None/False (none)."""
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return Cache()
+    if isinstance(cache, Cache):
+        return cache
+    return Cache(folder=Path(cache))
+
+
+__all__ = ["FORMAT", "Cache", "Entry", "as_cache", "key", "reads_meta"]

@@ -5,9 +5,14 @@ This is Neuron Explorer's dependency chain view as a table, for every execution 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import polars as pl
 
+from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.link import METHODS, link
+from trace_analyzer.core.profile import Profile
 from trace_analyzer.units import glob_regex
 
 MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
@@ -35,7 +40,7 @@ CHAIN_COLUMNS = [
 ]
 
 
-def chains(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
+def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
     """Return one row per hardware execution with its chain back to a framework op.
 
     ``link_method`` is the least trusted method on the path to the op; it and ``op`` are
@@ -199,7 +204,7 @@ def select(
     return chain
 
 
-def by_op(chain: pl.DataFrame) -> pl.DataFrame:
+def group_by_op(chain: pl.DataFrame) -> pl.DataFrame:
     """Return one row per op: executions and the mean of each hop, in µs."""
     hops = ["dispatch_to_schedule_us", "schedule_to_hw_us", "dispatch_to_hw_us", "hw_duration_us"]
     trust = pl.col("link_method").replace_strict(
@@ -222,21 +227,64 @@ def by_op(chain: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def chain_result(
-    profiles: list, path: str, *, op=None, step=None, unlinked=False, group_by_op=False, limit=None
-) -> dict:
-    """Return the ``chain`` result for every run: coverage of the whole run, selected rows."""
-    runs = []
-    for p in profiles:
-        chain = chains(p.events, p.links())
-        rows = select(chain, op=op, step=step, unlinked=unlinked)
-        rows = by_op(rows) if group_by_op else rows
-        runs.append(
-            {
-                "root": str(p.root),
-                "start_ns": chain["hw_start_ns"].min(),
-                "coverage": coverage(chain),
-                "rows": (rows.head(limit) if limit else rows).to_dicts(),
-            }
-        )
-    return {"schema_version": 1, "path": str(path), "runs": runs}
+@dataclass(frozen=True, repr=False)
+class ChainResult(RunResult):
+    """The dependency chains of one run's hardware executions.
+
+    ``table``: the selected rows, one per execution (or per op with ``by_op``): op, hardware
+    event, lane, link method and the hops in µs (docs/graph.md). ``coverage``: how many of
+    the run's executions reach an op, in all and by method (of the whole run, not only the
+    selection). ``start_ns``: the first execution's start, what the text tables count from.
+    """
+
+    root: str
+    start_ns: int | None
+    coverage: dict[str, Any]
+    table: pl.DataFrame
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "start_ns": self.start_ns,
+            "coverage": self.coverage,
+            "rows": self.table.to_dicts(),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.table
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        return [("run", self.root), ("rows", self.table.height), *self.coverage.items()]
+
+    def __repr__(self) -> str:
+        return frame_repr("ChainResult", run=self.root, rows=self.table, **_linked(self.coverage))
+
+
+def _linked(cov: dict[str, Any]) -> dict[str, object]:
+    return {"linked_pct": cov["linked_pct"]}
+
+
+def chains(
+    profile: Profile,
+    *,
+    op: str | None = None,
+    step: int | None = None,
+    unlinked: bool = False,
+    by_op: bool = False,
+    limit: int | None = None,
+) -> ChainResult:
+    """Return the chain of every hardware execution of one run back to its framework op.
+
+    ``op``: only this op (a name or a glob such as ``aten::*``). ``step``: only executions
+    in ProfilerStep#N. ``unlinked``: only those that reach no op. ``by_op``: one row per op
+    (executions and the mean of each hop). ``limit``: the first N rows only.
+    """
+    chain = chain_table(profile.events, profile.edges)
+    rows = select(chain, op=op, step=step, unlinked=unlinked)
+    rows = group_by_op(rows) if by_op else rows
+    return ChainResult(
+        root=str(profile.root),
+        start_ns=chain["hw_start_ns"].min(),  # type: ignore[arg-type]
+        coverage=coverage(chain),
+        table=rows.head(limit) if limit else rows,
+    )

@@ -5,11 +5,16 @@ Changes are head − base: an absolute delta (pp for percentages) and a relative
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Any
+
 import polars as pl
 
 from trace_analyzer.analyses.gaps import CAUSES, GapsResult, gaps
-from trace_analyzer.analyses.ops import ops_result
-from trace_analyzer.units import failed
+from trace_analyzer.analyses.ops import ops
+from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
+from trace_analyzer.core.profile import Profile
+from trace_analyzer.units import Condition, failed
 
 SCHEMA_VERSION = 1
 # A change smaller than these is "no change" in the verdict.
@@ -79,24 +84,20 @@ def metric_rows(base: dict, head: dict) -> list[dict]:
     return rows
 
 
-def op_rows(
-    base_ops: list[dict], head_ops: list[dict], base_idle: pl.DataFrame, head_idle: pl.DataFrame
-) -> pl.DataFrame:
-    """Return per op: calls, device µs and idle before it, in base and head, with changes."""
+OP_SCHEMA = {"name": pl.String, "calls": pl.Int64, "device_us": pl.Float64}
 
-    def table(rows: list[dict], idle: pl.DataFrame, side: str) -> pl.DataFrame:
-        df = (
-            pl.DataFrame(
-                rows,
-                schema={"name": pl.String, "calls": pl.Int64, "device_us": pl.Float64},
-                strict=False,
-            )
-            if rows
-            else pl.DataFrame(
-                schema={"name": pl.String, "calls": pl.Int64, "device_us": pl.Float64}
-            )
-        )
-        df = df.select("name", "calls", "device_us")
+
+def op_rows(
+    base_ops: pl.DataFrame, head_ops: pl.DataFrame, base_idle: pl.DataFrame, head_idle: pl.DataFrame
+) -> pl.DataFrame:
+    """Return per op: calls, device µs and idle before it, in base and head, with changes.
+
+    ``base_ops``, ``head_ops``: the ops tables (``OpsResult.table``); ``*_idle``: the idle
+    before each op (``GapsResult.ops``).
+    """
+
+    def table(ops: pl.DataFrame, idle: pl.DataFrame, side: str) -> pl.DataFrame:
+        df = ops.select(pl.col(c).cast(t) for c, t in OP_SCHEMA.items())
         if idle.height:
             df = df.join(
                 idle.select(name="op", idle_before_us=pl.col("idle_before_ns") / 1000),
@@ -166,25 +167,114 @@ DIFF_METRICS_HINT = (
 )
 
 
-def diff(base, head, base_label: str, head_label: str, *, conditions=(), **options) -> dict:
-    """Return the comparison of two loaded profiles as plain data (the JSON output's shape)."""
-    g_base, g_head = gaps(base, **options), gaps(head, **options)
+@dataclass(frozen=True, repr=False)
+class DiffResult(RunResult):
+    """Two runs compared, base then head.
+
+    ``metrics``: one row per compared metric (base, head, delta, relative delta in %).
+    ``ops``: the ops in both, with calls, device µs and idle before each, and the changes;
+    ``added`` and ``removed``: the ops only in head, only in base. ``verdict``: better,
+    worse, mixed or unchanged; ``verdict_text`` says why. ``failed``: the ``--fail-on``
+    conditions that held (``gate``).
+    """
+
+    base: str
+    head: str
+    verdict: str
+    verdict_text: str
+    metrics: tuple[dict[str, Any], ...]
+    ops: pl.DataFrame
+    added: pl.DataFrame
+    removed: pl.DataFrame
+    failed: tuple[str, ...] = ()
+
+    csv_table = "metrics"
+
+    @property
+    def root(self) -> str:
+        return f"{self.base} → {self.head}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "base": self.base,
+            "head": self.head,
+            "verdict": self.verdict,
+            "verdict_text": self.verdict_text,
+            "metrics": [dict(m) for m in self.metrics],
+            "ops": self.ops.to_dicts(),
+            "added": self.added.to_dicts(),
+            "removed": self.removed.to_dicts(),
+            "failed": list(self.failed),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return pl.DataFrame(list(self.metrics), schema=METRIC_SCHEMA, strict=False)
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        return [("base", self.base), ("head", self.head), ("verdict", self.verdict_text)]
+
+    def __repr__(self) -> str:
+        return frame_repr("DiffResult", base=self.base, head=self.head, verdict=self.verdict)
+
+    def by_metric(self) -> dict[str, dict[str, Any]]:
+        """Return the metric rows by name."""
+        return {r["metric"]: r for r in self.metrics}
+
+
+def diff(
+    base: Profile,
+    head: Profile,
+    *,
+    base_label: str | None = None,
+    head_label: str | None = None,
+    step: int | None = None,
+    min_gap_ns: int = 0,
+    base_gaps: GapsResult | None = None,
+    head_gaps: GapsResult | None = None,
+) -> DiffResult:
+    """Return the comparison of two loaded runs, base then head.
+
+    ``base_label``, ``head_label``: how to name them (default: their roots). ``step`` and
+    ``min_gap_ns``: as for ``gaps``. ``base_gaps``, ``head_gaps``: their gaps when already
+    computed with the same options (the CLI's cached ones); computed here otherwise.
+    """
+    options: dict[str, Any] = {"step": step, "min_gap_ns": min_gap_ns}
+    g_base = base_gaps if base_gaps is not None else gaps(base, **options)
+    g_head = head_gaps if head_gaps is not None else gaps(head, **options)
     rows = metric_rows(summary_metrics(g_base), summary_metrics(g_head))
-    by_name = {r["metric"]: r for r in rows}
-    word, text = verdict(by_name)
-    base_ops = ops_result([base], base_label)["runs"][0]["rows"]
-    head_ops = ops_result([head], head_label)["runs"][0]["rows"]
-    ops = op_rows(base_ops, head_ops, g_base.ops, g_head.ops)
-    run = {
-        "root": f"{base_label} → {head_label}",
-        "base": base_label,
-        "head": head_label,
-        "verdict": word,
-        "verdict_text": text,
-        "metrics": rows,
-        "ops": ops.filter(pl.col("status") == "both").to_dicts(),
-        "added": ops.filter(pl.col("status") == "added").to_dicts(),
-        "removed": ops.filter(pl.col("status") == "removed").to_dicts(),
-        "failed": failed(list(conditions), fail_metrics(by_name)),
-    }
-    return {"schema_version": SCHEMA_VERSION, "base": base_label, "head": head_label, "runs": [run]}
+    word, text = verdict({r["metric"]: r for r in rows})
+    table = op_rows(ops(base).table, ops(head).table, g_base.ops, g_head.ops)
+    status = pl.col("status")
+    return DiffResult(
+        base=str(base.root) if base_label is None else base_label,
+        head=str(head.root) if head_label is None else head_label,
+        verdict=word,
+        verdict_text=text,
+        metrics=tuple(rows),
+        ops=table.filter(status == "both"),
+        added=table.filter(status == "added"),
+        removed=table.filter(status == "removed"),
+    )
+
+
+METRIC_SCHEMA = {
+    "metric": pl.String,
+    "what": pl.String,
+    "base": pl.Float64,
+    "head": pl.Float64,
+    "delta": pl.Float64,
+    "pct_delta": pl.Float64,
+}
+
+
+def gate(result: DiffResult, conditions: list[Condition]) -> DiffResult:
+    """Return ``result`` with ``failed``: the conditions that hold (``DIFF_METRICS``)."""
+    return replace(result, failed=tuple(failed(conditions, fail_metrics(result.by_metric()))))
+
+
+def diff_runs(result: DiffResult) -> RunResults[DiffResult]:
+    """Return what ``traceana diff`` prints: the one comparison, under base and head."""
+    return RunResults(
+        result.root, (result,), header={"base": result.base, "head": result.head}, labels=()
+    )

@@ -2,25 +2,74 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import polars as pl
 
-from trace_analyzer.analyses.chain import chains, coverage
-from trace_analyzer.core.profile import Profile, undecoded_hardware
+from trace_analyzer.analyses.chain import chain_table, coverage
+from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.core.profile import Profile
 from trace_analyzer.inputs.capture import read_capture_json
 
-SCHEMA_VERSION = 1
+
+@dataclass(frozen=True, repr=False)
+class InfoResult(RunResult):
+    """What one run holds: its sources, processes, lanes by kind, NEFF/NTFF files, warnings.
+
+    ``lanes``: one row per lane (its event kinds, source, count and span). ``links``: how many
+    hardware executions reach an op (``analyses.chain.coverage``). ``details``: the rest of
+    the JSON output's fields (layouts, sources, processes, captures, …) as plain data.
+    """
+
+    root: str
+    events: int
+    hardware_lanes: int
+    links: dict[str, Any]
+    lanes: pl.DataFrame
+    details: dict[str, Any]
+
+    csv_table = "lanes"
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.details
+        return {
+            "root": self.root,
+            "layouts": d["layouts"],
+            "sources": d["sources"],
+            "processes": d["processes"],
+            "events": self.events,
+            "start_ns": d["start_ns"],
+            "end_ns": d["end_ns"],
+            "hardware_lanes": self.hardware_lanes,
+            "links": self.links,
+            "lanes": self.lanes.to_dicts(),
+            **{k: d[k] for k in DETAILS_AFTER},
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.lanes
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        return [
+            ("run", self.root),
+            ("events", self.events),
+            ("lanes", self.lanes.height),
+            ("hardware lanes", self.hardware_lanes),
+            ("linked %", self.links.get("linked_pct")),
+            ("warnings", len(self.details["warnings"])),
+        ]
+
+    def __repr__(self) -> str:
+        return frame_repr("InfoResult", run=self.root, events=self.events, lanes=self.lanes)
 
 
-def info(profiles: list[Profile], path: str) -> dict:
-    """Return the description of every run, as plain data (the JSON output's shape)."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "path": str(path),
-        "runs": [run_info(p) for p in profiles],
-    }
+DETAILS_AFTER = (
+    "lanes_by_kind", "neff_ntff", "captures", "raw_system_traces", "dropped", "warnings", "notes",
+)  # fmt: skip
 
 
-def run_info(p: Profile) -> dict:
+def info(p: Profile) -> InfoResult:
     """Return the description of one loaded run."""
     lanes = lane_table(p.events)
     by_kind: dict[str, list[str]] = {}
@@ -28,40 +77,40 @@ def run_info(p: Profile) -> dict:
         for kind in row["kinds"]:
             by_kind.setdefault(kind, []).append(row["lane"])
     hardware = len(by_kind.get("hardware", []))
-    links = coverage(chains(p.events, p.links()))
-    notes = list(p.notes)
-    if links["unlinked"]:
-        notes.append(
-            f"{links['unlinked']} hardware executions reach no framework op; "
-            f"`traceana chain {p.root} --unlinked` lists them"
-        )
-    if not hardware and undecoded_hardware(p):
-        notes.append(
-            "no hardware lanes read: they are in the NTFF/ntrace.pb files, which need an "
-            "Explorer export (see warnings)"
-        )
-    elif len(p.events) and not hardware:
-        notes.append("no hardware lanes: this profile records host activity only")
+    links = coverage(chain_table(p.events, p.edges))
     ev = p.events
-    return {
-        "root": str(p.root),
+    details = {
         "layouts": sorted(p.run.layouts),
         "sources": [_source(r) for r in p.reads],
         "processes": _processes(p),
-        "events": ev.height,
         "start_ns": ev["start_ns"].min() if ev.height else None,
         "end_ns": ev["end_ns"].max() if ev.height else None,
-        "hardware_lanes": hardware,
-        "links": links,
-        "lanes": lanes.to_dicts(),
         "lanes_by_kind": dict(sorted(by_kind.items())),
         "neff_ntff": p.pairs,
         "captures": [_capture(f) for f in p.run.captures],
         "raw_system_traces": [str(f) for f in p.run.raw],
         "dropped": p.dropped,
         "warnings": p.warnings,
-        "notes": notes,
+        "notes": _notes(p, links, hardware),
     }
+    return InfoResult(str(p.root), ev.height, hardware, links, lanes, details)
+
+
+def _notes(p: Profile, links: dict[str, Any], hardware: int) -> list[str]:
+    notes = list(p.notes)
+    if links["unlinked"]:
+        notes.append(
+            f"{links['unlinked']} hardware executions reach no framework op; "
+            f"`traceana chain {p.root} --unlinked` lists them"
+        )
+    if not hardware and p.undecoded_hardware:
+        notes.append(
+            "no hardware lanes read: they are in the NTFF/ntrace.pb files, which need an "
+            "Explorer export (see warnings)"
+        )
+    elif len(p.events) and not hardware:
+        notes.append("no hardware lanes: this profile records host activity only")
+    return notes
 
 
 def lane_table(events: pl.DataFrame) -> pl.DataFrame:

@@ -13,13 +13,17 @@ Definitions (docs/graph.md):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import polars as pl
 
-from trace_analyzer.analyses.chain import chains, coverage
+from trace_analyzer.analyses.causes import UNLINKED
+from trace_analyzer.analyses.chain import chain_table, coverage
+from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.intervals import enclosing
 from trace_analyzer.core.link import link
-
-UNLINKED = "(unlinked)"
+from trace_analyzer.core.profile import Profile
 
 
 def self_cpu(ops: pl.DataFrame) -> pl.DataFrame:
@@ -75,13 +79,13 @@ def executions(chain: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -
     )
 
 
-def ops(
+def ops_table(
     events: pl.DataFrame, edges: pl.DataFrame | None = None, execs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """Return the ops table, sorted by device time, then self CPU time."""
     if execs is None:
         edges = link(events) if edges is None else edges
-        execs = executions(chains(events, edges), events, edges)
+        execs = executions(chain_table(events, edges), events, edges)
     framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
     total_ns = execs["device_ns"].sum()
     host = framework.group_by("name").agg(
@@ -112,21 +116,59 @@ def ops(
     ).sort(["device_us", "self_cpu_us", "name"], descending=[True, True, False])
 
 
-def ops_result(profiles: list, path: str, *, limit: int | None = None) -> dict:
-    """Return the ``ops`` result for every run."""
-    runs = []
-    for p in profiles:
-        edges = p.links()
-        chain = chains(p.events, edges)
-        execs = executions(chain, p.events, edges)
-        table = ops(p.events, execs=execs)
-        runs.append(
-            {
-                "root": str(p.root),
-                "total_device_us": round(execs["device_ns"].sum() / 1000, 3),
-                "executions": execs.height,
-                "coverage": coverage(chain),
-                "rows": (table.head(limit) if limit else table).to_dicts(),
-            }
+@dataclass(frozen=True, repr=False)
+class OpsResult(RunResult):
+    """The offline ``key_averages()`` of one run.
+
+    ``table``: per op name, calls, self CPU, CPU total, device time and %, executions and the
+    mean dispatch→hardware latency, sorted by device time (docs/graph.md). ``coverage``: how
+    many hardware executions reach an op. ``total_device_us`` and ``executions``: of every
+    logical execution, linked or not.
+    """
+
+    root: str
+    total_device_us: float
+    executions: int
+    coverage: dict[str, Any]
+    table: pl.DataFrame
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "total_device_us": self.total_device_us,
+            "executions": self.executions,
+            "coverage": self.coverage,
+            "rows": self.table.to_dicts(),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.table
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        return [
+            ("run", self.root),
+            ("device time (µs)", self.total_device_us),
+            ("executions", self.executions),
+            ("ops", self.table.height),
+            *self.coverage.items(),
+        ]
+
+    def __repr__(self) -> str:
+        return frame_repr(
+            "OpsResult", run=self.root, total_device_us=self.total_device_us, ops=self.table
         )
-    return {"schema_version": 1, "path": str(path), "runs": runs}
+
+
+def ops(profile: Profile, *, limit: int | None = None) -> OpsResult:
+    """Return the ops table of one run; ``limit``: only the first N ops (by device time)."""
+    edges = profile.edges
+    chain = chain_table(profile.events, edges)
+    execs = executions(chain, profile.events, edges)
+    table = ops_table(profile.events, execs=execs)
+    return OpsResult(
+        root=str(profile.root),
+        total_device_us=round(execs["device_ns"].sum() / 1000, 3),
+        executions=execs.height,
+        coverage=coverage(chain),
+        table=table.head(limit) if limit else table,
+    )

@@ -1,24 +1,34 @@
 """Renderers: turn analysis results into text. They never compute and never write files.
 
-A result is plain data: ``{"schema_version", "path", "runs": [...]}`` with one entry per run.
-One registry feeds ``--format``, the guess from an output file's extension, and the help.
+Each takes what a command prints (a ``RunResults`` of typed per-run results) and the
+presentation options (``View``): ``render(result, *, options)``. One registry feeds
+``--format``, the guess from an output file's extension, and the help. Adding a format is
+one module with a ``render`` function and one line here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.render import csv as csv_renderer
 from trace_analyzer.render import json as json_renderer
 from trace_analyzer.render import text
+from trace_analyzer.render.view import View
+
+__all__ = ["RENDERERS", "Renderer", "View", "for_output"]
 
 
 @dataclass(frozen=True)
 class Renderer:
     name: str
     extensions: tuple[str, ...]
-    render: Callable[[str, dict], str]  # (result kind, result data) -> text
+    render: Callable[..., str]  # (result: RunResults, *, options: View) -> text
+
+    def __call__(self, result: RunResults[Any], *, options: View = View()) -> str:
+        return self.render(result, options=options)
 
 
 RENDERERS = {

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
+from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.rows import as_frame
-
-# The table each result kind puts in its CSV form.
-MAIN_TABLE = {
-    "info": "lanes",
-    "ops": "rows",
-    "chain": "rows",
-    "gaps": "gaps",
-    "diff": "metrics",
-    "trend": "rows",
-}
+from trace_analyzer.render.view import View
 
 
-def render(kind: str, data: dict) -> str:
-    """Return the result's main table as CSV (times in ns, durations in µs as named)."""
+def render(result: RunResults[Any], *, options: View = View()) -> str:
+    """Return each run's main table (its type's ``csv_table``) as CSV (times in ns,
+    durations in µs as named); ``options`` change nothing here."""
     frames = []
-    for run in data["runs"]:
-        rows = run[MAIN_TABLE[kind]]
+    for run in result.runs:
+        data = run.to_json()
+        rows = data[run.csv_table]
         if rows:
-            frames.append(as_frame(rows).with_columns(run=pl.lit(run["root"])))
+            frames.append(as_frame(rows).with_columns(run=pl.lit(data["root"])))
     if not frames:
         return ""
     df = pl.concat(frames, how="diagonal_relaxed")
-    if len(data["runs"]) == 1:
+    if len(result.runs) == 1:
         df = df.drop("run")
     lists = [c for c, t in df.schema.items() if isinstance(t, pl.List)]
     df = df.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(";") for c in lists)

@@ -16,12 +16,13 @@ from importlib import resources
 import orjson
 
 from trace_analyzer._version import __version__
-from trace_analyzer.analyses.gaps import CAUSES
+from trace_analyzer.analyses.causes import CAUSES
+from trace_analyzer.analyses.report import ReportResult
 from trace_analyzer.render import json as json_renderer
 from trace_analyzer.render import plots
 
 TEMPLATE = "templates/report.html"
-# The results a report holds (trace_analyzer/report.py), in the order the page embeds them.
+# The results a report holds (analyses/report.py), in the order the page embeds them.
 KINDS = ("gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline")
 # What each embedded result is: the command that prints the same JSON.
 COMMANDS = {
@@ -34,15 +35,14 @@ COMMANDS = {
 }
 
 
-def render(kind: str, data: dict) -> str:
-    """Return the page of a report (``trace_analyzer.render.report.build``)."""
-    if kind != "report":
-        raise ValueError(f"the HTML renderer draws reports, not {kind!r}")
-    payloads = {k: json_renderer.render(k, data[k]) for k in KINDS if data.get(k) is not None}
+def render(report: ReportResult) -> str:
+    """Return the page of a report (``analyses.report.report``)."""
+    parts = {k: getattr(report, k) for k in KINDS}
+    payloads = {k: json_renderer.render(r) for k, r in parts.items() if r is not None}
     shown = {k: orjson.loads(p) for k, p in payloads.items()}  # the page shows what the JSON says
-    shown.update(path=data["path"], base=data.get("base"))
+    shown.update(path=report.path, base=report.base)
     template = resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
-    title = f"traceana report: {data['path']}"
+    title = f"traceana report: {report.path}"
     return _fill(
         template,
         title=html.escape(title),

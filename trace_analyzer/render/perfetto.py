@@ -28,13 +28,14 @@ import gzip
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
 
 from trace_analyzer._version import __version__
-from trace_analyzer.analyses.gaps import device_of
-from trace_analyzer.analyses.gaps import gaps as find_gaps
+from trace_analyzer.analyses.gaps import GapsResult, device_of
+from trace_analyzer.core.profile import Profile
 
 SCHEMA_VERSION = 1
 LINK_CAT, GAP_CAT = "traceana_link", "traceana_gap"
@@ -57,11 +58,12 @@ LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequ
 GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync_us": "sync_ns"}
 
 
-def build(profile, *, source: str | None = None) -> dict:
-    """Return the trace document of one run (a Profile): a dict ready for JSON."""
+def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> dict[str, Any]:
+    """Return the trace document of one run and its gaps (``analyses.gaps.gaps``): a dict
+    ready for JSON."""
     events = profile.events
-    edges = profile.links()
-    gap_rows = _gap_rows(find_gaps(profile))
+    edges = profile.edges
+    gap_rows = _gap_rows(gaps)
     base = _base(events)
     tracks = _Tracks(events, gap_rows)
     trace_events: list[dict] = tracks.metadata()

@@ -1,0 +1,146 @@
+"""Busy and idle time on the hardware lanes: the window, intervals merged per lane and device.
+
+Definitions (docs/gaps.md):
+- A hardware lane is one execution resource (a physical NeuronCore, a GPU stream); a device is
+  the union of its lanes (a logical NeuronCore, a GPU).
+- Busy is the union of the hardware executions in the window, overlaps merged. A gap is the
+  time between two consecutive busy intervals. Idle before the first and after the last busy
+  interval is leading and trailing idle, reported apart, not gaps. So, per lane or device:
+  busy + idle + leading + trailing = window, and idle % = idle / window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from trace_analyzer.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Window:
+    start_ns: int
+    end_ns: int
+    origin: str  # "hardware span", "ProfilerStep#3", "--window"
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+
+def window_of(
+    events: pl.DataFrame, *, step: int | None = None, span: tuple[int, int] | None = None
+) -> Window | None:
+    """Return the analysis window: one ProfilerStep, an offset span, or the hardware span.
+
+    ``span`` is (start, end) in ns after the run's first event. None when nothing ran on
+    hardware and no step or span was asked for.
+    """
+    if step is not None:
+        s = events.filter(pl.col("name") == f"ProfilerStep#{step}")
+        if s.is_empty():
+            raise UsageError(f"no ProfilerStep#{step} in this profile", param="step")
+        return Window(s["start_ns"].min(), s["end_ns"].max(), f"ProfilerStep#{step}")
+    if span is not None:
+        origin = events["start_ns"].min()
+        if span[1] <= span[0]:
+            raise UsageError("{param} START:END needs START < END", param="span")
+        return Window(origin + span[0], origin + span[1], "--window")
+    hw = events.filter(pl.col("lane_kind") == "hardware")
+    if hw.is_empty():
+        return None
+    return Window(hw["start_ns"].min(), hw["end_ns"].max(), "hardware span")
+
+
+def device_of(lane: pl.Expr) -> pl.Expr:
+    """Return the device label of a lane: its NeuronCore (NC<lnc>) or GPU, without the stream."""
+    return lane.str.replace(r"/stream:[^/]+$", "").str.replace(r"(/neuron_hw/NC\d+):\d+$", "$1")
+
+
+def merge(iv: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Return the union of intervals per key: start, end, first and last event, event count."""
+    iv = iv.sort(key, "start_ns", "end_ns")
+    reach = pl.col("end_ns").cum_max().shift(1).over(key)
+    block = (pl.col("start_ns") > reach).fill_null(True).cast(pl.Int32).cum_sum().over(key)
+    pid = [] if key == "pid" else [pl.col("pid").first()]
+    return (
+        iv.with_columns(block=block)
+        .group_by(key, "block", maintain_order=True)
+        .agg(
+            pl.col("start_ns").min(),
+            pl.col("end_ns").max(),
+            *pid,
+            first_event=pl.col("event_id").first(),
+            last_event=pl.col("event_id").sort_by("end_ns").last(),
+            events=pl.len(),
+        )
+        .drop("block")
+    )
+
+
+def between(merged: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Return the gaps between consecutive busy intervals of each key."""
+    return (
+        merged.sort(key, "start_ns")
+        .with_columns(
+            gap_end=pl.col("start_ns").shift(-1).over(key),
+            next_event=pl.col("first_event").shift(-1).over(key),
+        )
+        .filter(pl.col("gap_end").is_not_null())
+        .select(
+            key,
+            "pid",
+            start_ns="end_ns",
+            end_ns="gap_end",
+            prev_event="last_event",
+            next_event="next_event",
+        )
+        .with_columns(duration_ns=pl.col("end_ns") - pl.col("start_ns"))
+    )
+
+
+def stats(
+    merged: pl.DataFrame, gaps: pl.DataFrame, keys: pl.DataFrame, key: str, w: Window
+) -> pl.DataFrame:
+    """Return per key: busy, idle, leading, trailing, idle %, executions, gap statistics.
+
+    ``gaps`` are the gaps that count (at least --min-gap long); idle counts all of them.
+    """
+    busy = merged.group_by(key).agg(
+        busy_ns=(pl.col("end_ns") - pl.col("start_ns")).sum(),
+        first_ns=pl.col("start_ns").min(),
+        last_ns=pl.col("end_ns").max(),
+        executions=pl.col("events").sum(),
+    )
+    g = gaps.group_by(key).agg(
+        gap_count=pl.len(),
+        gap_p50_ns=pl.col("duration_ns").quantile(0.5, "linear"),
+        gap_p90_ns=pl.col("duration_ns").quantile(0.9, "linear"),
+        gap_p99_ns=pl.col("duration_ns").quantile(0.99, "linear"),
+        gap_max_ns=pl.col("duration_ns").max(),
+    )
+    out = keys.join(busy, on=key, how="left").join(g, on=key, how="left")
+    W = w.duration_ns
+    out = out.with_columns(
+        pl.col("busy_ns", "executions", "gap_count").fill_null(0),
+        leading_ns=(pl.col("first_ns") - w.start_ns).fill_null(W),
+        trailing_ns=(w.end_ns - pl.col("last_ns")).fill_null(0),
+        window_ns=pl.lit(W, pl.Int64),
+    ).with_columns(
+        idle_ns=pl.col("window_ns")
+        - pl.col("busy_ns")
+        - pl.col("leading_ns")
+        - pl.col("trailing_ns")
+    )
+    return (
+        out.with_columns(
+            *(
+                pl.col(c).round(0).cast(pl.Int64)
+                for c in ("gap_p50_ns", "gap_p90_ns", "gap_p99_ns")
+            ),
+            idle_pct=(100 * pl.col("idle_ns") / W).round(2) if W else pl.lit(None, pl.Float64),
+        )
+        .drop("first_ns", "last_ns")
+        .sort(key)
+    )

@@ -1,0 +1,101 @@
+"""What the analyses return: small frozen dataclasses of polars frames and scalars.
+
+Every analysis returns one result per run (``GapsResult``, ``OpsResult``, ``ChainResult``,
+``InfoResult``, ``DiffResult``, ``TimelineResult``), each with one documented ``to_json()``:
+the shape its command's ``--format json`` prints under ``runs`` (docs/gaps.md, docs/graph.md,
+docs/ci.md). What a command prints over every run under a path is a ``RunResults``: the path,
+the runs, and ``to_json()`` for the whole document. Renderers take these and never compute.
+
+In a notebook a result shows its summary table (``_repr_html_``) and converts to pandas
+(``to_pandas()``, when pandas is installed); ``repr`` is one line.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+import polars as pl
+
+SCHEMA_VERSION = 1
+
+
+class RunResult:
+    """What every per-run result offers (a mixin of the frozen result dataclasses)."""
+
+    # The JSON key of the table a CSV shows, one row per item (render/csv.py).
+    csv_table: ClassVar[str] = "rows"
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the result as the plain data of its command's JSON output (one run)."""
+        raise NotImplementedError
+
+    def main_frame(self) -> pl.DataFrame:
+        """Return the table the result is about (what ``to_pandas`` converts)."""
+        raise NotImplementedError
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        """Return (label, value) pairs: the summary a notebook shows."""
+        raise NotImplementedError
+
+    def to_pandas(self) -> Any:
+        """Return ``main_frame()`` as a pandas DataFrame (needs pandas and pyarrow)."""
+        return self.main_frame().to_pandas()
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_shown(v))}</td></tr>"
+            for k, v in self.summary_rows()
+        )
+        return f"<table><caption>{html.escape(repr(self))}</caption>{rows}</table>"
+
+
+def _shown(v: object) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+R = TypeVar("R", bound=RunResult)
+
+
+@dataclass(frozen=True, repr=False)
+class RunResults(Generic[R]):
+    """One analysis of every run under a path: what a command prints.
+
+    ``to_json()`` is ``{"schema_version": 1, "path": ..., "runs": [...]}``; ``header`` adds
+    keys after ``path`` (``gaps`` adds ``min_gap_ns``; ``diff`` names base and head instead).
+    """
+
+    path: str
+    runs: tuple[R, ...]
+    header: Mapping[str, object] | None = None
+    labels: Sequence[str] = ("path",)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the whole document: the JSON output of the command."""
+        head: dict[str, Any] = {"path": self.path} if "path" in self.labels else {}
+        head.update(self.header or {})
+        return {"schema_version": SCHEMA_VERSION, **head, "runs": [r.to_json() for r in self.runs]}
+
+    def __repr__(self) -> str:
+        kinds = sorted({type(r).__name__ for r in self.runs}) or ["results"]
+        return f"RunResults({'/'.join(kinds)}, path={self.path!r}, {len(self.runs)} runs)"
+
+    def _repr_html_(self) -> str:
+        return "".join(r._repr_html_() for r in self.runs)
+
+
+def frame_repr(name: str, **parts: object) -> str:
+    """Return the one-line repr of a result: ``Name(k=v, ...)``, frames as their height."""
+    shown = []
+    for k, v in parts.items():
+        if isinstance(v, pl.DataFrame):
+            shown.append(f"{v.height} {k}")
+        else:
+            shown.append(f"{k}={v!r}")
+    return f"{name}({', '.join(shown)})"

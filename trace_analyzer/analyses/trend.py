@@ -1,0 +1,106 @@
+"""Idle % and device time over capture time, per group, from a ``traceana batch`` table.
+
+Per run, the devices' rows are added up (busy, idle and window summed; idle % = idle /
+window, as ``gaps`` does). A run's time is its capture time (capture.json), else the
+modification time of its files. Failed runs are left out and counted (docs/batch.md).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
+from trace_analyzer.errors import UsageError
+
+GROUPINGS = ("variant", "backend", "path-glob")
+
+
+@dataclass(frozen=True, repr=False)
+class TrendResult(RunResult):
+    """``table``: one row per run (group, time, run_id, idle %, device time, executions,
+    devices); ``groups``: per group, its runs and first and last values; ``failed_runs``:
+    the runs left out because their analysis failed."""
+
+    root: str
+    table: pl.DataFrame
+    groups: pl.DataFrame
+    failed_runs: int
+
+    def to_json(self) -> dict[str, Any]:
+        rows = [
+            {**r, "time": r["time"].isoformat() if r["time"] else None}
+            for r in self.table.to_dicts()
+        ]
+        return {
+            "root": self.root,
+            "rows": rows,
+            "groups": self.groups.to_dicts(),
+            "failed_runs": self.failed_runs,
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.table
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        return [("table", self.root), ("runs", self.table.height), ("failed", self.failed_runs)]
+
+    def __repr__(self) -> str:
+        return frame_repr("TrendResult", table=self.root, runs=self.table)
+
+
+def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Return one row per run: group, time, run_id, idle %, device time, executions."""
+    if by == "path-glob" and not globs:
+        raise UsageError("grouping by path-glob needs at least one {param} PATTERN", param="globs")
+    ok = df.filter(pl.col("error").is_null())
+    runs = ok.group_by("run_id").agg(
+        time=pl.coalesce(pl.col("capture_time").first(), pl.col("modified_time").first()),
+        variant=pl.col("variant").first(),
+        backend=pl.col("backend").first(),
+        devices=pl.col("device").drop_nulls().len(),
+        busy_ns=pl.col("busy_ns").sum(),
+        idle_ns=pl.col("idle_ns").sum(),
+        window_ns=pl.col("window_ns").sum(),
+        executions=pl.col("executions").sum(),
+    )
+    if by == "path-glob":
+
+        def group_of(run_id: str) -> str:
+            return next((g for g in globs if fnmatch.fnmatchcase(run_id, g)), "(other)")
+
+        group = pl.col("run_id").map_elements(group_of, return_dtype=pl.String)
+    else:
+        group = pl.col(by).fill_null("(none)")
+    return (
+        runs.with_columns(group=group)
+        .with_columns(
+            idle_pct=pl.when(pl.col("window_ns") > 0).then(
+                (100 * pl.col("idle_ns") / pl.col("window_ns")).round(2)
+            ),
+            device_time_ms=(pl.col("busy_ns") / 1e6).round(3),
+        )
+        .select("group", "time", "run_id", "idle_pct", "device_time_ms", "executions", "devices")
+        .sort("group", "time", "run_id", nulls_last=True)
+    )
+
+
+def trend(
+    df: pl.DataFrame, path: str, *, by: str = "variant", globs: tuple[str, ...] = ()
+) -> RunResults[TrendResult]:
+    """Return the trend of a batch table ``df`` (read from ``path``), grouped ``by`` one of
+    GROUPINGS; with ``path-glob``, a group per pattern in ``globs`` (first match wins)."""
+    table = trend_table(df, by, globs)
+    failed = df.filter(pl.col("error").is_not_null())["run_id"].n_unique()
+    groups = table.group_by("group", maintain_order=True).agg(
+        runs=pl.len(),
+        idle_pct_first=pl.col("idle_pct").first(),
+        idle_pct_last=pl.col("idle_pct").last(),
+        device_time_ms_first=pl.col("device_time_ms").first(),
+        device_time_ms_last=pl.col("device_time_ms").last(),
+    )
+    result = TrendResult(str(path), table, groups, failed)
+    return RunResults(str(path), (result,), header={"by": by, "globs": list(globs)})

@@ -1,0 +1,272 @@
+"""The commands that analyse runs and print results: info, gaps, diff, ops, chain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.analyses.chain import chains
+from trace_analyzer.analyses.diff import DIFF_METRICS, DIFF_METRICS_HINT, diff_runs
+from trace_analyzer.analyses.diff import diff as compare
+from trace_analyzer.analyses.diff import gate as gate_diff
+from trace_analyzer.analyses.gaps import METRICS, gaps_runs, gate
+from trace_analyzer.analyses.info import info as describe
+from trace_analyzer.analyses.ops import ops as ops_of
+from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.cli.common import (
+    Loading,
+    cli,
+    emit,
+    exit_on_failures,
+    handle_errors,
+    load_options,
+    output_options,
+)
+from trace_analyzer.errors import UsageError
+from trace_analyzer.render import View
+from trace_analyzer.units import parse_condition, parse_duration
+
+TOP = click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many gaps and ops the text reports show.",
+)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@output_options
+@load_options
+@handle_errors
+def info(path: Path, fmt: str | None, output: Path | None, loading: Loading) -> None:
+    """Show what PATH holds: sources and formats, processes, lanes by kind, NEFF/NTFF files.
+
+    PATH is a profile folder, a single trace file, or a folder of many runs.
+
+    \b
+    Example:
+        traceana info ./profile_out --format json
+    """
+    profiles = loading.runs(path)
+    emit(RunResults(str(path), tuple(describe(p) for p in profiles)), fmt, output)
+
+
+def parse_window(text: str | None) -> tuple[int, int] | None:
+    """Return --window START:END as (start, end) ns after the run's first event."""
+    if text is None:
+        return None
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise UsageError("--window wants START:END, e.g. 0.5ms:2ms")
+    return parse_duration(start), parse_duration(end)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--step", type=int, help="Window: ProfilerStep#N only.")
+@click.option(
+    "--window",
+    "span",
+    metavar="START:END",
+    help="Window: from START to END after the run's first event, e.g. 0.5ms:2ms.",
+)
+@click.option(
+    "--min-gap",
+    default="0ns",
+    show_default=True,
+    metavar="DURATION",
+    help="Leave shorter gaps out of the gap list and counts (their time stays idle).",
+)
+@TOP
+@click.option("--lane", "lane_glob", metavar="GLOB", help="Only hardware lanes matching GLOB.")
+@click.option(
+    "--by",
+    type=click.Choice(["device", "lane", "op"]),
+    default="device",
+    show_default=True,
+    help="The table the text reports lead with.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="EXPR",
+    help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.",
+)
+@output_options
+@load_options
+@handle_errors
+def gaps(
+    path: Path,
+    step: int | None,
+    span: str | None,
+    min_gap: str,
+    top: int,
+    lane_glob: str | None,
+    by: str,
+    fail_on: tuple[str, ...],
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """Every idle gap on the hardware lanes, attributed to the op that ended it and a cause.
+
+    Causes: host_dispatch, transfer, sync, runtime, uncorrelated, other (docs/gaps.md).
+    Durations take units: 5us, 1.2ms, 300ns. --fail-on metrics: idle_pct, gap_max_us,
+    gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
+    leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.
+
+    \b
+    Example:
+        traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
+    """
+    conditions = [parse_condition(c, METRICS) for c in fail_on]
+    window, min_gap_ns = parse_window(span), parse_duration(min_gap)
+    results = [
+        gate(
+            loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob),
+            conditions,
+        )
+        for p in loading.runs(path)
+    ]
+    result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns)
+    emit(result, fmt, output, View(by=by, top=top))
+    exit_on_failures(result)
+
+
+@cli.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("head", type=click.Path(path_type=Path))
+@click.option("--step", type=int, help="Compare ProfilerStep#N of each.")
+@click.option(
+    "--min-gap",
+    default="0ns",
+    show_default=True,
+    metavar="DURATION",
+    help="Leave shorter gaps out of the gap counts.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="How many changed ops the text reports show.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="EXPR",
+    help="Exit 1 when EXPR holds, e.g. 'idle_pct_delta>2', 'device_time_pct_delta>5'.",
+)
+@output_options
+@load_options
+@handle_errors
+def diff(
+    base: Path,
+    head: Path,
+    step: int | None,
+    min_gap: str,
+    top: int,
+    fail_on: tuple[str, ...],
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """Compare two profiles (BASE, then HEAD): idle, device time, gaps, ops, causes.
+
+    Each of BASE and HEAD is one run: a profile folder, a trace file, or a run's folder
+    inside a larger one. --fail-on metrics: every compared metric (idle_pct, device_time,
+    idle_us, executions, gap_count, gap_p50_us, gap_p90_us, gap_max_us, idle_<cause>_us)
+    with a suffix: _delta (head − base; pp for idle_pct), _pct_delta (relative %), _base,
+    _head, or none (head's value). Exit 1 after printing when one holds.
+
+    \b
+    Example:
+        traceana diff base/ head/ --format markdown --fail-on 'idle_pct_delta>2'
+    """
+    conditions = [parse_condition(c, DIFF_METRICS, DIFF_METRICS_HINT) for c in fail_on]
+    before, after = loading.one(base), loading.one(head)
+    min_gap_ns = parse_duration(min_gap)
+    compared = compare(
+        before,
+        after,
+        base_label=str(base),
+        head_label=str(head),
+        step=step,
+        min_gap_ns=min_gap_ns,
+        base_gaps=loading.cache.gaps(before, step=step, min_gap_ns=min_gap_ns),
+        head_gaps=loading.cache.gaps(after, step=step, min_gap_ns=min_gap_ns),
+    )
+    result = diff_runs(gate_diff(compared, conditions))
+    emit(result, fmt, output, View(top=top))
+    exit_on_failures(result)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N ops.")
+@output_options
+@load_options
+@handle_errors
+def ops(
+    path: Path, limit: int | None, fmt: str | None, output: Path | None, loading: Loading
+) -> None:
+    """The offline key_averages(): per op, calls, self CPU, device time and device %.
+
+    Device time is the hardware executions linked to each op (docs/graph.md); executions
+    that reach no op are the row "(unlinked)". Sorted by device time.
+
+    \b
+    Example:
+        traceana ops ./profile_out --format markdown
+    """
+    results = tuple(ops_of(p, limit=limit) for p in loading.runs(path))
+    emit(RunResults(str(path), results), fmt, output)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--op", "op_name", metavar="NAME", help="Only this op (a name or a glob: 'aten::*').")
+@click.option("--step", type=int, help="Only executions in ProfilerStep#N.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["execution", "op"]),
+    default="execution",
+    show_default=True,
+    help="One row per hardware execution, or per op.",
+)
+@click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
+@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
+@output_options
+@load_options
+@handle_errors
+def chain(
+    path: Path,
+    op_name: str | None,
+    step: int | None,
+    by: str,
+    unlinked: bool,
+    limit: int | None,
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """The dependency chain of every hardware execution: op, dispatch, schedule, hardware.
+
+    Hops in µs: dispatch→schedule, schedule→hardware start, dispatch→hardware start, and the
+    hardware duration, with the link method (the least trusted one on the chain).
+
+    \b
+    Example:
+        traceana chain ./profile_out --op 'aten::mul' --limit 10
+    """
+    results = tuple(
+        chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=limit)
+        for p in loading.runs(path)
+    )
+    emit(RunResults(str(path), results), fmt, output)

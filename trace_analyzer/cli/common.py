@@ -1,0 +1,197 @@
+"""What every ``traceana`` command shares: the group, options, output, and error handling.
+
+The CLI maps flags and environment variables to the library's arguments (``Loading``,
+``View``), and words the library's errors as flags (``FLAGS``). Exit codes: 0 success, 1 a
+requested threshold failed, 2 bad usage or unusable input.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from trace_analyzer._version import __version__
+from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.cache import Cache
+from trace_analyzer.core.profile import Profile
+from trace_analyzer.errors import InputError, TraceanaError, UsageError
+from trace_analyzer.render import RENDERERS, View, for_output
+from trace_analyzer.units import parse_size
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The library's parameter names as the CLI's flags, for its error messages.
+FLAGS = {
+    "min_gap_ns": "--min-gap",
+    "lanes": "--lane",
+    "span": "--window",
+    "step": "--step",
+    "max_bytes": "--max-bytes",
+    "strict": "--strict",
+    "globs": "--glob",
+    "limit": "--limit",
+}
+MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
+
+
+@dataclass(frozen=True)
+class Loading:
+    """How the analysing commands load: through the cache, strict or not, with a size cap."""
+
+    cache: Cache
+    strict: bool = False
+    max_bytes: int | None = None
+
+    def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
+        """Every run under ``path``."""
+        return self.cache.load_runs(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
+
+    def one(self, path: Path, *, args: bool = False) -> Profile:
+        """The one run under ``path`` (several: a usage error naming them)."""
+        return self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
+
+
+def output_options(fn: F) -> F:
+    """The options every command that prints results shares: --format and -o."""
+    fn = click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write to this file instead of standard output.",
+    )(fn)
+    fn = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(RENDERERS)),
+        help="Output format (default: from the -o extension, else table).",
+    )(fn)
+    return fn
+
+
+def limit_options(fn: F) -> F:
+    """--max-bytes (or TRACEANA_MAX_BYTES), given to the command as ``max_bytes`` (bytes)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, max_bytes: str | None, **kwargs: Any) -> Any:
+        try:
+            cap = None if max_bytes is None else parse_size(max_bytes)
+        except UsageError as e:  # a bad size is a usage error now, not in a worker later
+            click.echo(f"traceana: error: {e.worded(FLAGS)}", err=True)
+            sys.exit(2)
+        return fn(*args, max_bytes=cap, **kwargs)
+
+    return click.option(
+        "--max-bytes",
+        metavar="SIZE",
+        envvar=MAX_BYTES_ENV,
+        show_envvar=False,
+        help="Cap on what one compressed input (a .gz trace, an archive) may inflate to, "
+        "e.g. 4G [default: 16GiB].",
+    )(wrapper)  # type: ignore[return-value]
+
+
+def load_options(fn: F) -> F:
+    """--no-cache, --cache-dir, --strict and --max-bytes, given as ``loading: Loading``."""
+
+    @functools.wraps(fn)
+    def wrapper(
+        *args: Any,
+        no_cache: bool,
+        cache_dir: Path | None,
+        strict: bool,
+        max_bytes: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        loading = Loading(Cache(enabled=not no_cache, folder=cache_dir), strict, max_bytes)
+        return fn(*args, loading=loading, **kwargs)
+
+    decorated = limit_options(wrapper)
+    decorated = click.option(
+        "--strict", is_flag=True, help="Malformed events are an error (exit 2), not a warning."
+    )(decorated)
+    decorated = click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="TRACEANA_CACHE_DIR",
+        help="Keep the analysis cache here [default: .traceana-cache/ inside a named folder; "
+        "none for a named file or archive].",
+    )(decorated)
+    return click.option(  # type: ignore[no-any-return]
+        "--no-cache",
+        is_flag=True,
+        envvar="TRACEANA_NO_CACHE",
+        help="Neither read nor write the analysis cache.",
+    )(decorated)
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn an OSError while writing ``path`` into an InputError that names it."""
+    try:
+        yield
+    except OSError as e:
+        raise InputError(path, f"cannot write: {e.strerror or e}") from e
+
+
+def emit(
+    result: RunResults[Any], fmt: str | None, output: Path | None, view: View = View()
+) -> None:
+    """Render a result and print it, or write it to the one file the user named."""
+    text = for_output(fmt, str(output) if output else None)(result, options=view)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    with writing(output):
+        output.write_text(text)
+
+
+def exit_on_failures(result: RunResults[Any]) -> None:
+    """Name every --fail-on condition that held, on stderr, and exit 1 if any did."""
+    failures = [f"{run.root}: {line}" for run in result.runs for line in run.failed]
+    for line in failures:
+        click.echo(f"traceana: {line}", err=True)
+    if failures:
+        sys.exit(1)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn library errors into one line on stderr and exit code 2; --debug shows the traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = click.get_current_context().find_root().params.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except TraceanaError as e:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"traceana: error: {e.worded(FLAGS)}", err=True)
+            sys.exit(2)
+        except Exception as e:  # a bug: still one line, unless asked for the traceback
+            if debug:
+                traceback.print_exc()
+            click.echo(
+                f"traceana: internal error: {type(e).__name__}: {e} "
+                "(rerun with --debug for the traceback)",
+                err=True,
+            )
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="traceana")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
+def cli(debug: bool) -> None:
+    """Where is the accelerator idle, and why? Offline analysis of exported profiles."""

@@ -1,0 +1,258 @@
+"""The commands over many runs: batch (every run into one Parquet table) and trend."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+
+from trace_analyzer.analyses.trend import GROUPINGS
+from trace_analyzer.analyses.trend import trend as trend_of
+from trace_analyzer.cli.common import (
+    cli,
+    emit,
+    handle_errors,
+    limit_options,
+    output_options,
+    writing,
+)
+from trace_analyzer.errors import InputError, UsageError
+
+
+class BatchStopped(BaseException):
+    """SIGTERM during `traceana batch`: unwound like Ctrl-C, so the table is written."""
+
+
+class Progress:
+    """The progress bar of a batch on a terminal, and how far it got (for an interruption)."""
+
+    def __init__(self, terminal: bool):
+        self.terminal = terminal
+        self.bar: Any = None
+        self.started = time.monotonic()
+        self.done = self.total = 0
+
+    def __call__(self, done: int, failed: int, total: int) -> None:
+        self.done, self.total = done, total
+        if not self.terminal:
+            return
+        if self.bar is None:
+            self.bar = click.progressbar(
+                length=total,
+                file=sys.stderr,
+                show_eta=True,
+                show_pos=True,
+                label="runs",
+                item_show_func=lambda s: s,
+            )
+            self.bar.__enter__()
+        rate = done / max(time.monotonic() - self.started, 1e-9)
+        self.bar.current_item = f"{failed} failed, {rate:.1f} runs/s"
+        self.bar.update(1)
+
+    def close(self, newline: bool = False) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+            if newline:
+                click.echo(err=True)
+
+    def stopped(self, e: BaseException, output: Path) -> None:
+        """Say what an interrupted batch kept, and exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+        self.close(newline=True)
+        how = "terminated" if isinstance(e, BatchStopped) else "interrupted"
+        if self.total:
+            click.echo(
+                f"traceana: {how}: {output} holds every run finished so far ({self.done} of "
+                f"{self.total} analysed in this batch); rerun the same command to analyse "
+                "the rest",
+                err=True,
+            )
+        else:
+            click.echo(f"traceana: {how} before any run finished; rerun the same command", err=True)
+        sys.exit(143 if isinstance(e, BatchStopped) else 130)
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:  # a CI job cancelled: as Ctrl-C
+    raise BatchStopped(signum)
+
+
+@cli.command()
+@click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The Parquet table to write (or to update, when it exists).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Local worker processes (default: the number of cores; 1 runs in-process).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Run on an existing Dask cluster, e.g. tcp://host:8786 (the dask extra).",
+)
+@click.option(
+    "--hash",
+    "hash_files",
+    is_flag=True,
+    help="Tell changed runs by the SHA-256 of their files, not size and mtime.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Kill a run's worker after this long and record the run "
+    "as failed (retried by the next batch). Default: none.",
+)
+@click.option(
+    "--checkpoint",
+    type=click.FloatRange(min=0),
+    default=30,
+    show_default=True,
+    metavar="SECONDS",
+    help="Write the table at least this often while runs finish "
+    "(always at the end, and when interrupted).",
+)
+@click.option("--strict", is_flag=True, help="Exit 1 when any run failed.")
+@limit_options
+@handle_errors
+def batch(
+    roots: tuple[Path, ...],
+    output: Path,
+    jobs: int | None,
+    scheduler: str | None,
+    hash_files: bool,
+    timeout: float | None,
+    checkpoint: float,
+    strict: bool,
+    max_bytes: int | None,
+) -> None:
+    """Analyse every run under ROOTS into one Parquet table, one row per run × device.
+
+    ROOTS are folders (any layout traceana reads), archives (.tar, .tar.gz, .tgz, .zip, read
+    in memory) and trace files. A bad run is recorded in the `error` column and the batch goes
+    on. With an existing table, unchanged runs are skipped and new or changed ones added; the
+    table is replaced atomically (docs/batch.md).
+
+    \b
+    Example:
+        traceana batch ./archive -o runs.parquet --jobs 8
+    """
+    from trace_analyzer import batch as batch_mod
+
+    if output.suffix.lower() != ".parquet":
+        raise UsageError(f"{output}: the batch table is Parquet; name a .parquet file")
+    progress = Progress(batch_mod.stderr_is_terminal())
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread (an embedding application): leave SIGTERM be
+        previous = None
+    try:
+        with writing(output):
+            res = batch_mod.run_batch(
+                list(roots),
+                output,
+                jobs=jobs or batch_mod.default_jobs(),
+                scheduler=scheduler,
+                hash_files=hash_files,
+                progress=progress,
+                timeout=timeout,
+                checkpoint_s=checkpoint,
+                max_bytes=max_bytes,
+            )
+    except (KeyboardInterrupt, BatchStopped) as e:
+        progress.stopped(e, output)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        progress.close()
+    for line in res.failures:
+        click.echo(f"traceana: failed: {line}", err=True)
+    written = (
+        f"wrote {output} ({res.table.height} rows)"
+        if res.analysed or not res.found
+        else f"{output} unchanged ({res.table.height} rows)"
+    )
+    click.echo(
+        f"{res.found} runs: {res.succeeded} succeeded, {res.failed} failed "
+        f"({res.analysed} analysed, {res.skipped} unchanged and skipped); " + written,
+        err=True,
+    )
+    if strict and res.failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("table", type=click.Path(path_type=Path))
+@click.option(
+    "--by",
+    type=click.Choice(list(GROUPINGS)),
+    default="variant",
+    show_default=True,
+    help="Group runs by capture.json's variant or backend, or by "
+    "which --glob their run id matches.",
+)
+@click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="PATTERN",
+    help="With --by path-glob: a group per pattern (first match wins), e.g. '*naive*'.",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw idle % and device time over time to this .png (the report extra).",
+)
+@output_options
+@handle_errors
+def trend(
+    table: Path,
+    by: str,
+    globs: tuple[str, ...],
+    plot_path: Path | None,
+    fmt: str | None,
+    output: Path | None,
+) -> None:
+    """Idle % and device time over capture time, per group, from a `traceana batch` table.
+
+    A run's time is its capture.json started_at, else its files' modification time.
+    -o trend.png draws the plot instead of printing the table.
+
+    \b
+    Example:
+        traceana trend runs.parquet --by variant -o trend.png
+    """
+    from trace_analyzer.batch.table import read_table
+
+    df = read_table(table)
+    if df is None:
+        raise InputError(table, "no such file")
+    result = trend_of(df, str(table), by=by, globs=globs)
+    pngs = [p for p in (plot_path, output) if p is not None and p.suffix.lower() == ".png"]
+    if pngs:
+        from trace_analyzer.render import plots
+        from trace_analyzer.render.json import parsed
+
+        plots.require()
+        image = plots.trend(parsed(result))
+        for target in pngs:
+            with writing(target):
+                target.write_bytes(image)
+            click.echo(f"wrote {target}", err=True)
+    if output is None or output.suffix.lower() != ".png":
+        emit(result, fmt, output)

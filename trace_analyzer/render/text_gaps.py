@@ -1,0 +1,224 @@
+"""The table and Markdown layouts of ``gaps``, ``diff`` and ``trend`` results (one run each)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.analyses.causes import CAUSES
+from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.render.tables import (
+    MARKDOWN,
+    first,
+    frame_text,
+    heading,
+    num,
+    section,
+    signed,
+    us,
+)
+
+
+def _verdict(run: dict) -> str:
+    s, w = run["summary"], run["window"]
+    if not s["lanes"]:
+        return "no hardware lanes: this profile records host activity only (no hardware executions)"
+    if not s["executions"]:
+        return "no hardware executions in the window: nothing to measure"
+    causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
+    top = max(causes, key=causes.get) if causes else None
+    longest = f", longest {us(s['gap_max_ns'])} µs" if s["gap_count"] else ""
+    text = (
+        f"{s['devices']} device(s) idle {s['idle_pct']} % of the {w['origin']} "
+        f"({us(s['idle_ns'])} µs in {s['gap_count']} gaps{longest})"
+    )
+    if top:
+        text += f"; top cause {top}: {us(causes[top])} µs"
+    return ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + text
+
+
+AGGREGATE = {  # --by: which table, and its first column
+    "device": ("devices", "device"),
+    "lane": ("lanes", "lane"),
+    "op": ("ops", "op"),
+}
+
+
+def _aggregate(run: dict, by: str, top: int) -> pl.DataFrame:
+    rows = run[AGGREGATE[by][0]]
+    if by == "op":
+        return _ops_idle(rows[:top])
+    return pl.DataFrame(
+        [
+            {
+                AGGREGATE[by][1]: r[AGGREGATE[by][1]],
+                "busy µs": us(r["busy_ns"]),
+                "idle µs": us(r["idle_ns"]),
+                "idle %": r["idle_pct"],
+                "leading µs": us(r["leading_ns"]),
+                "trailing µs": us(r["trailing_ns"]),
+                "executions": r["executions"],
+                "gaps": r["gap_count"],
+                "p50 µs": us(r["gap_p50_ns"]),
+                "p90 µs": us(r["gap_p90_ns"]),
+                "p99 µs": us(r["gap_p99_ns"]),
+                "max µs": us(r["gap_max_ns"]),
+            }
+            for r in rows
+        ]
+    )
+
+
+def _ops_idle(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "op": r["op"],
+                "idle before µs": us(r["idle_before_ns"]),
+                "gaps": r["gaps"],
+                **{c: us(r[f"{c}_ns"]) for c in CAUSES},
+                "transfers": r["transfers"] or "",
+            }
+            for r in rows
+        ]
+    )
+
+
+def _gap_rows(gaps: list[dict], where: str, origin: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                where: g[where],
+                "at ms": round((g["start_ns"] - origin) / 1e6, 3),
+                "gap µs": us(g["duration_ns"]),
+                "cause": g["cause"],
+                "after op": g["prev_op"] or f"({g['prev_name']})",
+                "next op": g["next_op"] or "(unlinked)",
+                "evidence": g.get(f"{g['cause']}_event") or "",
+            }
+            for g in gaps
+        ]
+    )
+
+
+def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]:
+    lines = [
+        heading(f"gaps: {run['root']}", style),
+        "",
+        f"**{_verdict(run)}**" if style == MARKDOWN else _verdict(run),
+    ]
+    if not run["summary"]["executions"]:
+        return lines
+    origin = run["window"]["start_ns"]
+    table = _aggregate(run, by, top)
+    if table.height:
+        lines += section(f"by {by} (µs)", table, style)
+    dg = run["device_gaps"]
+    longest = (
+        dg.top(top, "duration_ns")
+        if isinstance(dg, Rows)
+        else sorted(dg, key=lambda g: -g["duration_ns"])[:top]
+    )
+    if longest:
+        lines += section(
+            f"top {len(longest)} gaps (device idle; at = ms from the window start)",
+            _gap_rows(longest, "device", origin),
+            style,
+        )
+    if by != "op" and run["ops"]:
+        ops = run["ops"]
+        lines += section("idle before each op (µs, by cause)", _ops_idle(ops[:top]), style)
+        if len(ops) > top:
+            lines.append(f"... and {len(ops) - top} more ops (--top to show more)")
+    if style == MARKDOWN and run["gaps"]:
+        lines += [
+            "",
+            f"<details><summary>all {len(run['gaps'])} gaps, per lane</summary>",
+            "",
+            frame_text(_gap_rows(run["gaps"], "lane", origin), style),
+            "",
+            "</details>",
+        ]
+    return lines
+
+
+def _diff(run: dict, style: str, top: int = 10) -> list[str]:
+    verdict = ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + run[
+        "verdict_text"
+    ]
+    lines = [
+        heading(f"diff: {run['root']}", style),
+        "",
+        f"**{verdict}**" if style == MARKDOWN else verdict,
+    ]
+    shown = [m for m in run["metrics"] if m["base"] or m["head"]]
+    metrics = pl.DataFrame(
+        [
+            {
+                "metric": m["what"],
+                "base": num(m["base"]),
+                "head": num(m["head"]),
+                "change": signed(m["delta"]),
+                "change %": signed(m["pct_delta"]),
+            }
+            for m in shown
+        ]
+    )
+    lines += section("key numbers (head − base)", metrics, style)
+    changed = [
+        o
+        for o in run["ops"]
+        if o["device_us_delta"] or o["calls_delta"] or o["idle_before_us_delta"]
+    ][:top]
+    if changed:
+        lines += section(
+            f"ops that changed most (device µs; top {len(changed)})", _op_changes(changed), style
+        )
+    for title, ops in (
+        ("ops added in head", run["added"]),
+        ("ops removed in head", run["removed"]),
+    ):
+        if ops:
+            names = ", ".join(
+                f"{o['name']} ({num(first(o['device_us_head'], o['device_us_base']))} µs)"
+                for o in ops[:top]
+            )
+            more = f", and {len(ops) - top} more" if len(ops) > top else ""
+            lines += ["", f"{title}: {names}{more}"]
+    return lines
+
+
+def _op_changes(ops: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "op": o["name"],
+                "calls": f"{num(o['calls_base'])} → {num(o['calls_head'])}",
+                "device base": num(o["device_us_base"]),
+                "device head": num(o["device_us_head"]),
+                "device Δ": signed(o["device_us_delta"]),
+                "idle before Δ": signed(o["idle_before_us_delta"]),
+            }
+            for o in ops
+        ]
+    )
+
+
+def _trend(run: dict, style: str) -> list[str]:
+    rows = pl.DataFrame(
+        run["rows"],
+        schema={
+            "group": pl.String,
+            "time": pl.String,
+            "run_id": pl.String,
+            "idle_pct": pl.Float64,
+            "device_time_ms": pl.Float64,
+            "executions": pl.Int64,
+            "devices": pl.Int64,
+        },
+    )
+    lines = [
+        heading(f"trend: {run['root']}", style),
+        f"{rows.height} runs in {rows['group'].n_unique()} groups"
+        + (f"; {run['failed_runs']} failed runs left out" if run["failed_runs"] else ""),
+    ]
+    return lines + section("idle % and device time over time", rows.drop("devices"), style)
