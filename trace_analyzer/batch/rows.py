@@ -1,0 +1,195 @@
+"""The rows of the batch table: its ``SCHEMA``, and ``analyse_run``, the per-run function.
+
+``analyse_run(spec)`` is module-level and picklable, so a process pool and a Dask cluster run
+the very same code. It returns one row per device; any failure is one row with ``error`` set
+and the identity columns filled. The numbers are those of ``traceana gaps``; the top idle op
+and link coverage per device come from ``trace_analyzer.analyses.devices``.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer._version import __version__
+from trace_analyzer.batch.runs import RunSpec
+from trace_analyzer.errors import InputError, TraceanaError
+from trace_analyzer.inputs.discover import Run
+
+Row = dict[str, Any]
+
+SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(),  # the run's root: a folder, or archive!/member
+    "path": pl.String(),  # the folder, or the archive file
+    "member": pl.String(),  # the run's root inside the archive (null for folders)
+    "fingerprint": pl.String(),  # stat:<digest of the files' stat> or sha256:<digest>
+    "device": pl.String(),  # one row per device; null when nothing ran on hardware
+    "capture_time": pl.Datetime("us", "UTC"),  # capture.json started_at
+    "modified_time": pl.Datetime("us", "UTC"),  # newest file of the run (archive: the archive)
+    "backend": pl.String(),
+    "variant": pl.String(),
+    "workload": pl.String(),
+    "format": pl.String(),  # the formats read, comma-separated
+    "events": pl.Int64(),  # events of the run
+    "executions": pl.Int64(),
+    "busy_ns": pl.Int64(),  # device time
+    "idle_ns": pl.Int64(),
+    "window_ns": pl.Int64(),
+    "idle_pct": pl.Float64(),
+    "gap_count": pl.Int64(),
+    "gap_p50_ns": pl.Int64(),
+    "gap_p90_ns": pl.Int64(),
+    "gap_max_ns": pl.Int64(),
+    "top_idle_op": pl.String(),  # the op with the most idle before it, on this device
+    "top_idle_op_ns": pl.Int64(),
+    "linked_pct": pl.Float64(),  # link coverage: % of hardware executions reaching an op
+    "traceana_version": pl.String(),
+    "analysed_at": pl.Datetime("us", "UTC"),
+    "analysis_s": pl.Float64(),
+    "error": pl.String(),  # null when the run was analysed
+}
+
+# The columns that are a device's row of `traceana gaps` (or its summary, with no device).
+GAPS_COLUMNS = (
+    "executions",
+    "busy_ns",
+    "idle_ns",
+    "window_ns",
+    "idle_pct",
+    "gap_count",
+    "gap_p50_ns",
+    "gap_p90_ns",
+    "gap_max_ns",
+)
+
+
+def timestamp(ns: int | None) -> datetime | None:
+    """Return ns since the epoch as a UTC datetime (None for None)."""
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9, tz=UTC)
+
+
+def one_line(e: BaseException) -> str:
+    """Return an error as the one line the ``error`` column holds."""
+    text = str(e) if isinstance(e, TraceanaError) else f"{type(e).__name__}: {e}"
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def base_row(spec: RunSpec) -> Row:
+    """Return the identity columns of a run's rows."""
+    return {
+        "run_id": spec.run_id,
+        "path": spec.path,
+        "member": spec.member,
+        "fingerprint": spec.fingerprint,
+        "modified_time": timestamp(spec.modified_ns),
+        "traceana_version": __version__,
+    }
+
+
+def analyse_run(spec: RunSpec) -> list[Row]:
+    """Return the rows of one run, one per device; a failure is one row with ``error`` set.
+
+    This is what the process pool and the Dask workers run: it never raises.
+    """
+    start = time.perf_counter()
+    base = base_row(spec)
+    try:
+        if spec.error is not None:
+            raise InputError(spec.path, spec.error.removeprefix(f"{spec.path}: "))
+        rows = _analyse(spec, base)
+    except Exception as e:  # a bad run is recorded, and the batch goes on
+        rows = [{**base, "error": one_line(e)}]
+    elapsed = round(time.perf_counter() - start, 4)
+    now = datetime.now(UTC)
+    for r in rows:
+        r["analysis_s"] = elapsed
+        r["analysed_at"] = now
+    return rows
+
+
+def _analyse(spec: RunSpec, base: Row) -> list[Row]:
+    from trace_analyzer.analyses.chain import chain_table
+    from trace_analyzer.analyses.devices import linked_pct, top_idle_ops
+    from trace_analyzer.analyses.gaps import gaps
+    from trace_analyzer.core.profile import load_run
+
+    if spec.run is None:
+        raise InputError(spec.path, "no run found")
+    profile = load_run(spec.run, max_bytes=spec.max_bytes)
+    g = gaps(profile)
+    common = {
+        **base,
+        **_capture_info(spec.run),
+        "events": profile.events.height,
+        "error": None,
+        "format": ",".join(sorted({r.format for r in profile.reads if r.read})) or None,
+    }
+    if g.devices.is_empty():
+        return [{**common, "device": None, **{k: g.summary[k] for k in GAPS_COLUMNS}}]
+    chain = g.chain if g.chain is not None else chain_table(profile.events, profile.links())
+    linked = linked_pct(chain)
+    top = top_idle_ops(g)
+    rows = []
+    for d in g.devices.to_dicts():
+        op, ns = top.get(d["device"], (None, None))
+        rows.append(
+            {
+                **common,
+                "device": d["device"],
+                **{k: d[k] for k in GAPS_COLUMNS},
+                "top_idle_op": op,
+                "top_idle_op_ns": ns,
+                "linked_pct": linked.get(d["device"]),
+            }
+        )
+    return rows
+
+
+def _capture_info(run: Run) -> Row:
+    """Return capture.json's time, backend, variant and workload (empty without one)."""
+    from trace_analyzer.inputs.capture import read_capture_json
+
+    for path in sorted(run.captures, key=str):
+        doc = read_capture_json(path)
+        if doc:
+            return {
+                "capture_time": _utc(doc.get("started_at")),
+                "backend": doc.get("backend"),
+                "variant": doc.get("variant"),
+                "workload": doc.get("workload"),
+            }
+    return {}
+
+
+def _utc(text: object) -> datetime | None:
+    """Return an ISO time as UTC (a naive one taken as UTC); None when it is not one."""
+    try:
+        when = datetime.fromisoformat(str(text))
+    except (TypeError, ValueError):
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def to_frame(rows: list[Row]) -> pl.DataFrame:
+    """Return rows as a table with the batch schema (missing columns null)."""
+    if not rows:
+        return pl.DataFrame(schema=SCHEMA)
+    return pl.DataFrame([{c: r.get(c) for c in SCHEMA} for r in rows], schema=SCHEMA, strict=False)
+
+
+def fault_row(spec: RunSpec, error: str, elapsed: float) -> Row:
+    """The row of a run whose analysis never finished (its worker died or ran past --timeout).
+
+    Its fingerprint is left null, so the next batch analyses the run again.
+    """
+    return {
+        **base_row(spec),
+        "fingerprint": None,
+        "error": error,
+        "analysis_s": round(elapsed, 4),
+        "analysed_at": datetime.now(UTC),
+    }

@@ -1,0 +1,74 @@
+"""The batch table on disk: read back, and replaced whole (``trace_analyzer.atomic``).
+
+The table is written to ``.<name>.<pid>.tmp`` beside it and renamed over it, so a reader
+(or a batch killed at any moment) only ever sees a whole table. The temporaries of batches
+killed while writing are removed by the next batch (``remove_stale_temporaries``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+
+from trace_analyzer.atomic import stale_temporaries, write_atomic
+from trace_analyzer.errors import InputError
+
+KEY_COLUMNS = ("run_id", "fingerprint", "error")
+
+
+def read_table(out: Path) -> pl.DataFrame | None:
+    """Return the existing output table, or None when there is none."""
+    if not out.exists():
+        return None
+    try:
+        df = pl.read_parquet(out)
+    except Exception as e:
+        raise InputError(
+            out, f"not a readable batch table ({type(e).__name__}); move it away or name another -o"
+        ) from e
+    missing = [c for c in KEY_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(out, f"not a traceana batch table (no {', '.join(missing)} column)")
+    return df
+
+
+def write_table(df: pl.DataFrame, out: Path, written_runs: int | None) -> None:
+    """Replace the table at ``out`` with ``df``, atomically.
+
+    A failed write (a full disk) is an InputError in one line, saying what ``out`` holds:
+    nothing (``written_runs`` None) or the ``written_runs`` runs of its last good write.
+    """
+    try:
+        write_atomic(out, df.write_parquet)
+    except (OSError, pl.exceptions.PolarsError) as e:  # polars wraps its IO errors
+        before = (
+            "it was not written"
+            if written_runs is None
+            else f"it is left as last written, with {written_runs} runs"
+        )
+        raise InputError(
+            out, f"cannot write: {io_reason(e)}; {before}; rerun the batch to analyse the rest"
+        ) from e
+
+
+def io_reason(e: BaseException) -> str:
+    """The operating system's words for a failed write: 'No space left on device'."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    text = text.rpartition("IO error: ")[2] if "IO error: " in text else text
+    return re.sub(r" \(os error \d+\)$", "", text)
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Remove the temporary files of batches that were killed while writing ``out``."""
+    removed = []
+    for tmp in stale_temporaries(out):
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed

@@ -1,0 +1,271 @@
+"""Where runs are analysed: in-process, in local ``Workers``, or on a Dask cluster.
+
+``Workers`` runs the per-run function in spawned processes, one run each at a time over a
+pipe: a worker that dies mid-run or runs past ``timeout`` is killed and replaced, and its run
+becomes a row with ``error`` set and no fingerprint (so the next batch tries it again). A
+worker gets everything it needs in the ``RunSpec`` it is sent; it reads no configuration
+from the environment.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from trace_analyzer.batch.rows import Row, analyse_run, base_row, fault_row, one_line
+from trace_analyzer.batch.runs import RunSpec
+from trace_analyzer.errors import TraceanaError, UsageError
+
+Analyse = Callable[[RunSpec], list[Row]]
+
+DASK_HINT = "pip install 'traceana[dask]'"
+READY = "ready"  # a worker's first message: it started, and can analyse
+STARTUP_S = 120.0  # a worker not READY by then is stuck starting up: killed and replaced
+
+
+def local(
+    specs: list[RunSpec], jobs: int, timeout: float | None = None, analyse: Analyse = analyse_run
+) -> Iterator[list[Row]]:
+    """Yield each run's rows: in-process for one job and no timeout, else worker processes."""
+    if (jobs <= 1 or len(specs) <= 1) and timeout is None:
+        for spec in specs:
+            yield analyse(spec)
+        return
+    yield from Workers(min(jobs, len(specs)), timeout, analyse).map(specs)
+
+
+def _worker_main(conn: Connection[Any, Any], analyse: Analyse) -> None:
+    """A worker process: analyse the runs it is sent, one at a time, until it is sent None."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    from trace_analyzer.analyses import chain, devices, gaps  # noqa: F401  (before READY)
+    from trace_analyzer.core import profile  # noqa: F401
+
+    try:
+        conn.send(READY)
+    except (OSError, ValueError):
+        return
+    while True:
+        try:
+            spec = conn.recv()
+        except (EOFError, OSError):
+            return
+        if spec is None:
+            return
+        try:
+            rows = analyse(spec)
+        except BaseException as e:  # analyse_run never raises; a custom one might
+            rows = [{**base_row(spec), "error": one_line(e)}]
+        try:
+            conn.send(rows)
+        except (OSError, ValueError):  # the main process is gone
+            return
+
+
+Worker = tuple[BaseProcess, "Connection[Any, Any]"]
+
+
+class Workers:
+    """Local worker processes (spawned: polars' thread pool does not survive fork), one run each
+    at a time. A worker that dies mid-run (killed, out of memory) or runs past ``timeout``
+    seconds is killed and replaced, and its run becomes a fault row; the others go on."""
+
+    def __init__(self, n: int, timeout: float | None, analyse: Analyse = analyse_run):
+        import multiprocessing
+
+        self.ctx = multiprocessing.get_context("spawn")
+        self.n, self.timeout, self.analyse = max(1, n), timeout, analyse
+        # process -> (its pipe, the run it holds, when that run's time started)
+        self.busy: dict[BaseProcess, tuple[Connection[Any, Any], RunSpec, float]] = {}
+        self.idle: list[Worker] = []
+        self.ready: set[BaseProcess] = set()  # processes that said READY
+        self.startup_deaths = 0  # workers in a row that died before READY
+
+    def _start(self) -> Worker:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker_main, args=(child, self.analyse), daemon=True)
+        try:  # start it with SIGINT ignored (inherited across exec), so that a Ctrl-C during
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # its start-up is not its own
+        except ValueError:  # not the main thread: no handler to swap
+            old = None
+        try:
+            proc.start()
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
+        child.close()
+        return proc, parent
+
+    def _stop(self, proc: BaseProcess, conn: Connection[Any, Any], kill: bool) -> None:
+        if kill and proc.is_alive():
+            proc.kill()
+        proc.join(timeout=5)
+        conn.close()
+
+    def _deadline(self, proc: BaseProcess, started: float) -> float | None:
+        """When a busy worker is out of time: --timeout from READY on; STARTUP_S before."""
+        if proc in self.ready:
+            return None if self.timeout is None else started + self.timeout
+        return started + STARTUP_S
+
+    def _replace(self, proc: BaseProcess, conn: Connection[Any, Any]) -> None:
+        """Replace a worker that died idle or starting up; give up when none can start."""
+        self._stop(proc, conn, kill=True)
+        if proc not in self.ready:
+            self.startup_deaths += 1
+            if self.startup_deaths >= 3:
+                raise TraceanaError(
+                    f"worker processes exit as they start (exit code "
+                    f"{proc.exitcode}); rerun with --jobs 1 to see why"
+                )
+        self.ready.discard(proc)
+        self.idle.append(self._start())
+
+    def _dispatch(self, todo: deque[RunSpec]) -> None:
+        """Send the next runs to the idle workers."""
+        while todo and self.idle:
+            proc, conn = self.idle.pop()
+            spec = todo.popleft()
+            try:
+                conn.send(spec)
+            except (OSError, ValueError):  # it died idle: replace it, keep the run
+                todo.appendleft(spec)
+                self._replace(proc, conn)
+                continue
+            self.busy[proc] = (conn, spec, time.monotonic())
+
+    def map(self, specs: list[RunSpec]) -> Iterator[list[Row]]:
+        """Yield each run's rows as its worker finishes it (a fault row if it never does)."""
+        todo = deque(specs)
+        try:
+            self.idle = [self._start() for _ in range(min(self.n, len(todo)))]
+            while todo or self.busy:
+                self._dispatch(todo)
+                if not self.busy:
+                    continue
+                self._wait()
+                finished = self._collect(todo)  # yielded once the free workers have runs
+                self._dispatch(todo)
+                yield from finished
+        finally:
+            self._shutdown()
+
+    def _wait(self) -> None:
+        """Wait until a busy worker answers or exits, or the first deadline passes."""
+        from multiprocessing.connection import wait
+
+        waits = [c for c, _, _ in self.busy.values()] + [p.sentinel for p in self.busy]
+        ends = [self._deadline(p, t) for p, (_, _, t) in self.busy.items()]
+        due = [e for e in ends if e is not None]
+        wait(waits, timeout=max(0.0, min(due) - time.monotonic()) if due else None)
+
+    def _receive(self, proc: BaseProcess) -> tuple[list[Row] | None, float]:
+        """Return a busy worker's rows (None when it has none yet) and when its run started.
+
+        A READY message starts its run's time.
+        """
+        conn, spec, started = self.busy[proc]
+        rows = None
+        try:
+            while rows is None and conn.poll():
+                rows = conn.recv()
+                if rows == READY:
+                    self.ready.add(proc)
+                    self.startup_deaths, rows = 0, None
+                    started = time.monotonic()
+                    self.busy[proc] = (conn, spec, started)
+        except (EOFError, OSError):
+            pass
+        return rows, started
+
+    def _collect(self, todo: deque[RunSpec]) -> list[list[Row]]:
+        """Take the rows of the finished runs; replace dead and overdue workers."""
+        finished = []
+        for proc, (conn, spec, _) in list(self.busy.items()):
+            rows, started = self._receive(proc)
+            if rows is not None:
+                del self.busy[proc]
+                self.idle.append((proc, conn))
+                finished.append(rows)
+                continue
+            elapsed = time.monotonic() - started
+            if proc not in self.ready and (not proc.is_alive() or elapsed > STARTUP_S):
+                # It died starting up (not this run's doing): the run waits for another
+                # worker, unless workers cannot start at all.
+                del self.busy[proc]
+                todo.appendleft(spec)
+                self._replace(proc, conn)
+                continue
+            error = self._fault(proc, elapsed)
+            if error is None:
+                continue
+            del self.busy[proc]
+            self.ready.discard(proc)
+            self._stop(proc, conn, kill=True)
+            if todo:
+                self.idle.append(self._start())
+            finished.append([fault_row(spec, error, elapsed)])
+        return finished
+
+    def _fault(self, proc: BaseProcess, elapsed: float) -> str | None:
+        """Return why a busy (READY) worker's run failed: it died, or it ran out of time."""
+        if not proc.is_alive():
+            code = proc.exitcode
+            how = (
+                f"killed by {_signal_name(-code)}"
+                if code is not None and code < 0
+                else f"exit code {code}"
+            )
+            return (
+                f"the worker process died while analysing this run ({how}); "
+                "the next batch tries it again"
+            )
+        if self.timeout is not None and elapsed >= self.timeout:
+            return f"timed out after {self.timeout:g} s (--timeout); the next batch tries it again"
+        return None
+
+    def _shutdown(self) -> None:
+        """Finished (or interrupted, or the consumer stopped): idle workers are told to stop,
+        busy ones are killed; nothing is left running."""
+        for _, conn in self.idle:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for proc, (conn, _, _) in self.busy.items():
+            self._stop(proc, conn, kill=True)
+        for proc, conn in self.idle:
+            self._stop(proc, conn, kill=False)
+        self.busy, self.idle = {}, []
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def dask(specs: list[RunSpec], address: str) -> Iterator[list[Row]]:
+    """Yield each run's rows as a Dask cluster's workers finish them (``analyse_run``)."""
+    try:
+        import distributed
+    except ImportError as e:
+        raise UsageError(
+            f"--scheduler needs Dask distributed, which is not installed: {DASK_HINT}"
+        ) from e
+    dist: Any = distributed  # untyped: its calls are not checked
+    try:
+        client = dist.Client(address, timeout="20s")
+    except (OSError, TimeoutError) as e:
+        raise UsageError(f"--scheduler {address}: cannot connect ({one_line(e)})") from e
+    try:
+        futures = client.map(analyse_run, specs, pure=False)
+        for f in dist.as_completed(futures):
+            yield f.result()
+    finally:
+        client.close()
