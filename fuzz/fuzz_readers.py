@@ -32,11 +32,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
-TARGET_NAMES = ("kineto-fast", "kineto-exact", "kineto-gz", "explorer-json", "explorer-parquet",
-                "archive", "pipeline")
+TARGET_NAMES = (
+    "kineto-fast",
+    "kineto-exact",
+    "kineto-gz",
+    "explorer-json",
+    "explorer-parquet",
+    "archive",
+    "pipeline",
+)
 TIMEOUT_S = 20  # -timeout: one input running longer is a hang (a finding)
 RSS_LIMIT_MB = 2048  # -rss_limit_mb: libFuzzer's default, stated
-MAX_BYTES = 64 * 2**20  # TRACEANA_MAX_BYTES while fuzzing: a gzip bomb stops here, as an InputError
 # Modules whose code atheris instruments for coverage (the standard library's archive and
 # gzip readers too: their branches decide what reaches traceana).
 INSTRUMENT = ["trace_analyzer", "gzip", "tarfile", "zipfile"]
@@ -48,8 +54,10 @@ if _FUZZING:
     try:
         import atheris
     except ImportError:
-        sys.exit("fuzz_readers.py: atheris is not installed: pip install atheris==3.0.0 "
-                 "(or pip install -e '.[fuzz]'); see fuzz/README.md")
+        sys.exit(
+            "fuzz_readers.py: atheris is not installed: pip install atheris==3.0.0 "
+            "(or pip install -e '.[fuzz]'); see fuzz/README.md"
+        )
 
     _instrumenting = atheris.instrument_imports(include=INSTRUMENT)
 else:
@@ -62,14 +70,19 @@ with _instrumenting:
 
     import orjson
 
-    from trace_analyzer.inputs import archive
-    from trace_analyzer.inputs.discover import Source, discover
-    from trace_analyzer.errors import TraceanaError
-    from trace_analyzer.analyses.gaps import gaps_result
+    from trace_analyzer.analyses.gaps import gaps, gaps_runs
     from trace_analyzer.core.profile import load_run, load_runs
+    from trace_analyzer.errors import TraceanaError
+    from trace_analyzer.inputs import archive, limits
+    from trace_analyzer.inputs.discover import Source, discover
     from trace_analyzer.readers import explorer_json, explorer_parquet, kineto, read_source, sniff
     from trace_analyzer.readers.common import load_json
-    from trace_analyzer.render import RENDERERS
+    from trace_analyzer.render import RENDERERS, View
+    from trace_analyzer.units import parse_size
+
+# The cap on what one compressed input may inflate to (the max_bytes every target passes): a
+# gzip or archive bomb stops here, as an InputError. TRACEANA_MAX_BYTES sets it, as for the CLI.
+MAX_BYTES = parse_size(os.environ[limits.ENV]) if os.environ.get(limits.ENV) else 64 * 2**20
 
 
 def _load_seeds():
@@ -109,13 +122,14 @@ def kineto_fast(data: bytes) -> None:
     """The streaming Kineto path (``kineto.read_fast``), without and with args kept."""
     src = Source(path=scratch("kineto-fast/trace.json", data), kind="json", named=True)
     for keep_args in (False, True):
-        kineto.read_fast(src, keep_args)
+        kineto.read_fast(src, keep_args, max_bytes=MAX_BYTES)
 
 
 def kineto_exact(data: bytes) -> None:
-    """The exact Kineto path: the whole file parsed by orjson (``load_json``), then ``kineto.read``."""
+    """The exact Kineto path: the whole file parsed by orjson (``load_json``), then
+    ``kineto.read``."""
     src = Source(path=scratch("kineto-exact/trace.json", data), kind="json", named=True)
-    doc = load_json(src.path)
+    doc = load_json(src.path, max_bytes=MAX_BYTES)
     if sniff(doc) == "kineto-json":
         kineto.read(src, doc)
 
@@ -129,13 +143,13 @@ def kineto_gz(data: bytes) -> None:
     truncated streams are tried); anything else is gzipped first."""
     raw = data if data[:2] == GZ_MAGIC else gzip.compress(data, compresslevel=1, mtime=0)
     src = Source(path=scratch("kineto-gz/trace.json.gz", raw), kind="json", named=True)
-    read_source(src)
+    read_source(src, max_bytes=MAX_BYTES)
 
 
 def explorer_json_target(data: bytes) -> None:
     """The Neuron Explorer legacy JSON reader, on what ``load_json`` parses and sniffs as one."""
     src = Source(path=scratch("explorer-json/system_profile.json", data), kind="json", named=True)
-    doc = load_json(src.path)
+    doc = load_json(src.path, max_bytes=MAX_BYTES)
     if sniff(doc) == "explorer-json":
         explorer_json.read(src, doc)
 
@@ -150,9 +164,9 @@ def archive_target(data: bytes) -> None:
     """Bytes as a .zip, .tar.gz or .tar (by their magic): opened, discovered, every run read."""
     suffix = ".zip" if data[:2] == b"PK" else ".tar.gz" if data[:2] == GZ_MAGIC else ".tar"
     path = scratch(f"archive/input{suffix}", data)
-    archive._cached.cache_clear()  # keyed by (path, size, mtime): the same name is rewritten
-    for run in discover(path):
-        load_run(run)
+    archive._cached.cache_clear()  # keyed by (path, size, mtime, cap): the name is rewritten
+    for run in discover(path, max_bytes=MAX_BYTES):
+        load_run(run)  # the members carry the archive's cap
 
 
 VIEWS = ("device", "lane", "op")
@@ -162,16 +176,13 @@ def pipeline(data: bytes) -> None:
     """What ``traceana gaps FOLDER`` does: a trace.json in a folder, loaded, linked, gaps
     found, and the result rendered by every renderer (the JSON one must parse as JSON)."""
     path = scratch("pipeline/run/trace.json", data)
-    profiles = load_runs(path.parent)  # the library writes no cache unless asked
-    for p in profiles:
-        p.links()
-    result = gaps_result(profiles, str(path.parent))
+    profiles = load_runs(path.parent, max_bytes=MAX_BYTES)  # the library writes no cache
+    result = gaps_runs([gaps(p) for p in profiles], str(path.parent))
     for by in VIEWS:
-        result["view"] = {"by": by, "top": 10}
         for name, renderer in RENDERERS.items():
             if by != VIEWS[0] and name in ("json", "csv"):
                 continue  # the view only changes the text reports
-            text = renderer.render("gaps", result)
+            text = renderer(result, options=View(by=by, top=10))
             if name == "json":
                 orjson.loads(text)  # strict JSON: no NaN, no Infinity
 
@@ -205,18 +216,91 @@ def run_one(target: str, data: bytes) -> None:
 # a Parquet column cast, emptied, renamed or dropped; an archive member renamed, moved into a
 # Neuron capture folder, or mutated itself. Half of the mutations stay libFuzzer's own.
 
-ODD_VALUES = [None, True, False, 0, -1, 1, 1.5, -0.0, 2**53 + 1, 2**63 - 1, 2**63, 2**64,
-              -(2**63), -(2**63) - 1, 1e308, -1e308, 5e-324, 1e16, "", "0", "-1", "1e400",
-              "nan", "Infinity", "x" * 300, "\u0000", "\ud7ff\ufffd", "ProfilerStep#1",
-              "ProfilerStep#99999999999999999999", "nrt-nc-99999999999999999999", "kernel",
-              "ac2g", "X", "s", "f", "neuron_hw", "neuron_rt", "nc_exec_running", [], {},
-              [1, "a", None], {"a": {"b": [None]}}, '{"exec_id": 9223372036854775808}']
-KEYS = ["ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args", "External id",
-        "correlation", "device", "stream", "stream_id", "nrt_sequence_id", "exec_id",
-        "baseTimeNanoseconds", "distributedInfo", "deviceProperties", "rank", "traceEvents",
-        "trace_event", "trace_events", "timestamp", "duration", "process_id", "thread_id",
-        "instance_id", "nc_idx", "lnc_idx", "pcore_idx", "trace_event_source", "flow_id",
-        "framework_stream_id", "group", "type", "nodes", "schema"]
+ODD_VALUES = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    1.5,
+    -0.0,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    2**64,
+    -(2**63),
+    -(2**63) - 1,
+    1e308,
+    -1e308,
+    5e-324,
+    1e16,
+    "",
+    "0",
+    "-1",
+    "1e400",
+    "nan",
+    "Infinity",
+    "x" * 300,
+    "\u0000",
+    "\ud7ff\ufffd",
+    "ProfilerStep#1",
+    "ProfilerStep#99999999999999999999",
+    "nrt-nc-99999999999999999999",
+    "kernel",
+    "ac2g",
+    "X",
+    "s",
+    "f",
+    "neuron_hw",
+    "neuron_rt",
+    "nc_exec_running",
+    [],
+    {},
+    [1, "a", None],
+    {"a": {"b": [None]}},
+    '{"exec_id": 9223372036854775808}',
+]
+KEYS = [
+    "ph",
+    "cat",
+    "name",
+    "pid",
+    "tid",
+    "ts",
+    "dur",
+    "id",
+    "args",
+    "External id",
+    "correlation",
+    "device",
+    "stream",
+    "stream_id",
+    "nrt_sequence_id",
+    "exec_id",
+    "baseTimeNanoseconds",
+    "distributedInfo",
+    "deviceProperties",
+    "rank",
+    "traceEvents",
+    "trace_event",
+    "trace_events",
+    "timestamp",
+    "duration",
+    "process_id",
+    "thread_id",
+    "instance_id",
+    "nc_idx",
+    "lnc_idx",
+    "pcore_idx",
+    "trace_event_source",
+    "flow_id",
+    "framework_stream_id",
+    "group",
+    "type",
+    "nodes",
+    "schema",
+]
 DEEP = "@@deep:{}@@"  # a placeholder replaced by nesting too deep for json.dumps to write
 
 
@@ -242,8 +326,15 @@ def _swap_type(v, rng) -> object:
     if isinstance(v, bool) or v is None:
         return rng.choice([0, "true", [], None if v is not None else 1])
     if isinstance(v, (int, float)):
-        return rng.choice([str(v), [v], {"v": v}, v * rng.choice([-1, 1000, 2**40]) + rng.choice([0, 1, -1]),
-                           float(v) if isinstance(v, int) else int(v) if abs(v) < 1e18 else v])
+        return rng.choice(
+            [
+                str(v),
+                [v],
+                {"v": v},
+                v * rng.choice([-1, 1000, 2**40]) + rng.choice([0, 1, -1]),
+                float(v) if isinstance(v, int) else int(v) if abs(v) < 1e18 else v,
+            ]
+        )
     if isinstance(v, str):
         return rng.choice([len(v), [v], {v: v}, v * 2, v[: len(v) // 2], v.upper()])
     if isinstance(v, list):
@@ -257,8 +348,12 @@ def _dump(doc, rng) -> bytes:
 
     if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list) and rng.random() < 0.7:
         # the layout libkineto writes ("},\n  {" between records): the streaming path's own
-        parts = [f'"traceEvents": [\n  ' + ",\n  ".join(dumps(e) for e in doc["traceEvents"]) + "\n]"
-                 if k == "traceEvents" else f"{dumps(k)}: {dumps(v)}" for k, v in doc.items()]
+        parts = [
+            '"traceEvents": [\n  ' + ",\n  ".join(dumps(e) for e in doc["traceEvents"]) + "\n]"
+            if k == "traceEvents"
+            else f"{dumps(k)}: {dumps(v)}"
+            for k, v in doc.items()
+        ]
         text = "{\n  " + ",\n  ".join(parts) + "\n}"
     else:
         text = dumps(doc) if rng.random() < 0.7 else json.dumps(doc, indent=rng.choice([1, 2]))
@@ -306,11 +401,34 @@ def mutate_json(data: bytes, rng) -> bytes | None:
         return None
 
 
-PARQUET_NAMES = ["id", "name", "start_ts", "end_ts", "duration_ns", "trace_event_source",
-                 "instance_id", "process_id", "thread_id", "nc_idx", "pcore_idx", "flow_id",
-                 "framework_stream_id", "extra_attributes_json", "worker_gid"]
-EXTRA_JSON = ['{"exec_id": 9223372036854775808}', '{"nrt_sequence_id": "7"}', "{", "",
-              '{"\\u0065xec_id": 3}', '{"exec_id": [1]}', '{"exec_id": 1e400}', "null", "[]"]
+PARQUET_NAMES = [
+    "id",
+    "name",
+    "start_ts",
+    "end_ts",
+    "duration_ns",
+    "trace_event_source",
+    "instance_id",
+    "process_id",
+    "thread_id",
+    "nc_idx",
+    "pcore_idx",
+    "flow_id",
+    "framework_stream_id",
+    "extra_attributes_json",
+    "worker_gid",
+]
+EXTRA_JSON = [
+    '{"exec_id": 9223372036854775808}',
+    '{"nrt_sequence_id": "7"}',
+    "{",
+    "",
+    '{"\\u0065xec_id": 3}',
+    '{"exec_id": [1]}',
+    '{"exec_id": 1e400}',
+    "null",
+    "[]",
+]
 
 
 def mutate_parquet(data: bytes, rng) -> bytes | None:
@@ -330,29 +448,73 @@ def mutate_parquet(data: bytes, rng) -> bytes | None:
             elif op == 1 and cols:
                 a = rng.choice(cols)
                 new = rng.choice(PARQUET_NAMES)
-                df = df.rename({a: new}) if new not in cols else df.rename({a: "_t", new: a}).rename({"_t": new})
+                df = (
+                    df.rename({a: new})
+                    if new not in cols
+                    else df.rename({a: "_t", new: a}).rename({"_t": new})
+                )
             elif op == 2 and cols:
                 c = rng.choice(cols)
-                dtype = rng.choice([pl.String, pl.Int32, pl.UInt64, pl.Float64, pl.Categorical,
-                                    pl.Boolean, pl.Null, pl.List(pl.String), pl.List(pl.Int64),
-                                    pl.Int8, pl.Datetime("ns"), pl.Binary])
+                dtype = rng.choice(
+                    [
+                        pl.String,
+                        pl.Int32,
+                        pl.UInt64,
+                        pl.Float64,
+                        pl.Categorical,
+                        pl.Boolean,
+                        pl.Null,
+                        pl.List(pl.String),
+                        pl.List(pl.Int64),
+                        pl.Int8,
+                        pl.Datetime("ns"),
+                        pl.Binary,
+                    ]
+                )
                 df = df.with_columns(pl.col(c).cast(dtype, strict=False))
             elif op == 3 and cols and df.height:
                 c = rng.choice(cols)
                 i = rng.randrange(df.height)
                 dt = df.schema[c]
                 if dt.is_integer():
-                    v = rng.choice([None, 0, -1, 2**63 - 1, -(2**63), 1]) if dt.is_signed_integer() else None
+                    v = (
+                        rng.choice([None, 0, -1, 2**63 - 1, -(2**63), 1])
+                        if dt.is_signed_integer()
+                        else None
+                    )
                 elif dt == pl.String:
-                    v = rng.choice([None, "", "x" * 500, "neuron_hw", "neuron_rt", "ProfilerStep#1",
-                                    "nc_exec_running", "-1", "9999999999999999999999", *EXTRA_JSON])
+                    v = rng.choice(
+                        [
+                            None,
+                            "",
+                            "x" * 500,
+                            "neuron_hw",
+                            "neuron_rt",
+                            "ProfilerStep#1",
+                            "nc_exec_running",
+                            "-1",
+                            "9999999999999999999999",
+                            *EXTRA_JSON,
+                        ]
+                    )
                 else:
                     v = None
-                df = df.with_columns(pl.when(pl.int_range(pl.len()) == i).then(pl.lit(v, dtype=dt))
-                                     .otherwise(pl.col(c)).alias(c))
+                df = df.with_columns(
+                    pl.when(pl.int_range(pl.len()) == i)
+                    .then(pl.lit(v, dtype=dt))
+                    .otherwise(pl.col(c))
+                    .alias(c)
+                )
             elif op == 4:
-                df = rng.choice([df.head(0), df.head(1), pl.concat([df, df]), df.reverse(),
-                                 df.sample(fraction=1.0, shuffle=True, seed=rng.randrange(1000))])
+                df = rng.choice(
+                    [
+                        df.head(0),
+                        df.head(1),
+                        pl.concat([df, df]),
+                        df.reverse(),
+                        df.sample(fraction=1.0, shuffle=True, seed=rng.randrange(1000)),
+                    ]
+                )
             elif op == 5:
                 name = rng.choice(PARQUET_NAMES)
                 df = df.with_columns(pl.lit(rng.choice([None, 1, "1", "x", 2**63 - 1])).alias(name))
@@ -365,9 +527,12 @@ def mutate_parquet(data: bytes, rng) -> bytes | None:
             continue
     buf = io.BytesIO()
     try:
-        df.write_parquet(buf, compression=rng.choice(["uncompressed", "zstd", "snappy"]),
-                         statistics=rng.random() < 0.5,
-                         row_group_size=rng.choice([None, 1, 7]))
+        df.write_parquet(
+            buf,
+            compression=rng.choice(["uncompressed", "zstd", "snappy"]),
+            statistics=rng.random() < 0.5,
+            row_group_size=rng.choice([None, 1, 7]),
+        )
     except BaseException:  # noqa: BLE001
         return None
     return buf.getvalue()
@@ -388,13 +553,32 @@ def _members(data: bytes) -> tuple[str, dict[str, bytes]] | None:
         return None
 
 
-RENAMES = ["../{}", "./{}", "/{}", "{}/", "a\\{}", "i-0_pid_42/{}", "i-0_pid_42/1793620800000000000/{}",
-           "i-0_pid_42/20261102_120000_000/{}", "rank7/{}", ".traceana-cache/{}", "x/../{}", "{}.gz"]
-ADDED = {"capture.json": [b'{"backend": "neuron"}', b'{"backend": ["x"]}', b"[]", b"\xff"],
-         "ntrace.pb": [b""], "neff_1.neff": [b"x"], "1_instid_0_vnc_0.ntff": [b""],
-         "profile_nc_0_session_0.ntff": [b""], "truth.json": [b"{}"],
-         "SystemProfileEvents_1.parquet": [b"PAR1"], "Metadata.parquet": [b"PAR1"],
-         "device_profile_model_1.json": [b"{}"], "execution_trace.json": [b'{"nodes": [], "schema": 1}']}
+RENAMES = [
+    "../{}",
+    "./{}",
+    "/{}",
+    "{}/",
+    "a\\{}",
+    "i-0_pid_42/{}",
+    "i-0_pid_42/1793620800000000000/{}",
+    "i-0_pid_42/20261102_120000_000/{}",
+    "rank7/{}",
+    ".traceana-cache/{}",
+    "x/../{}",
+    "{}.gz",
+]
+ADDED = {
+    "capture.json": [b'{"backend": "neuron"}', b'{"backend": ["x"]}', b"[]", b"\xff"],
+    "ntrace.pb": [b""],
+    "neff_1.neff": [b"x"],
+    "1_instid_0_vnc_0.ntff": [b""],
+    "profile_nc_0_session_0.ntff": [b""],
+    "truth.json": [b"{}"],
+    "SystemProfileEvents_1.parquet": [b"PAR1"],
+    "Metadata.parquet": [b"PAR1"],
+    "device_profile_model_1.json": [b"{}"],
+    "execution_trace.json": [b'{"nodes": [], "schema": 1}'],
+}
 
 
 def mutate_archive(data: bytes, rng) -> bytes | None:
@@ -439,8 +623,9 @@ def mutate_archive(data: bytes, rng) -> bytes | None:
             for n, d in members.items():
                 z.writestr(zipfile.ZipInfo(n, (1980, 1, 1, 0, 0, 0)), d)
     else:
-        with tarfile.open(fileobj=buf, mode="w:gz" if kind == "tar.gz" else "w",
-                          format=tarfile.GNU_FORMAT) as t:
+        with tarfile.open(
+            fileobj=buf, mode="w:gz" if kind == "tar.gz" else "w", format=tarfile.GNU_FORMAT
+        ) as t:
             for n, d in members.items():
                 info = tarfile.TarInfo(n)
                 info.size = len(d)
@@ -460,9 +645,15 @@ def mutate_gz(data: bytes, rng) -> bytes | None:
     return None if out is None else gzip.compress(out, compresslevel=1, mtime=0)
 
 
-STRUCTURE = {"kineto-fast": mutate_json, "kineto-exact": mutate_json, "kineto-gz": mutate_gz,
-             "explorer-json": mutate_json, "explorer-parquet": mutate_parquet,
-             "archive": mutate_archive, "pipeline": mutate_json}
+STRUCTURE = {
+    "kineto-fast": mutate_json,
+    "kineto-exact": mutate_json,
+    "kineto-gz": mutate_gz,
+    "explorer-json": mutate_json,
+    "explorer-parquet": mutate_parquet,
+    "archive": mutate_archive,
+    "pipeline": mutate_json,
+}
 
 
 def mutate(target: str, data: bytes, rng) -> bytes | None:
@@ -478,8 +669,12 @@ def mutate(target: str, data: bytes, rng) -> bytes | None:
 
 def folders(target: str) -> dict[str, Path]:
     base = WORK / target
-    return {"base": base, "corpus": base / "corpus", "seeds": base / "seeds",
-            "crashes": base / "crashes"}
+    return {
+        "base": base,
+        "corpus": base / "corpus",
+        "seeds": base / "seeds",
+        "crashes": base / "crashes",
+    }
 
 
 DICT = HERE / "json.dict"
@@ -489,10 +684,10 @@ DICT_TARGETS = {"kineto-fast", "kineto-exact", "kineto-gz", "explorer-json", "pi
 STRUCTURE_SHARE = 0.5  # of the mutations: structure-aware; the rest are libFuzzer's own
 
 
-def fuzz(target: str, seconds: int | None, runs: int | None, extra: list[str],
-         structure: bool = True) -> None:
+def fuzz(
+    target: str, seconds: int | None, runs: int | None, extra: list[str], structure: bool = True
+) -> None:
     """Fuzz one target in this process (atheris.Fuzz does not return)."""
-    os.environ.setdefault("TRACEANA_MAX_BYTES", str(MAX_BYTES))
     f = folders(target)
     for key in ("corpus", "crashes"):
         f[key].mkdir(parents=True, exist_ok=True)
@@ -500,10 +695,14 @@ def fuzz(target: str, seconds: int | None, runs: int | None, extra: list[str],
     flags = [a for a in extra if a.startswith("-")]
     # argv[0] is the command libFuzzer reruns itself with (-minimize_crash, -fork): this
     # interpreter, this file and the target, so the file need not be executable
-    argv = [f"{sys.executable} {Path(__file__).resolve()} {target}", f"-max_len={MAX_LEN}",
-            f"-timeout={TIMEOUT_S}",
-            f"-rss_limit_mb={RSS_LIMIT_MB}", f"-artifact_prefix={f['crashes']}/",
-            "-print_final_stats=1"]
+    argv = [
+        f"{sys.executable} {Path(__file__).resolve()} {target}",
+        f"-max_len={MAX_LEN}",
+        f"-timeout={TIMEOUT_S}",
+        f"-rss_limit_mb={RSS_LIMIT_MB}",
+        f"-artifact_prefix={f['crashes']}/",
+        "-print_final_stats=1",
+    ]
     if target in DICT_TARGETS and DICT.is_file():
         argv.append(f"-dict={DICT}")
     if seconds is not None:
@@ -556,8 +755,11 @@ def _signature(out: str) -> str:
         return "out-of-memory"
     if "=== Uncaught Python exception: ===" not in out:  # the process died: a native abort
         alloc = re.search(r"memory allocation of (\d+) bytes failed", out)
-        return f"abort (a native allocation of ~2^{int(alloc[1]).bit_length() - 1} bytes failed)" \
-            if alloc else "deadly signal"
+        return (
+            f"abort (a native allocation of ~2^{int(alloc[1]).bit_length() - 1} bytes failed)"
+            if alloc
+            else "deadly signal"
+        )
     tb = out.split("=== Uncaught Python exception: ===", 1)[-1]
     frames = [m for m in FRAME.finditer(tb)]
     ours = [m for m in frames if "trace_analyzer" in m[1]] or frames
@@ -574,8 +776,15 @@ def run_all(targets: list[str], seconds: int, extra: list[str]) -> list[dict]:
         f = folders(target)
         f["crashes"].mkdir(parents=True, exist_ok=True)
         log = f["base"] / "fuzz.log"
-        row = {"target": target, "seconds": 0.0, "execs": 0, "crashes": 0, "signatures": [],
-               "corpus": 0, "artifacts": []}
+        row = {
+            "target": target,
+            "seconds": 0.0,
+            "execs": 0,
+            "crashes": 0,
+            "signatures": [],
+            "corpus": 0,
+            "artifacts": [],
+        }
         start, quick = time.monotonic(), 0
         with log.open("w") as fh:
             # The first run gets the whole budget (at least 1 s); after a crash the target is
@@ -586,14 +795,21 @@ def run_all(targets: list[str], seconds: int, extra: list[str]) -> list[dict]:
                 if started and left < 5:
                     break
                 started = True
-                cmd = [sys.executable, str(Path(__file__).resolve()), target,
-                       "--seconds", str(max(1, int(left))), *extra]
+                cmd = [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    target,
+                    "--seconds",
+                    str(max(1, int(left))),
+                    *extra,
+                ]
                 print(f"fuzz: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
                 before = set(f["crashes"].iterdir())
                 began = time.monotonic()
                 try:
-                    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          timeout=left + 120)
+                    proc = subprocess.run(
+                        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=left + 120
+                    )
                     out, rc = proc.stdout.decode(errors="replace"), proc.returncode
                 except subprocess.TimeoutExpired as e:
                     out, rc = (e.stdout or b"").decode(errors="replace"), "killed"
@@ -612,8 +828,12 @@ def run_all(targets: list[str], seconds: int, extra: list[str]) -> list[dict]:
                 sig = _signature(out)
                 if sig not in row["signatures"]:
                     row["signatures"].append(sig)
-                print(f"fuzz: {target}: crash (exit status {rc}): {sig} "
-                      f"({', '.join(arts) or 'no artifact'})", file=sys.stderr, flush=True)
+                print(
+                    f"fuzz: {target}: crash (exit status {rc}): {sig} "
+                    f"({', '.join(arts) or 'no artifact'})",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 quick = quick + 1 if time.monotonic() - began < 10 else 0
                 if quick >= 3:
                     break  # dies at once each time (a harness problem): do not loop on it
@@ -624,11 +844,25 @@ def run_all(targets: list[str], seconds: int, extra: list[str]) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     head = ("target", "seconds", "inputs tried", "crashes", "distinct", "corpus")
-    lines = [head] + [(r["target"], f"{r['seconds']:.0f}", f"{r['execs']:,}", str(r["crashes"]),
-                       str(len(r["signatures"])), str(r["corpus"])) for r in rows]
+    lines = [head] + [
+        (
+            r["target"],
+            f"{r['seconds']:.0f}",
+            f"{r['execs']:,}",
+            str(r["crashes"]),
+            str(len(r["signatures"])),
+            str(r["corpus"]),
+        )
+        for r in rows
+    ]
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
-           for line in lines]
+    out = [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in lines
+    ]
     out.insert(1, "  ".join("-" * w for w in widths))
     for r in rows:
         for s in r["signatures"]:
@@ -639,13 +873,17 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description="Fuzz traceana's readers with atheris. Flags this parser does not know "
-                    "(-timeout=5, -jobs=2, ...) and input files go to libFuzzer.")
+        "(-timeout=5, -jobs=2, ...) and input files go to libFuzzer."
+    )
     parser.add_argument("target", choices=[*TARGET_NAMES, "all", "seeds"])
     parser.add_argument("--seconds", type=int, help="time budget (each target's, with all)")
     parser.add_argument("--runs", type=int, help="stop after this many inputs")
     parser.add_argument("--targets", help="with all: a comma-separated subset")
-    parser.add_argument("--no-structure", action="store_true",
-                        help="libFuzzer's byte mutations only (no structure-aware mutator)")
+    parser.add_argument(
+        "--no-structure",
+        action="store_true",
+        help="libFuzzer's byte mutations only (no structure-aware mutator)",
+    )
     args, extra = parser.parse_known_args(argv)
     if args.target == "seeds":
         for t in TARGET_NAMES:
@@ -657,8 +895,11 @@ def main(argv: list[str] | None = None) -> None:
         unknown = set(targets) - set(TARGET_NAMES)
         if unknown:
             parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
-        passed = extra + ([f"--runs={args.runs}"] if args.runs else []) + \
-            (["--no-structure"] if args.no_structure else [])
+        passed = (
+            extra
+            + ([f"--runs={args.runs}"] if args.runs else [])
+            + (["--no-structure"] if args.no_structure else [])
+        )
         rows = run_all(targets, args.seconds or 180, passed)
         WORK.mkdir(exist_ok=True)
         (WORK / "summary.json").write_text(json.dumps(rows, indent=1))

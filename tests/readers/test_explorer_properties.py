@@ -12,9 +12,12 @@ host-to-device copies, ``cc_running`` collectives, an optional ProfilerStep.
 
 Checked: no exception anywhere; JSON output round-trips; and the invariants a user relies on
 (docs/gaps.md, docs/graph.md), each against what the generator wrote, never against
-traceana's own numbers: busy + idle + leading + trailing = window per lane and device, busy
-is the union of the lane's executions, every hardware execution is one chain row whether
-linked or not, executions keyed to an op reach that op, executions per lane, op calls.
+traceana's own numbers: per lane, per device and for the summary, idle is the time in the
+listed gaps, busy is the union of the executions, leading and trailing idle run up to the
+first and from the last busy instant (conftest.check_busy_and_idle; busy + idle + leading +
+trailing = window holds by construction of gaps.py, so it is not checked); every hardware
+execution is one chain row whether linked or not, executions keyed to an op reach that op,
+executions per lane, op calls.
 """
 
 from __future__ import annotations
@@ -26,14 +29,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import every_analysis, render_all, run_cli, union_of, write_metadata, write_parquet
+from conftest import (
+    check_busy_and_idle,
+    every_analysis,
+    render_all,
+    run_cli,
+    write_metadata,
+    write_parquet,
+)
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.chain import chain_result
-from trace_analyzer.analyses.diff import diff
-from trace_analyzer.analyses.gaps import gaps_result
+from trace_analyzer.analyses.diff import diff_runs
+from trace_analyzer.analyses.gaps import gaps_runs
+from trace_analyzer.render import RENDERERS, View
 
 T0 = 1_793_620_800_000_000_000  # epoch ns (docs/neuron-formats.md §4.4)
 INST, PID, MAIN_TID, WORKER_TID = "i-0123456789abcdef0", 4242, 4242, 4250
@@ -249,12 +259,11 @@ def empty_ish(folder: Path) -> Path:
 # --- the invariants -----------------------------------------------------------------------
 
 
-def check_window_sums(table: list[dict]) -> None:
+def check_non_negative(table: list[dict]) -> None:
     for r in table:
         for c in ("busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "gap_count",
                   "executions"):
             assert r[c] >= 0, (c, r)
-        assert r["busy_ns"] + r["idle_ns"] + r["leading_ns"] + r["trailing_ns"] == r["window_ns"], r
 
 
 def in_gaps(made: Made) -> list[dict]:
@@ -267,40 +276,32 @@ def in_gaps(made: Made) -> list[dict]:
 def check_gaps(run: dict, made: Made, min_gap: int, windowed: bool) -> None:
     """The gaps result of one run against the generator's executions."""
     s = run["summary"]
-    assert s["busy_ns"] + s["idle_ns"] + s["leading_ns"] + s["trailing_ns"] == s["window_ns"], s
     if not made.hw:
         assert s["executions"] == s["gap_count"] == s["busy_ns"] == s["idle_ns"] == 0, s
     assert all(v >= 0 for k, v in s.items() if k.endswith("_ns") and isinstance(v, int)), s
     assert sum(s["idle_by_cause_ns"].values()) == s["idle_ns"], s  # causes add up to idle
-    check_window_sums(run["lanes"])
-    check_window_sums(run["devices"])
+    check_non_negative(run["lanes"])
+    check_non_negative(run["devices"])
     w = run["window"]
     gaps = list(run["gaps"]) + list(run["device_gaps"])
     for g in gaps:
         assert g["duration_ns"] >= max(min_gap, 1), g
         assert g["duration_ns"] == g["end_ns"] - g["start_ns"], g
         assert w["start_ns"] <= g["start_ns"] < g["end_ns"] <= w["end_ns"], (g, w)
-    if windowed or not made.hw:
+    if windowed:  # the ProfilerStep's span; executions are clipped to it
+        _, start, end = made.step
+    elif made.hw:  # the default window: the span of every hardware execution
+        start, end = min(h["start"] for h in made.hw), max(h["end"] for h in made.hw)
+    else:
         return
-    # Default window: the span of every hardware execution, nothing clipped.
-    start, end = min(h["start"] for h in made.hw), max(h["end"] for h in made.hw)
     assert (w["start_ns"], w["end_ns"]) == (start, end)
     counted = in_gaps(made)
-    for key, table in (("lane", run["lanes"]), ("device", run["devices"])):
-        got = {r[key]: r for r in table}
-        assert set(got) == {h[key] for h in made.hw}
-        for name, r in got.items():
-            mine = [(h["start"], h["end"]) for h in counted if h[key] == name]
-            blocks = union_of(mine) or [(end, end)]  # none: all leading idle
-            assert r["executions"] == len(mine), (name, r)
-            assert r["busy_ns"] == sum(e - s for s, e in blocks), (name, r)
-            assert r["leading_ns"] == (blocks[0][0] - start if mine else end - start), (name, r)
-            assert r["trailing_ns"] == end - blocks[-1][1], (name, r)
-            expect = [b[0] - a[1] for a, b in zip(blocks, blocks[1:])
-                      if b[0] - a[1] >= max(min_gap, 1)]
-            assert r["gap_count"] == len(expect), (name, r, blocks)
-            listed = [g for g in run["gaps" if key == "lane" else "device_gaps"] if g[key] == name]
-            assert sorted(g["duration_ns"] for g in listed) == sorted(expect)
+    # (a) idle = the listed gaps, (b) busy = the union, (c) leading and trailing, per lane,
+    # per device (the generator's NC<lnc>) and for the summary
+    check_busy_and_idle(run, [(h["lane"], h["device"], h["start"], h["end"]) for h in counted],
+                        start, end, min_gap)
+    if windowed:
+        return
     assert s["executions"] == len(counted)
     assert s["lanes"] == len(made.lanes())
     assert s["devices"] == len({h["device"] for h in made.hw})
@@ -383,16 +384,20 @@ def test_every_analysis_and_renderer_accepts_any_explorer_export(tmp_path_factor
     other = empty_ish(tmp_path_factory.mktemp("e"))
     p, e = ta.load(folder), ta.load(other)
     assert p.events.height == len(made.rows)
-    results = every_analysis(p, folder, min_gap)
-    results["gaps"]["view"] = {"by": by, "top": 3}
-    render_all(results)
+    analysed = every_analysis(p, folder, min_gap)
+    render_all(analysed)
+    for renderer in RENDERERS.values():  # the --by and --top of the text reports
+        assert isinstance(renderer(analysed["gaps"], options=View(by=by, top=3)), str)
+    results = {kind: r.to_json() for kind, r in analysed.items()}
     # against an empty-ish run (ops "added" with it as base, "removed" as head)
-    render_all({"diff": diff(e, p, "empty", "head") if empty_is_base
-                else diff(p, e, "base", "empty")})
+    render_all({"diff": diff_runs(
+        ta.diff(e, p, base_label="empty", head_label="head") if empty_is_base
+        else ta.diff(p, e, base_label="base", head_label="empty"))})
     if made.step:  # the ProfilerStep's window instead of the hardware span
-        by_step = gaps_result([p], str(folder), step=made.step[0], min_gap_ns=min_gap)
+        by_step = gaps_runs([ta.gaps(p, step=made.step[0], min_gap_ns=min_gap)], str(folder),
+                            min_gap_ns=min_gap)
         render_all({"gaps": by_step})
-        check_gaps(by_step["runs"][0], made, min_gap, windowed=True)
+        check_gaps(by_step.to_json()["runs"][0], made, min_gap, windowed=True)
 
     (run,) = results["info"]["runs"]
     assert run["events"] == len(made.rows)
@@ -410,9 +415,9 @@ def test_every_analysis_and_renderer_accepts_any_explorer_export(tmp_path_factor
     # The legacy JSON export of the same rows reads to the same events and the same numbers.
     j = ta.load(write_legacy_json(tmp_path_factory.mktemp("j"), made))
     assert j.events.height == len(made.rows)
-    j_gaps = gaps_result([j], "j", min_gap_ns=min_gap)["runs"][0]
+    j_gaps = ta.gaps(j, min_gap_ns=min_gap).to_json()
     check_gaps(j_gaps, made, min_gap, windowed=False)
-    check_chain(chain_result([j], "j")["runs"][0], made)
+    check_chain(ta.chains(j).to_json(), made)
     assert j_gaps["summary"] == results["gaps"]["runs"][0]["summary"]
 
 
@@ -454,5 +459,8 @@ def test_step_window_without_hardware_adds_up(tmp_path):
     write_parquet(tmp_path / "SystemProfileEvents.parquet", [
         dict(id=1, name="ProfilerStep#1 [trace.json]", start_ts=T0, end_ts=T0 + 1_000,
              trace_event_source="framework", instance_id=INST, process_id=PID, thread_id=MAIN_TID)])
-    s = ta.gaps(ta.load(tmp_path), step=1).summary
-    assert s["busy_ns"] + s["idle_ns"] + s["leading_ns"] + s["trailing_ns"] == s["window_ns"], s
+    g = ta.gaps(ta.load(tmp_path), step=1)
+    assert (g.window.start_ns, g.window.end_ns) == (T0, T0 + 1_000)  # still reported
+    s = g.summary
+    assert all(s[k] == 0 for k in ("busy_ns", "idle_ns", "leading_ns", "trailing_ns",
+                                   "window_ns", "executions", "gap_count", "devices")), s

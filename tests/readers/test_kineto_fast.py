@@ -17,23 +17,32 @@ import polars as pl
 import pytest
 from conftest import CORPUS_DATA, X
 
-from trace_analyzer.inputs.discover import discover
 from trace_analyzer.errors import InputError
-from trace_analyzer.readers import kineto, read_source
+from trace_analyzer.inputs.discover import discover
+from trace_analyzer.readers import kineto, kineto_stream, read_source
 from trace_analyzer.readers.common import ReadResult, load_json
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((REPO / "fixtures").glob("*/**/trace.json"))
-ABSENT = (f"../shared/corpus is absent: no {CORPUS_DATA}; the corpus tests need the shared HTA "
-          "sample traces checked out beside the repository")
+ABSENT = (
+    f"../shared/corpus is absent: no {CORPUS_DATA}; the corpus tests need the shared HTA "
+    "sample traces checked out beside the repository"
+)
 # Every Kineto trace of the corpus (the *_et.json.gz there is a PyTorch Execution Trace).
-CORPUS_FILES = sorted(str(p.relative_to(CORPUS_DATA)) for p in CORPUS_DATA.rglob("*.json*")
-                      if not p.name.endswith("_et.json.gz")) if CORPUS_DATA.is_dir() else []
+CORPUS_FILES = (
+    sorted(
+        str(p.relative_to(CORPUS_DATA))
+        for p in CORPUS_DATA.rglob("*.json*")
+        if not p.name.endswith("_et.json.gz")
+    )
+    if CORPUS_DATA.is_dir()
+    else []
+)
 BIG = 100_000  # bytes on disk: corpus files above this are read with keep_args=False only (time)
 
 BASE = 1_793_620_800_000_000_000  # baseTimeNanoseconds, epoch ns
 HOST = 4242
-FULL_BLOCK = kineto.BLOCK  # 16 MiB: each synthetic trace is one block
+FULL_BLOCK = kineto_stream.BLOCK  # 16 MiB: each synthetic trace is one block
 # Block sizes to read each synthetic trace with (None: FULL_BLOCK), and the keep_args values
 # tried with each.
 BLOCKS = ((64, (False, True)), (333, (False,)), (None, (False, True)))
@@ -63,7 +72,8 @@ def assert_same(fast: ReadResult, ref: ReadResult, keep_args: bool, where: str =
     got, want = fast.events, ref.events
     assert got.columns == want.columns, where
     assert got.drop("args_json").equals(want.drop("args_json")), (
-        f"{where}: events differ:\nfast\n{got.drop('args_json')}\nexact\n{want.drop('args_json')}")
+        f"{where}: events differ:\nfast\n{got.drop('args_json')}\nexact\n{want.drop('args_json')}"
+    )
     if keep_args:
         assert parsed_args(got) == parsed_args(want), where
     else:
@@ -90,13 +100,14 @@ def check_file(path: Path, monkeypatch, blocks=BLOCKS, *, must_be_fast: bool = T
     if path.name.endswith(".gz"):
         data = gzip.decompress(data)
     for block, modes in blocks:
-        monkeypatch.setattr(kineto, "BLOCK", block or FULL_BLOCK)
+        monkeypatch.setattr(kineto_stream, "BLOCK", block or FULL_BLOCK)
         for keep_args in modes:
             where = f"{path.name}, block {block}, keep_args={keep_args}"
             fast = kineto.read_fast(src, keep_args)
             if fast is None:
                 assert not (must_be_fast and header_fits(data, block or FULL_BLOCK)), (
-                    f"the streaming path declined {where}")
+                    f"the streaming path declined {where}"
+                )
                 got = read_source(src, keep_args)
                 if keep_args:
                     assert_same(got, ref, keep_args, where)
@@ -132,7 +143,7 @@ def render(before: dict, events: list, after: dict, style: str) -> bytes:
     if style == "kineto":  # libkineto: records separated by "},\n  {"
         head = "{\n" + "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in before.items())
         body = ",\n".join(_kineto_record(e) for e in events)
-        tail = "".join(f',\n  {json.dumps(k)}: {json.dumps(v)}' for k, v in after.items())
+        tail = "".join(f",\n  {json.dumps(k)}: {json.dumps(v)}" for k, v in after.items())
         return (head + '  "traceEvents": [\n' + body + "\n  ]" + tail + "\n}\n").encode()
     if style == "lines":  # one record per line
         head = "{" + "".join(f"{json.dumps(k)}: {json.dumps(v)}, " for k, v in before.items())
@@ -173,48 +184,160 @@ EVENTS = [
     {"name": "process_name", "ph": "M", "ts": 0, "pid": HOST, "tid": 0, "args": {"name": "python"}},
     {"name": "thread_name", "ph": "M", "ts": 0, "pid": 0, "tid": 7, "args": {"name": "stream 7"}},
     X("user_annotation", "ProfilerStep#1", 0.5, 500, pid=HOST, tid=HOST, **{"External id": 1}),
-    X("cpu_op", "aten::mm", 10.251, 35.125, pid=HOST, tid=HOST,
-      **{"External id": 2, "Sequence number": 5, "Fwd thread id": 0, "Record function id": 0,
-         "Input Dims": [[2, 3], [3, 4]], "Input type": ["float", "float"],
-         "Concrete Inputs": ["", ""], "Ev Idx": 1}),
-    X("cuda_runtime", "cudaLaunchKernel", 20.5, 5.001, pid=HOST, tid=HOST,
-      **{"External id": 2, "cbid": 211, "correlation": 7}),
+    X(
+        "cpu_op",
+        "aten::mm",
+        10.251,
+        35.125,
+        pid=HOST,
+        tid=HOST,
+        **{
+            "External id": 2,
+            "Sequence number": 5,
+            "Fwd thread id": 0,
+            "Record function id": 0,
+            "Input Dims": [[2, 3], [3, 4]],
+            "Input type": ["float", "float"],
+            "Concrete Inputs": ["", ""],
+            "Ev Idx": 1,
+        },
+    ),
+    X(
+        "cuda_runtime",
+        "cudaLaunchKernel",
+        20.5,
+        5.001,
+        pid=HOST,
+        tid=HOST,
+        **{"External id": 2, "cbid": 211, "correlation": 7},
+    ),
     flow("s", 7, 20.5, HOST, HOST),
-    X("kernel", "void gemm<float, 128>(float const*, float*)", 30.003, 12.5, pid=0, tid=7,
-      **{"External id": 2, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 7,
-         "registers per thread": 32, "shared memory": 0, "grid": [1, 2, 3], "block": [128, 1, 1],
-         "est. achieved occupancy %": 12.5}),
+    X(
+        "kernel",
+        "void gemm<float, 128>(float const*, float*)",
+        30.003,
+        12.5,
+        pid=0,
+        tid=7,
+        **{
+            "External id": 2,
+            "queued": 0,
+            "device": 0,
+            "context": 1,
+            "stream": 7,
+            "correlation": 7,
+            "registers per thread": 32,
+            "shared memory": 0,
+            "grid": [1, 2, 3],
+            "block": [128, 1, 1],
+            "est. achieved occupancy %": 12.5,
+        },
+    ),
     flow("f", 7, 30.003, 0, 7),
-    X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 50, 3, pid=0, tid=7,
-      **{"device": 0, "stream": 7, "correlation": 9, "bytes": 1024, "memory bandwidth (GB/s)": 0.3}),
+    X(
+        "gpu_memcpy",
+        "Memcpy HtoD (Pageable -> Device)",
+        50,
+        3,
+        pid=0,
+        tid=7,
+        **{
+            "device": 0,
+            "stream": 7,
+            "correlation": 9,
+            "bytes": 1024,
+            "memory bandwidth (GB/s)": 0.3,
+        },
+    ),
     X("cpu_op", "aten::add", 60.1, 1, pid=HOST, tid=HOST, **{"External id": "12"}),
-    X("python_function", "train.py(10): step", 0.7, 400, pid=HOST, tid=HOST + 1,
-      **{"Python parent id": 1, "Python id": 3, "Python thread": 0}),
-    X("cuda_runtime", "cudaDeviceSynchronize", 70.25, 2.5, pid=HOST, tid=HOST,
-      **{"External id": 3, "correlation": 11}),
-    X("cuda_sync", "Device Synchronize", 70.3, 2.4, pid=0, tid=7,
-      **{"device": 0, "stream": -1, "correlation": 11}),
-    X("Trace", "PyTorch Profiler (0)", 0, 600, pid="Spans", tid="PyTorch Profiler",
-      **{"Op count": 0}),
-    {"name": "process_sort_index", "ph": "M", "ts": 0, "pid": "Spans", "tid": 0,
-     "args": {"sort_index": 536870912}},
-    {"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces",
-     "tid": "Trace PyTorch Profiler", "ts": 0},
+    X(
+        "python_function",
+        "train.py(10): step",
+        0.7,
+        400,
+        pid=HOST,
+        tid=HOST + 1,
+        **{"Python parent id": 1, "Python id": 3, "Python thread": 0},
+    ),
+    X(
+        "cuda_runtime",
+        "cudaDeviceSynchronize",
+        70.25,
+        2.5,
+        pid=HOST,
+        tid=HOST,
+        **{"External id": 3, "correlation": 11},
+    ),
+    X(
+        "cuda_sync",
+        "Device Synchronize",
+        70.3,
+        2.4,
+        pid=0,
+        tid=7,
+        **{"device": 0, "stream": -1, "correlation": 11},
+    ),
+    X(
+        "Trace",
+        "PyTorch Profiler (0)",
+        0,
+        600,
+        pid="Spans",
+        tid="PyTorch Profiler",
+        **{"Op count": 0},
+    ),
+    {
+        "name": "process_sort_index",
+        "ph": "M",
+        "ts": 0,
+        "pid": "Spans",
+        "tid": 0,
+        "args": {"sort_index": 536870912},
+    },
+    {
+        "name": "Iteration Start: PyTorch Profiler",
+        "ph": "i",
+        "s": "g",
+        "pid": "Traces",
+        "tid": "Trace PyTorch Profiler",
+        "ts": 0,
+    },
     {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 600},
 ]
-INFO = ["INFO:2024-05-22 17:15:22 2910249:2910249 CuptiActivityProfiler.cpp:976] Enabling GPU "
-        "tracing", "WARNING:2024-05-22 17:15:23 CuptiActivityProfiler.cpp:906] x] [y]", "]"]
-DEVICES = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85028569088,
-            "computeMajor": 9, "computeMinor": 0, "maxThreadsPerBlock": 1024, "numSms": 132}]
+INFO = [
+    "INFO:2024-05-22 17:15:22 2910249:2910249 CuptiActivityProfiler.cpp:976] Enabling GPU tracing",
+    "WARNING:2024-05-22 17:15:23 CuptiActivityProfiler.cpp:906] x] [y]",
+    "]",
+]
+DEVICES = [
+    {
+        "id": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "totalGlobalMem": 85028569088,
+        "computeMajor": 9,
+        "computeMinor": 0,
+        "maxThreadsPerBlock": 1024,
+        "numSms": 132,
+    }
+]
 # Where the top-level keys sit: a short head (libkineto's own order puts deviceProperties and
 # distributedInfo first), and keys after the array, some holding "]" and arrays.
 BEFORE = {"schemaVersion": 1}
-AFTER = {"distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
-         "deviceProperties": DEVICES, "INFO": INFO, "traceName": "/tmp/x]y.json",
-         "displayTimeUnit": "ms", "baseTimeNanoseconds": BASE}
-LONG_BEFORE = {"schemaVersion": 1, "deviceProperties": DEVICES * 4,
-               "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
-               "record_shapes": 1, "with_stack": 0}
+AFTER = {
+    "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+    "deviceProperties": DEVICES,
+    "INFO": INFO,
+    "traceName": "/tmp/x]y.json",
+    "displayTimeUnit": "ms",
+    "baseTimeNanoseconds": BASE,
+}
+LONG_BEFORE = {
+    "schemaVersion": 1,
+    "deviceProperties": DEVICES * 4,
+    "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+    "record_shapes": 1,
+    "with_stack": 0,
+}
 LONG_AFTER = {"traceName": "/tmp/x.json", "displayTimeUnit": "ms", "baseTimeNanoseconds": BASE}
 
 
@@ -268,8 +391,16 @@ def test_layouts(tmp_path, monkeypatch, style):
     assert add["external_id"] == 12
 
 
-@pytest.mark.parametrize(("style", "how"), [("kineto", "crlf"), ("dumps", "gzip"), ("kineto", "bom"),
-                                            ("dumps", "crlf+gzip+bom"), ("kineto", "crlf+gzip")])
+@pytest.mark.parametrize(
+    ("style", "how"),
+    [
+        ("kineto", "crlf"),
+        ("dumps", "gzip"),
+        ("kineto", "bom"),
+        ("dumps", "crlf+gzip+bom"),
+        ("kineto", "crlf+gzip"),
+    ],
+)
 def test_line_ends_gzip_bom(tmp_path, monkeypatch, style, how):
     flags = {"crlf": "crlf" in how, "gz": "gzip" in how, "bom": "bom" in how}
     path = write(tmp_path, render(BEFORE, EVENTS, AFTER, style), **flags)
@@ -281,8 +412,11 @@ def test_long_head_and_amd_device_properties_after_the_events(tmp_path, monkeypa
     path = write(tmp_path, render(LONG_BEFORE, EVENTS, LONG_AFTER, "kineto"), name="long.json")
     # 64 and 333 bytes hold no "traceEvents": [ here, so the streaming path may decline them.
     assert check_file(path, monkeypatch).rank == 3
-    path = write(tmp_path, render(BEFORE, EVENTS, {**AFTER, "deviceProperties": amd}, "minified"),
-                 name="amd.json")
+    path = write(
+        tmp_path,
+        render(BEFORE, EVENTS, {**AFTER, "deviceProperties": amd}, "minified"),
+        name="amd.json",
+    )
     ref = check_file(path, monkeypatch)
     assert set(ref.events.filter(pl.col("category") == "kernel")["source"]) == {"rocm"}
 
@@ -298,11 +432,13 @@ def test_empty_trace_events(tmp_path, monkeypatch, style):
 def test_epoch_microseconds_stay_exact(tmp_path, monkeypatch, style):
     """Older Kineto: no baseTimeNanoseconds, integer epoch µs; a float64 cannot hold epoch ns."""
     ts = 1695835542514261
-    events = [X("cpu_op", "aten::mm", ts, 14, pid=HOST, tid=HOST),
-              X("cpu_op", "aten::add", ts + 20.25, 3.001, pid=HOST, tid=HOST)]
+    events = [
+        X("cpu_op", "aten::mm", ts, 14, pid=HOST, tid=HOST),
+        X("cpu_op", "aten::add", ts + 20.25, 3.001, pid=HOST, tid=HOST),
+    ]
     path = write(tmp_path, render({"schemaVersion": 1}, events, {"traceName": "t"}, style))
     ref = check_file(path, monkeypatch)
-    monkeypatch.setattr(kineto, "BLOCK", 64)
+    monkeypatch.setattr(kineto_stream, "BLOCK", 64)
     fast = kineto.read_fast(source(path))
     for res in (ref, fast):
         mm = res.events.filter(pl.col("name") == "aten::mm").row(0, named=True)
@@ -327,19 +463,23 @@ NESTED_NAMES = [e["name"] for e in NESTED]
 def test_separator_inside_records(tmp_path, monkeypatch, style):
     events = EVENTS[:5] + NESTED + EVENTS[5:] + NESTED[:1]
     # Two devices after the array: "}, {" in the keys after it too.
-    path = write(tmp_path, render(BEFORE, events, {**AFTER, "deviceProperties": DEVICES * 2}, style))
+    path = write(
+        tmp_path, render(BEFORE, events, {**AFTER, "deviceProperties": DEVICES * 2}, style)
+    )
     ref = check_file(path, monkeypatch, must_be_fast=False)
     assert set(NESTED_NAMES) <= set(ref.events["name"])
 
 
 def test_arg_id_too_large_for_int64_reads_as_exact(tmp_path, monkeypatch):
-    events = [X("cpu_op", "big", 1, 2, pid=HOST, tid=HOST, **{"External id": 2**63 + 5}),
-              X("cpu_op", "big2", 3, 2, pid=HOST, tid=HOST, correlation=2**63),
-              X("cpu_op", "str", 5, 2, pid=HOST, tid=HOST, **{"External id": "12"}),
-              X("cpu_op", "ok", 7, 2, pid=HOST, tid=HOST, **{"External id": 2**63 - 1})]
+    events = [
+        X("cpu_op", "big", 1, 2, pid=HOST, tid=HOST, **{"External id": 2**63 + 5}),
+        X("cpu_op", "big2", 3, 2, pid=HOST, tid=HOST, correlation=2**63),
+        X("cpu_op", "str", 5, 2, pid=HOST, tid=HOST, **{"External id": "12"}),
+        X("cpu_op", "ok", 7, 2, pid=HOST, tid=HOST, **{"External id": 2**63 - 1}),
+    ]
     path = write(tmp_path, render(BEFORE, events, AFTER, "kineto"))
     ref = check_file(path, monkeypatch, must_be_fast=False)
-    ids = dict(zip(ref.events["name"], ref.events["external_id"]))
+    ids = dict(zip(ref.events["name"], ref.events["external_id"], strict=True))
     assert ids == {"big": None, "big2": None, "str": 12, "ok": 2**63 - 1}
     assert ref.events["correlation"].null_count() == ref.events.height
 
@@ -407,7 +547,7 @@ def test_keep_args_holds_each_records_args(tmp_path):
     fast = kineto.read_fast(src, keep_args=True)
     assert fast is not None
     assert_same(fast, exact(src), keep_args=True)
-    by_name = dict(zip(fast.events["name"], parsed_args(fast.events)))
+    by_name = dict(zip(fast.events["name"], parsed_args(fast.events), strict=True))
     assert by_name["aten::mm"]["Input Dims"] == [[2, 3], [3, 4]]
     assert by_name["aten::add"] == {"External id": "12"}
     assert by_name["void gemm<float, 128>(float const*, float*)"]["grid"] == [1, 2, 3]
@@ -417,8 +557,10 @@ def test_keep_args_holds_each_records_args(tmp_path):
 
 
 def test_empty_args_object_is_null_on_both_paths(tmp_path):
-    events = [X("cpu_op", "a", 1, 2, pid=HOST, tid=HOST) | {"args": {}},
-              X("cpu_op", "b", 3, 2, pid=HOST, tid=HOST, n=1)]
+    events = [
+        X("cpu_op", "a", 1, 2, pid=HOST, tid=HOST) | {"args": {}},
+        X("cpu_op", "b", 3, 2, pid=HOST, tid=HOST, n=1),
+    ]
     path = write(tmp_path, render(BEFORE, events, AFTER, "kineto"))
     src = source(path)
     assert exact(src).events["args_json"].to_list()[0] is None

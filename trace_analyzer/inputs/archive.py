@@ -7,10 +7,11 @@ non-regular members are skipped) and returns its root as a ``MemberPath``: the s
 ``exists``, ``is_file``, ``is_dir``). A member prints as ``archive.tar.gz!/run/trace.json``.
 
 Tar members are read into memory when the archive is opened (a compressed tar cannot be read
-at random); zip members are read when asked for. Opened archives are cached per process, keyed
-by path, size and modification time, so a worker that analyses several runs of one archive
-opens it once. A ``MemberPath`` pickles as (archive path, member), so runs found in one process
-can be analysed in another (a process pool, a Dask worker).
+at random); zip members are read when asked for. Either way the bytes read from one archive
+are capped (``max_bytes``, limits.py). Opened archives are cached per process, keyed by path,
+size, modification time and cap, so a worker that analyses several runs of one archive opens
+it once. A ``MemberPath`` pickles as (archive path, member, cap), so runs found in one process
+can be analysed in another (a process pool, a Dask worker) under the same cap.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import lzma
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from typing import Any, TypeAlias
 
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.limits import max_bytes, too_large
+from trace_analyzer.inputs.limits import PARAM, effective, too_large
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 SEP = "!/"
@@ -36,49 +39,33 @@ def is_archive(path: Path) -> bool:
     return path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-class Archive:
-    """The regular members of one archive: their names, and their bytes when asked for."""
+# What a corrupt archive raises while it is listed or read: zlib's and lzma's own errors
+# included (a corrupt compressed stream).
+CORRUPT = (OSError, EOFError, zipfile.BadZipFile, ValueError, zlib.error, lzma.LZMAError)
 
-    def __init__(self, path: Path):
+
+class Archive:
+    """The regular members of one archive: their names, and their bytes when asked for.
+
+    ``cap`` bounds the bytes read from it: a tar's members as they are read in, a zip
+    member's declared size when it is asked for (zipfile reads no more than that).
+    """
+
+    def __init__(self, path: Path, *, max_bytes: int | None = None):
         self.path = Path(path)
+        self.cap = effective(max_bytes)
         self.files: dict[str, int] = {}  # member -> size
         self._data: dict[str, bytes] = {}
         self._zip: zipfile.ZipFile | None = None
         # member -> the zip entry it is read by: the stored name may differ ("./x", "/x",
         # "a\\x"), and a later link of the same name must not shadow it
         self._entries: dict[str, zipfile.ZipInfo] = {}
-        self.cap = cap = max_bytes()
-        total = 0
         try:
             if self.path.name.lower().endswith(".zip"):
-                self._zip = zipfile.ZipFile(self.path)
-                for info in self._zip.infolist():
-                    name = _clean(info.filename)
-                    mode = (info.external_attr >> 16) & 0o170000
-                    if name and not info.is_dir() and mode in (0, 0o100000):
-                        self.files[name] = info.file_size
-                        self._entries[name] = info
+                self._list_zip()
             else:
-                with tarfile.open(self.path, "r:*") as tar:
-                    for m in tar:
-                        name = _clean(m.name)
-                        if not name or not m.isreg():
-                            continue
-                        total += m.size  # read whole into memory: capped before reading
-                        if total > cap:
-                            raise InputError(self.path, too_large("the archive's members", cap))
-                        fh = tar.extractfile(m)
-                        self._data[name] = fh.read() if fh else b""
-                        self.files[name] = m.size
-        except (
-            OSError,
-            EOFError,
-            tarfile.TarError,
-            zipfile.BadZipFile,
-            ValueError,
-            zlib.error,
-            lzma.LZMAError,
-        ) as e:  # a corrupt compressed stream: zlib's and lzma's own errors
+                self._read_tar()
+        except (*CORRUPT, tarfile.TarError) as e:
             raise InputError(
                 self.path,
                 f"not a readable archive ({type(e).__name__}: "
@@ -90,6 +77,30 @@ class Archive:
             for i in range(len(parts)):
                 self.dirs.add("/".join(parts[: i + 1]))
 
+    def _list_zip(self) -> None:
+        self._zip = zipfile.ZipFile(self.path)
+        for info in self._zip.infolist():
+            name = _clean(info.filename)
+            mode = (info.external_attr >> 16) & 0o170000
+            if name and not info.is_dir() and mode in (0, 0o100000):
+                self.files[name] = info.file_size
+                self._entries[name] = info
+
+    def _read_tar(self) -> None:
+        total = 0
+        with tarfile.open(self.path, "r:*") as tar:
+            for m in tar:
+                name = _clean(m.name)
+                if not name or not m.isreg():
+                    continue
+                total += m.size  # read whole into memory: capped before reading
+                if total > self.cap:
+                    problem = too_large("the archive's members", self.cap)
+                    raise InputError(self.path, problem, param=PARAM)
+                fh = tar.extractfile(m)
+                self._data[name] = fh.read() if fh else b""
+                self.files[name] = m.size
+
     @property
     def root(self) -> MemberPath:
         return MemberPath(self, "")
@@ -97,24 +108,16 @@ class Archive:
     def read(self, member: str) -> bytes:
         if member not in self.files:
             raise FileNotFoundError(2, "no such member", f"{self.path}{SEP}{member}")
-        if self._zip is not None:
-            if self.files[member] > self.cap:  # zipfile reads no more than the size declared
-                raise InputError(f"{self.path}{SEP}{member}", too_large("the member", self.cap))
-            try:
-                return self._zip.read(self._entries[member])
-            except (
-                zipfile.BadZipFile,
-                EOFError,
-                OSError,
-                ValueError,
-                zlib.error,
-                lzma.LZMAError,
-                NotImplementedError,
-                RuntimeError,
-            ) as e:  # corrupt data; an unsupported
-                # compression method (NotImplementedError); encrypted (RuntimeError)
-                raise OSError(f"corrupt member {member}: {e}") from e
-        return self._data[member]
+        if self._zip is None:
+            return self._data[member]
+        if self.files[member] > self.cap:  # zipfile reads no more than the size declared
+            problem = too_large("the member", self.cap)
+            raise InputError(f"{self.path}{SEP}{member}", problem, param=PARAM)
+        try:
+            return self._zip.read(self._entries[member])
+        except (*CORRUPT, NotImplementedError, RuntimeError) as e:  # corrupt data; an
+            # unsupported compression method (NotImplementedError); encrypted (RuntimeError)
+            raise OSError(f"corrupt member {member}: {e}") from e
 
 
 def _clean(name: str) -> str:
@@ -124,23 +127,27 @@ def _clean(name: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _cached(path: str, size: int, mtime_ns: int) -> Archive:
-    return Archive(Path(path))
+def _cached(path: str, size: int, mtime_ns: int, cap: int) -> Archive:
+    return Archive(Path(path), max_bytes=cap)
 
 
-def open_archive(path: str | Path) -> Archive:
-    """Return the archive at ``path``, opened once per process while it is unchanged."""
+def open_archive(path: str | Path, *, max_bytes: int | None = None) -> Archive:
+    """Return the archive at ``path``, opened once per process while it is unchanged.
+
+    ``max_bytes`` caps the bytes read from it (None: limits.DEFAULT_MAX_BYTES); the same
+    archive opened under another cap is another entry of the cache.
+    """
     p = Path(path)
     try:
         st = p.stat()
     except OSError as e:
         raise InputError(p, f"cannot read: {e.strerror or e}") from e
-    return _cached(str(p), st.st_size, st.st_mtime_ns)
+    return _cached(str(p), st.st_size, st.st_mtime_ns, effective(max_bytes))
 
 
-def _member_path(archive: str, member: str) -> MemberPath:
-    """Unpickle a MemberPath: reopen (or reuse) its archive in this process."""
-    return MemberPath(open_archive(archive), member)
+def _member_path(archive: str, member: str, cap: int | None = None) -> MemberPath:
+    """Unpickle a MemberPath: reopen (or reuse) its archive, under its cap, in this process."""
+    return MemberPath(open_archive(archive, max_bytes=cap), member)
 
 
 class MemberPath:
@@ -159,8 +166,13 @@ class MemberPath:
     def __repr__(self) -> str:
         return f"MemberPath({str(self)!r})"
 
-    def __reduce__(self):
-        return (_member_path, (str(self.archive.path), self.member))
+    def __reduce__(self) -> tuple[Any, tuple[str, str, int]]:
+        return (_member_path, (str(self.archive.path), self.member, self.archive.cap))
+
+    @property
+    def max_bytes(self) -> int:
+        """The cap its archive was opened with: what reading this member may inflate to."""
+        return self.archive.cap
 
     def _key(self) -> tuple[str, str]:
         return (str(self.archive.path), self.member)
@@ -201,7 +213,8 @@ class MemberPath:
 
     @property
     def parents(self) -> list[MemberPath]:
-        out, p = [], self
+        out: list[MemberPath] = []
+        p = self
         while p.member:
             p = p.parent
             out.append(p)
@@ -238,7 +251,7 @@ class MemberPath:
     def stat_size(self) -> int:
         return self.archive.files.get(self.member, 0)
 
-    def iterdir(self):
+    def iterdir(self) -> Iterator[MemberPath]:
         if not self.is_dir():
             raise NotADirectoryError(20, "not a folder", str(self))
         prefix = f"{self.member}/" if self.member else ""
@@ -249,7 +262,7 @@ class MemberPath:
         }
         return iter(sorted(self.joinpath(n) for n in names))
 
-    def glob(self, pattern: str):
+    def glob(self, pattern: str) -> Iterator[MemberPath]:
         """Return the children whose names match ``pattern`` (one level, as the readers use)."""
         return (
             iter([p for p in self.iterdir() if fnmatch.fnmatchcase(p.name, pattern)])
@@ -257,7 +270,7 @@ class MemberPath:
             else iter(())
         )
 
-    def walk_files(self):
+    def walk_files(self) -> Iterator[MemberPath]:
         """Yield every file below this folder, in path order (folder by folder, as os.walk)."""
         prefix = f"{self.member}/" if self.member else ""
         names = [n for n in self.archive.files if n.startswith(prefix)]
@@ -265,6 +278,30 @@ class MemberPath:
             yield MemberPath(self.archive, n)
 
 
-def parquet_input(path):
+# A path discovery hands out: a file or folder on disk, or inside an archive.
+AnyPath: TypeAlias = Path | MemberPath
+
+
+def parquet_input(path: AnyPath) -> Path | io.BytesIO:
     """Return what ``pl.read_parquet`` should read: the path itself, or a member's bytes."""
     return io.BytesIO(path.read_bytes()) if isinstance(path, MemberPath) else path
+
+
+def relative_parts(path: AnyPath, top: AnyPath) -> tuple[str, ...]:
+    """Return the parts of ``path`` below ``top``: both on disk, or both in one archive."""
+    if isinstance(path, MemberPath) and isinstance(top, MemberPath):
+        return path.relative_to(top).parts
+    if isinstance(path, Path) and isinstance(top, Path):
+        return path.relative_to(top).parts
+    raise ValueError(f"{path} is not in {top}")
+
+
+def cap_for(path: AnyPath, max_bytes: int | None) -> int:
+    """Return the cap on what reading ``path`` may inflate to.
+
+    ``max_bytes`` when given; else, for an archive member, the cap its archive was opened
+    with (so a run found under a cap is read under it, in any process); else the default.
+    """
+    if max_bytes is None and isinstance(path, MemberPath):
+        return path.max_bytes
+    return effective(max_bytes)

@@ -15,22 +15,67 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.archive import MemberPath, is_archive, open_archive
+from trace_analyzer.inputs.archive import (
+    AnyPath,
+    MemberPath,
+    is_archive,
+    open_archive,
+    relative_parts,
+)
 
 PID_DIR = re.compile(r"^(?P<host>.+)_pid_(?P<pid>\d+)$")
 TIMESTAMP_DIR = re.compile(r"^(\d{10,20}|\d{8}_\d{6}_\d{3})$")
 PARQUET_EVENTS = re.compile(r"^SystemProfileEvents(_\d+)?\.parquet$")
 # Per-core device JSON exports (0.6-1.4 GB each) and device-profile JSON: not system events.
 DEVICE_JSON = re.compile(r"(_nc_\d+_session_\d+|^device_profile_model_.+)\.json(\.gz)?$")
-# JSON files that are known not to be traces.
-NOT_TRACES = {"truth.json"}
 CAPTURE_JSON = "capture.json"  # written by capture/: what was profiled, how
-RAW_SYSTEM = {"ntrace.pb", "trace_info.pb", "cpu_util.pb", "host_mem.pb"}
 RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FileType:
+    """What a file is to discovery, by its name: a source kind, or an artifact of its run.
+
+    ``source``: for a source kind (what the readers read), whether the source is the file
+    itself or the folder holding it (a set of tables, read together); None for artifacts.
+    """
+
+    pattern: re.Pattern[str]
+    kind: str  # a source kind (json, explorer-parquet), or an artifact's kind
+    source: Literal["file", "folder"] | None = None
+
+
+# File names -> kinds, the first match deciding. Found in a folder, a file of a source kind
+# becomes a Source (sniffed on read, for json); a file of another kind is listed in its run
+# (neff, ntff, raw, capture), skipped with a note (device-json) or left out (not-a-trace).
+# A file the user names is read as the first *source* kind its name matches. Any other file
+# is not traceana's. A new file type is one row here (and, for a new source kind, a reader).
+FILE_TYPES: tuple[FileType, ...] = (
+    FileType(re.compile(r"\.neff$"), "neff"),
+    FileType(re.compile(r"\.ntff$"), "ntff"),
+    FileType(re.compile(r"\.pb$"), "raw"),  # ntrace.pb, trace_info.pb, cpu_util.pb, host_mem.pb
+    FileType(PARQUET_EVENTS, "explorer-parquet", source="folder"),
+    FileType(re.compile(rf"^{re.escape(CAPTURE_JSON)}$"), "capture"),
+    FileType(re.compile(r"^truth\.json$"), "not-a-trace"),  # fixtures' records of truth
+    FileType(DEVICE_JSON, "device-json"),
+    FileType(re.compile(r"\.json(\.gz)?$"), "json", source="file"),
+)
+# source kind -> "file" or "folder": what the readers read (readers.REGISTRY's source kinds)
+SOURCE_KINDS: dict[str, str] = {ft.kind: ft.source for ft in FILE_TYPES if ft.source}
+
+
+def file_type(name: str, *, sources_only: bool = False) -> FileType | None:
+    """Return the first FILE_TYPES row ``name`` matches (of a source kind only, if asked)."""
+    for ft in FILE_TYPES:
+        if (not sources_only or ft.kind in SOURCE_KINDS) and ft.pattern.search(name):
+            return ft
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,8 +92,8 @@ class Capture:
 class Source:
     """One readable input: a JSON file, or a folder of Explorer Parquet tables."""
 
-    path: Path
-    kind: str  # "json" (sniffed on read) or "explorer-parquet"
+    path: AnyPath
+    kind: str  # a SOURCE_KINDS key: "json" (sniffed on read) or "explorer-parquet"
     capture: Capture | None = None
     named: bool = False  # the user named this file itself
     rank: int | None = None
@@ -61,13 +106,13 @@ class Source:
 class Run:
     """Everything found under one run root."""
 
-    root: Path
+    root: AnyPath
     sources: list[Source] = field(default_factory=list)
-    neffs: list[Path] = field(default_factory=list)
-    ntffs: list[Path] = field(default_factory=list)
-    raw: list[Path] = field(default_factory=list)  # ntrace.pb, trace_info.pb, ...
-    skipped: list[tuple[Path, str]] = field(default_factory=list)
-    captures: list[Path] = field(default_factory=list)  # capture.json files
+    neffs: list[AnyPath] = field(default_factory=list)
+    ntffs: list[AnyPath] = field(default_factory=list)
+    raw: list[AnyPath] = field(default_factory=list)  # ntrace.pb, trace_info.pb, ...
+    skipped: list[tuple[AnyPath, str]] = field(default_factory=list)
+    captures: list[AnyPath] = field(default_factory=list)  # capture.json files
     layouts: set[str] = field(default_factory=set)
 
     @property
@@ -75,14 +120,14 @@ class Run:
         return str(self.root)
 
 
-def capture_of(path: Path, top: Path) -> tuple[Capture | None, Path | None]:
+def capture_of(path: AnyPath, top: AnyPath) -> tuple[Capture | None, AnyPath | None]:
     """Return the capture a file belongs to and that capture's run root, or (None, None).
 
     The ``_pid_`` folder may sit under ``top`` (its parent is the run root) or above it, when
     the user names a folder inside a capture (then ``top`` is the run root).
     """
-    parts = path.relative_to(top).parts[:-1] if path != top else ()
-    folders = [top, *(top.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
+    parts = relative_parts(path, top)[:-1] if path != top else ()
+    folders: list[AnyPath] = [top, *(top.joinpath(*parts[: i + 1]) for i in range(len(parts)))]
     for depth in range(len(folders) - 1, -1, -1):
         m = PID_DIR.match(folders[depth].name)
         if m:
@@ -97,7 +142,7 @@ def capture_of(path: Path, top: Path) -> tuple[Capture | None, Path | None]:
     return None, None
 
 
-def _capture(m: re.Match, inner: str | None) -> Capture:
+def _capture(m: re.Match[str], inner: str | None) -> Capture:
     timestamp = inner if inner and TIMESTAMP_DIR.match(inner) else None
     return Capture(
         host=m["host"],
@@ -107,7 +152,7 @@ def _capture(m: re.Match, inner: str | None) -> Capture:
     )
 
 
-def rank_from_names(path: Path) -> tuple[int | None, str | None]:
+def rank_from_names(path: AnyPath) -> tuple[int | None, str | None]:
     """Return the rank spelled in a file or folder name, and which of the two held it."""
     m = RANK_IN_NAME.search(path.name)
     if m:
@@ -128,7 +173,7 @@ def _is_cache(folder: Path, name: str) -> bool:
     return name == CACHE_DIR_NAME or (folder / name / CACHEDIR_TAG).is_file()
 
 
-def _walk(top: Path):
+def _walk(top: AnyPath) -> Iterator[AnyPath]:
     if isinstance(top, MemberPath):
         for f in top.walk_files():
             if CACHE_DIR_NAME not in f.parts[:-1]:
@@ -140,78 +185,103 @@ def _walk(top: Path):
             yield Path(dirpath) / name
 
 
-def _is_json(name: str) -> bool:
-    return name.endswith(".json") or name.endswith(".json.gz")
-
-
-def discover(path: str | Path, *, max_bytes: int | None = None) -> list[Run]:
+def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
     """Return the runs under ``path`` (a folder, a single file, or an archive), in path order.
 
     An archive (.tar, .tar.gz/.tgz, .zip) is read in memory and walked like a folder; its
-    paths are ``MemberPath`` objects (trace_analyzer/archive.py).
+    paths are ``MemberPath`` objects (inputs/archive.py). ``max_bytes`` caps what it may
+    inflate to (None: limits.DEFAULT_MAX_BYTES); its members carry the cap to the readers.
     """
-    top = path if isinstance(path, MemberPath) else Path(path)
+    top: AnyPath = path if isinstance(path, MemberPath) else Path(path)
     if not top.exists():
-        raise InputError(top, "no such file or folder")
+        raise InputError(str(top), "no such file or folder")
     if not isinstance(top, MemberPath) and top.is_file() and is_archive(top):
-        top = open_archive(top).root
+        top = open_archive(top, max_bytes=max_bytes).root
     if top.is_file():
         return [_single_file(top)]
-    runs: dict[Path, Run] = {}
-    loose: list[tuple[Path, Source]] = []  # sources whose run root is decided at the end
-
-    def run_at(root: Path) -> Run:
-        return runs.setdefault(root, Run(root=root))
-
-    parquet_dirs: set[Path] = set()
+    finder = _Finder(top)
     for f in _walk(top):
-        cap, root = capture_of(f, top)
-        name = f.name
-        if f.parent.name == "neffs" and name.endswith(".neff"):
-            run_at(f.parent.parent).neffs.append(f)
-            run_at(f.parent.parent).layouts.add("vllm-neffs")
-            continue
-        owner = run_at(root) if root is not None else None
-        if cap and owner:
-            owner.layouts.add(cap.layout)
-        if name.endswith(".neff") or name.endswith(".ntff"):
-            target = owner or run_at(f.parent)
-            (target.neffs if name.endswith(".neff") else target.ntffs).append(f)
-            if owner is None:
-                target.layouts.add("bare")
-        elif name in RAW_SYSTEM or name.endswith(".pb"):
-            (owner or run_at(f.parent)).raw.append(f)
-        elif PARQUET_EVENTS.match(name):
-            if f.parent not in parquet_dirs:
-                parquet_dirs.add(f.parent)
-                src = Source(path=f.parent, kind="explorer-parquet", capture=cap)
-                _place(src, owner, loose)
-        elif name == CAPTURE_JSON:
-            (owner or run_at(f.parent)).captures.append(f)
-        elif _is_json(name):
-            if name in NOT_TRACES:
-                continue
-            if DEVICE_JSON.search(name):
-                (owner or run_at(f.parent)).skipped.append((f, "per-core device JSON: not read"))
-                continue
-            rank, origin = rank_from_names(f)
-            src = Source(path=f, kind="json", capture=cap, rank=rank, rank_origin=origin)
-            _place(src, owner, loose)
-    _settle(loose, runs, top)
-    found = [r for r in sorted(runs.values(), key=lambda r: str(r.root)) if _has_content(r)]
+        finder.add(f)
+    found = finder.runs()
     if not found:
-        raise InputError(top, "no profile found (no trace JSON, Explorer export or Neuron capture)")
+        raise InputError(
+            str(top), "no profile found (no trace JSON, Explorer export or Neuron capture)"
+        )
     return found
 
 
-def _place(src: Source, owner: Run | None, loose: list[tuple[Path, Source]]) -> None:
+class _Finder:
+    """The runs found so far under ``top``, as its files are added in path order."""
+
+    def __init__(self, top: AnyPath):
+        self.top = top
+        self.by_root: dict[AnyPath, Run] = {}
+        self.loose: list[tuple[AnyPath, Source]] = []  # run root decided at the end
+        self.folders: set[AnyPath] = set()  # folders already made a (folder) source
+
+    def run_at(self, root: AnyPath) -> Run:
+        return self.by_root.setdefault(root, Run(root=root))
+
+    def add(self, f: AnyPath) -> None:
+        """File one file: as a source, an artifact of its run, or nothing."""
+        cap, root = capture_of(f, self.top)
+        ft = file_type(f.name)
+        if ft is not None and ft.kind == "neff" and f.parent.name == "neffs":  # vLLM
+            self.run_at(f.parent.parent).neffs.append(f)
+            self.run_at(f.parent.parent).layouts.add("vllm-neffs")
+            return
+        owner = self.run_at(root) if root is not None else None
+        if cap and owner:
+            owner.layouts.add(cap.layout)  # any file in a capture folder makes its layout
+        if ft is None or ft.kind == "not-a-trace":
+            return
+        if ft.kind in SOURCE_KINDS:
+            src = self._source(f, ft.kind, cap)
+            if src is not None:
+                _place(src, owner, self.loose)
+            return
+        run = owner or self.run_at(f.parent)
+        if ft.kind in ("neff", "ntff"):
+            (run.neffs if ft.kind == "neff" else run.ntffs).append(f)
+            if owner is None:
+                run.layouts.add("bare")
+        elif ft.kind == "raw":
+            run.raw.append(f)
+        elif ft.kind == "capture":
+            run.captures.append(f)
+        elif ft.kind == "device-json":
+            run.skipped.append((f, "per-core device JSON: not read"))
+
+    def _source(self, f: AnyPath, kind: str, cap: Capture | None) -> Source | None:
+        """Return the Source ``f`` makes; None for a folder already made one."""
+        if SOURCE_KINDS[kind] == "folder":
+            if f.parent in self.folders:
+                return None
+            self.folders.add(f.parent)
+            return Source(path=f.parent, kind=kind, capture=cap)
+        rank, origin = rank_from_names(f)
+        return Source(path=f, kind=kind, capture=cap, rank=rank, rank_origin=origin)
+
+    def runs(self) -> list[Run]:
+        """Return the runs with content, in path order, loose sources settled."""
+        _settle(self.loose, self.by_root, self.top)
+        runs = sorted(self.by_root.values(), key=lambda r: str(r.root))
+        return [r for r in runs if _has_content(r)]
+
+
+def _place(src: Source, owner: Run | None, loose: list[tuple[AnyPath, Source]]) -> None:
     if owner is not None:
         owner.sources.append(src)
     else:
-        loose.append((src.path if src.kind == "explorer-parquet" else src.path.parent, src))
+        loose.append((src.path if _is_folder(src) else src.path.parent, src))
 
 
-def _settle(loose: list[tuple[Path, Source]], runs: dict[Path, Run], top: Path) -> None:
+def _is_folder(src: Source) -> bool:
+    """Return True when the source is a folder (of tables), not a file."""
+    return SOURCE_KINDS[src.kind] == "folder"
+
+
+def _settle(loose: list[tuple[AnyPath, Source]], runs: dict[AnyPath, Run], top: AnyPath) -> None:
     """Give each loose source a run: the nearest Neuron run above it, else its own folder."""
     neuron_roots = {r.root for r in runs.values() if r.layouts - {"bare"}}
     for folder, src in loose:
@@ -229,20 +299,24 @@ def _has_content(run: Run) -> bool:
     return bool(run.sources or run.neffs or run.ntffs or run.raw)
 
 
-def _single_file(f: Path) -> Run:
+def _single_file(f: AnyPath) -> Run:
+    """Return the run of a file the user named: the first source kind its name matches."""
     run = Run(root=f.parent)
-    if PARQUET_EVENTS.match(f.name):
-        run.sources.append(Source(path=f.parent, kind="explorer-parquet", named=True))
-    elif _is_json(f.name):
+    ft = file_type(f.name, sources_only=True)
+    if ft is not None and SOURCE_KINDS[ft.kind] == "folder":
+        run.sources.append(Source(path=f.parent, kind=ft.kind, named=True))
+    elif ft is not None:
         rank, origin = rank_from_names(f)
         cap, _ = capture_of(f, f.parent)
         run.sources.append(
-            Source(path=f, kind="json", capture=cap, named=True, rank=rank, rank_origin=origin)
+            Source(path=f, kind=ft.kind, capture=cap, named=True, rank=rank, rank_origin=origin)
         )
     elif f.suffix in (".neff", ".ntff", ".pb"):
-        raise InputError(f, f"a Neuron {f.suffix} file is not decoded by traceana; {_PB_HINT}")
+        raise InputError(str(f), f"a Neuron {f.suffix} file is not decoded by traceana; {_PB_HINT}")
     else:
-        raise InputError(f, "not a profile traceana reads (expected .json, .json.gz or .parquet)")
+        raise InputError(
+            str(f), "not a profile traceana reads (expected .json, .json.gz or .parquet)"
+        )
     return run
 
 
@@ -252,7 +326,7 @@ _PB_HINT = (
 )
 
 
-def pb_hint(folder: Path) -> str:
+def pb_hint(folder: AnyPath) -> str:
     """Return the advice given when raw system traces have no Explorer export beside them."""
     return (
         f"{folder}: ntrace.pb/trace_info.pb hold the runtime and hardware lanes, which traceana "
@@ -262,12 +336,12 @@ def pb_hint(folder: Path) -> str:
     )
 
 
-def run_files(run: Run) -> list:
+def run_files(run: Run) -> list[AnyPath]:
     """Return the files a run is made of: its sources (Parquet folders' files), capture.json
     files, NEFF/NTFF files and raw system traces."""
-    files = []
+    files: list[AnyPath] = []
     for src in run.sources:
-        if src.kind == "explorer-parquet":
+        if _is_folder(src):
             files += [p for p in src.path.iterdir() if p.is_file()]
         else:
             files.append(src.path)

@@ -9,19 +9,21 @@ any other name (``neuron-explorer capture -s profile.ntff``) pairs with the one 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from trace_analyzer.inputs.archive import AnyPath
 from trace_analyzer.inputs.discover import Run, pb_hint
 
 MODEL_NTFF = re.compile(r"^(\d+)_instid_(\d+)_vnc_(\d+)\.ntff$")
 MODEL_NEFF = re.compile(r"^neff_(\d+)\.neff$")
 SESSION_NTFF = re.compile(r"^profile_nc_(\d+)_session_(\d+)\.ntff$")
 
+Pair = dict[str, str | None]  # {"ntff": path, "neff": path, "mode": model|session|capture}
 
-def neff_pairs(run: Run, warnings: list[str]) -> list[dict]:
+
+def neff_pairs(run: Run, warnings: list[str]) -> list[Pair]:
     """Return the NEFF/NTFF files of a run, paired; a model NTFF without its NEFF warns."""
     neffs = {m[1]: p for p in run.neffs if (m := MODEL_NEFF.match(p.name))}
-    pairs = []
+    pairs: list[Pair] = []
     for ntff in run.ntffs:
         m = MODEL_NTFF.match(ntff.name)
         if m is None:
@@ -41,7 +43,7 @@ def neff_pairs(run: Run, warnings: list[str]) -> list[dict]:
     return pairs
 
 
-def _unhashed(ntff: Path, run: Run) -> dict:
+def _unhashed(ntff: AnyPath, run: Run) -> Pair:
     """Return the entry of an NTFF whose name carries no NEFF hash."""
     if SESSION_NTFF.match(ntff.name):
         return {"ntff": str(ntff), "neff": None, "mode": "session"}

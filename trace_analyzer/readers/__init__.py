@@ -1,61 +1,69 @@
 """Readers: one module per input format, each returning rows of the events table.
 
-``read_source`` is the registry: it opens a discovered source, decides its format (JSON
-files are sniffed by their top-level keys) and hands it to the reader that owns the format.
+The registry is ``REGISTRY``: each reader module declares the format it reads (``FORMAT``, a
+``format.Format``) and is listed there once. ``read_source`` reads a discovered source with
+the formats of its source kind: each one's streaming ``read_path`` first, then the JSON
+parsed once and sniffed by its top-level keys, in registry order. Adding a format is one
+module and one line in ``REGISTRY``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.readers import explorer_json, explorer_parquet, kineto
+from trace_analyzer.readers import execution_trace, explorer_json, explorer_parquet, kineto
 from trace_analyzer.readers.common import ReadResult, load_json
+from trace_analyzer.readers.format import Format
 
-__all__ = ["ReadResult", "read_source", "FORMATS"]
+__all__ = ["FORMATS", "REGISTRY", "Format", "ReadResult", "read_source", "sniff"]
 
-# format name -> (what it is, the reader). Adding a format is one entry here and one module.
-FORMATS = {
-    "kineto-json": ("PyTorch profiler (Kineto) Chrome trace", kineto.read),
-    "explorer-parquet": ("Neuron Explorer Parquet export", explorer_parquet.read),
-    "explorer-json": ("Neuron Explorer legacy JSON export", explorer_json.read),
-}
+# Every format traceana recognises, in the order a JSON document is sniffed.
+REGISTRY: tuple[Format, ...] = (
+    kineto.FORMAT,
+    explorer_json.FORMAT,
+    explorer_parquet.FORMAT,
+    execution_trace.FORMAT,
+)
+FORMATS: Mapping[str, Format] = {f.name: f for f in REGISTRY}  # format name -> declaration
 
 
 def sniff(doc: object) -> str | None:
     """Return the format of a parsed JSON document, or None when it is not a trace we read."""
-    if not isinstance(doc, dict):
-        return None
-    if "traceEvents" in doc:
-        return "kineto-json"
-    if "trace_event" in doc or "trace_events" in doc:
-        return "explorer-json"
-    if "nodes" in doc and "schema" in doc:
-        return "execution-trace"
+    if isinstance(doc, dict):
+        for fmt in REGISTRY:
+            if fmt.sniff is not None and fmt.sniff(doc):
+                return fmt.name
     return None
 
 
 def read_source(
     src: Source, keep_args: bool = False, *, max_bytes: int | None = None
 ) -> ReadResult | None:
-    """Read one source; return None when a JSON file found in a folder is not a trace.
+    """Read one source with the first format of its kind that takes it.
 
-    A file the user named directly must be a trace: anything else is an InputError.
-    Kineto traces are read by the streaming path when it can (``kineto.read_fast``), else
-    parsed whole; ``keep_args`` keeps every record's args as JSON text (``args_json``).
+    Returns a ReadResult (``read`` False when the format is recognised and skipped, or when
+    a JSON file found in a folder is not a trace). A file the user named directly must be a
+    trace: anything else is an InputError. ``keep_args`` keeps every record's args as JSON
+    text (``args_json``); ``max_bytes`` caps what a compressed input may inflate to
+    (limits.py; None: an archive member's own cap, else the default).
     """
-    if src.kind == "explorer-parquet":
-        return explorer_parquet.read(src)
-    fast = kineto.read_fast(src, keep_args)
-    if fast is not None:
-        return fast
-    doc = load_json(src.path)
-    fmt = sniff(doc)
-    if fmt == "execution-trace":
-        return ReadResult.skipped(src, fmt, "PyTorch Execution Trace (Chakra): not read")
-    if fmt is None:
-        what = "a JSON object" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
-        problem = f"{what} without traceEvents (nor trace_event): not a trace"
-        if src.named:
-            raise InputError(src.path, problem)
-        return ReadResult.skipped(src, "json", problem)
-    return FORMATS[fmt][1](src, doc)
+    formats = [f for f in REGISTRY if f.source_kind == src.kind]
+    for fmt in formats:
+        if fmt.read_path is not None:
+            result = fmt.read_path(src, keep_args, max_bytes=max_bytes)
+            if result is not None:
+                return result
+    if not any(f.read is not None for f in formats):
+        raise InputError(str(src.path), f"no reader takes a {src.kind} source")
+    doc = load_json(src.path, max_bytes=max_bytes)
+    if isinstance(doc, dict):
+        for fmt in formats:
+            if fmt.sniff is not None and fmt.read is not None and fmt.sniff(doc):
+                return fmt.read(src, doc)
+    what = "a JSON object" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+    problem = f"{what} without traceEvents (nor trace_event): not a trace"
+    if src.named:
+        raise InputError(str(src.path), problem)
+    return ReadResult.skipped(src, "json", problem)

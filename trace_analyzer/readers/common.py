@@ -7,15 +7,16 @@ import io
 import json
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
 
 from trace_analyzer.core.schema import conform, empty_events
 from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.inputs.limits import max_bytes, too_large
+from trace_analyzer.inputs.limits import PARAM, too_large
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -44,30 +45,34 @@ class ReadResult:
         return cls(source=src, format=fmt, notes=[why], read=False)
 
 
-def load_json(path: Path) -> object:
-    """Return the parsed JSON of a ``.json`` or ``.json.gz`` file, or raise InputError."""
+def load_json(path: AnyPath, *, max_bytes: int | None = None) -> object:
+    """Return the parsed JSON of a ``.json`` or ``.json.gz`` file, or raise InputError.
+
+    A ``.json.gz`` file may inflate to ``max_bytes`` (None: its archive's cap for a member,
+    else limits.DEFAULT_MAX_BYTES).
+    """
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise InputError(path, f"cannot read: {e.strerror or e}") from e
+        raise InputError(str(path), f"cannot read: {e.strerror or e}") from e
     if path.name.endswith(".gz"):
-        cap = max_bytes()
+        cap = cap_for(path, max_bytes)
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
                 data = f.read(cap + 1)  # bounded, however far the stream would inflate
             if len(data) > cap:
-                raise InputError(path, too_large("the file", cap))
+                raise InputError(str(path), too_large("the file", cap), param=PARAM)
         except (OSError, EOFError, zlib.error) as e:
-            raise InputError(path, f"not a readable gzip file ({e})") from e
+            raise InputError(str(path), f"not a readable gzip file ({e})") from e
     if not data.strip():
-        raise InputError(path, "empty file")
+        raise InputError(str(path), "empty file")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:
         hint = " (truncated?)" if e.pos >= len(data.rstrip()) - 1 else ""
-        raise InputError(path, f"not valid JSON{hint}: {e}") from e
+        raise InputError(str(path), f"not valid JSON{hint}: {e}") from e
 
 
 def json_text(value: object) -> str | None:
@@ -104,7 +109,7 @@ def as_i64(value: object) -> int | None:
     return None
 
 
-def finish(rows: dict[str, list] | pl.DataFrame, file: Path) -> pl.DataFrame:
+def finish(rows: dict[str, list[Any]] | pl.DataFrame, file: AnyPath) -> pl.DataFrame:
     """Return the events table built from column lists (or a frame), with the file column set."""
     if isinstance(rows, pl.DataFrame):
         if rows.is_empty():

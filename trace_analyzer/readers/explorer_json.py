@@ -8,6 +8,7 @@ Profiler 2.0 group form, a list or a mapping of group name to list). ``timestamp
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import polars as pl
 
@@ -15,6 +16,7 @@ from trace_analyzer.core.schema import conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.readers.common import ReadResult, as_i64, assign_steps, finish, json_text
+from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.neuron import EXECUTIONS, HW_SYNC, label, mark_dispatch
 
 # Keys that become columns; everything else is kept in args_json.
@@ -44,10 +46,15 @@ HW_NAMES = (
 RT_GROUP = re.compile(r"^nrt-nc-(\d+)")
 
 
-def read(src: Source, doc: dict) -> ReadResult:
+def sniff(doc: dict[str, Any]) -> bool:
+    """Return True for a legacy export's top level: ``trace_event`` or ``trace_events``."""
+    return "trace_event" in doc or "trace_events" in doc
+
+
+def read(src: Source, doc: dict[str, Any]) -> ReadResult:
     """Return the events of one legacy JSON export."""
     records = _records(src, doc)
-    cols: dict[str, list] = {
+    cols: dict[str, list[Any]] = {
         k: []
         for k in (
             "orig_id",
@@ -86,21 +93,21 @@ def read(src: Source, doc: dict) -> ReadResult:
     return result
 
 
-def _records(src: Source, doc: dict) -> list:
+def _records(src: Source, doc: dict[str, Any]) -> list[Any]:
     events = doc.get("trace_event", doc.get("trace_events"))
     if isinstance(events, dict):  # group form: {group name: [events]}
         events = [e for group in events.values() if isinstance(group, list) for e in group]
     if not isinstance(events, list):
-        raise InputError(src.path, "trace_event is not a list of events")
+        raise InputError(str(src.path), "trace_event is not a list of events")
     return events
 
 
 def _text(value: object) -> str | None:
-    """Return a text field as text: a number (or any other JSON value) as its str, like Kineto's names."""
+    """Return a text field as text: a number (any other JSON value) as its str, like Kineto."""
     return value if isinstance(value, str) or value is None else str(value)
 
 
-def _append(cols: dict[str, list], e: dict) -> None:
+def _append(cols: dict[str, list[Any]], e: dict[str, Any]) -> None:
     name = _text(e.get("name"))
     source = e.get("trace_event_source")
     if not isinstance(source, str) or not source:
@@ -128,7 +135,7 @@ def _append(cols: dict[str, list], e: dict) -> None:
     cols["args_json"].append(json_text(rest) if rest else None)
 
 
-def _source_of(e: dict, name: object) -> str:
+def _source_of(e: dict[str, Any], name: object) -> str:
     """Return the trace_event_source of a Profiler 2.0-style record that lacks one."""
     if name in HW_NAMES:
         return "neuron_hw"
@@ -136,3 +143,12 @@ def _source_of(e: dict, name: object) -> str:
     if group.startswith("framework") or e.get("type") == 99999:
         return "framework"
     return "neuron_rt"
+
+
+FORMAT = Format(
+    "explorer-json",
+    "Neuron Explorer legacy JSON export",
+    "json",
+    sniff=sniff,
+    read=read,
+)

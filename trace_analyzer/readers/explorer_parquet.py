@@ -6,7 +6,8 @@ then read by column name. A missing required column is an error that names it.
 
 Exports run to tens of millions of rows, so nothing here loops over rows in Python: only the
 columns traceana uses are read, JSON is parsed only in rows that can hold a lifted key, lanes
-are labelled once per distinct lane key, and the dispatch nesting is found by pointer jumping on polars columns.
+are labelled once per distinct lane key, and the dispatch nesting is found by pointer jumping
+on polars columns.
 """
 
 from __future__ import annotations
@@ -15,34 +16,35 @@ import polars as pl
 
 from trace_analyzer.core.schema import conform
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.archive import parquet_input
+from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.readers.common import ReadResult, assign_steps
+from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS, label
 
 KNOWN_MAJOR = 7
-REQUIRED = {
-    "id": pl.Int64,
-    "name": pl.String,
-    "start_ts": pl.Int64,
-    "end_ts": pl.Int64,
-    "trace_event_source": pl.String,
-    "process_id": pl.Int64,
+REQUIRED: dict[str, pl.DataType] = {
+    "id": pl.Int64(),
+    "name": pl.String(),
+    "start_ts": pl.Int64(),
+    "end_ts": pl.Int64(),
+    "trace_event_source": pl.String(),
+    "process_id": pl.Int64(),
 }
-OPTIONAL = {
-    "duration_ns": pl.Int64,
-    "instance_id": pl.String,
-    "thread_id": pl.Int64,
-    "nc_idx": pl.Int64,
-    "pcore_idx": pl.Int64,
+OPTIONAL: dict[str, pl.DataType] = {
+    "duration_ns": pl.Int64(),
+    "instance_id": pl.String(),
+    "thread_id": pl.Int64(),
+    "nc_idx": pl.Int64(),
+    "pcore_idx": pl.Int64(),
     "flow_id": pl.List(pl.String),
-    "framework_stream_id": pl.String,
-    "extra_attributes_json": pl.String,
+    "framework_stream_id": pl.String(),
+    "extra_attributes_json": pl.String(),
 }
 COMPANIONS = ("SystemProfileMetadata", "Metadata", "SchemaFields", "CpuUsage", "HostMemUsage")
 
 
-def tables(folder) -> list:
+def tables(folder: AnyPath) -> list[AnyPath]:
     """Return the SystemProfileEvents files of an export folder, split parts in order."""
     parts = [(m[1], p) for p in folder.iterdir() if (m := PARQUET_EVENTS.match(p.name))]
     return [p for _, p in sorted(parts, key=lambda mp: int(mp[0][1:]) if mp[0] else -1)]
@@ -65,7 +67,13 @@ def read(src: Source) -> ReadResult:
     return result
 
 
-def _read_table(path) -> pl.DataFrame:
+def read_path(src: Source, keep_args: bool = False, *, max_bytes: int | None = None) -> ReadResult:
+    """The registry's way in: ``read``. An export's args are always kept (they are a column
+    already), and its tables are not compressed files (an archive's cap bounds a member)."""
+    return read(src)
+
+
+def _read_table(path: AnyPath) -> pl.DataFrame:
     try:
         data = parquet_input(path)
         have = pl.read_parquet_schema(data)
@@ -75,14 +83,15 @@ def _read_table(path) -> pl.DataFrame:
         df = pl.read_parquet(data, columns=[c for c in {**REQUIRED, **OPTIONAL} if c in have])
     except (Exception, pl.exceptions.PanicException) as e:  # a bad file: several error types,
         # and a Rust panic in the decoder (PanicException is a BaseException)
+        first = (str(e).splitlines() or ["?"])[0]
         raise InputError(
-            path,
-            f"not a readable Parquet table ({type(e).__name__}: {(str(e).splitlines() or ['?'])[0]})",
+            str(path), f"not a readable Parquet table ({type(e).__name__}: {first})"
         ) from e
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise InputError(
-            path, f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}"
+            str(path),
+            f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}",
         )
     casts = []
     for col, dtype in {**REQUIRED, **OPTIONAL}.items():
@@ -102,7 +111,9 @@ def _read_table(path) -> pl.DataFrame:
                 raise TypeError(col)
             df.select(pl.col(col).cast(dtype, strict=True))
         except (Exception, pl.exceptions.PanicException) as e:
-            raise InputError(path, f"column {col} has type {have_type}, expected {dtype}") from e
+            raise InputError(
+                str(path), f"column {col} has type {have_type}, expected {dtype}"
+            ) from e
         casts.append(pl.col(col).cast(dtype))
     return df.select(casts)
 
@@ -174,11 +185,11 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
         )
     # with_columns, not select: a key of only literals (every label column null in every
     # row) must still be one value per row, not a single value
-    key = codes.with_columns(key.alias("_key"))["_key"]
-    first = key.arg_unique()
+    keys = codes.with_columns(key.alias("_key"))["_key"]
+    first = keys.arg_unique()
     reps = df.select(pl.col(LABEL_KEYS).gather(first))
-    labelled = label(reps).with_columns(_key=key.gather(first)).sort("_key")
-    got = labelled[labelled["_key"].search_sorted(key)]
+    labelled = label(reps).with_columns(_key=keys.gather(first)).sort("_key")
+    got = labelled[labelled["_key"].search_sorted(keys)]
     return df.with_columns(
         name=got["name"], lane_kind=got["lane_kind"], lane=got["lane"], category=got["category"]
     )
@@ -211,7 +222,25 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     pointer jumping. An op is a dispatch when that parent has its name. Ops without a start
     or end (dropped later as malformed; the sweep cannot order them) take no part.
     """
-    ops = (
+    ops = _framework_ops(df)
+    if ops.is_empty():
+        return df
+    parent = _parents(ops)
+    rows = ops["_row"]
+    has_parent = parent >= 0
+    names = df["name"].gather(rows)
+    same = names.gather(parent.clip(lower_bound=0)).eq_missing(names) & has_parent
+    dispatch = pl.repeat(False, df.height, eager=True).scatter(rows.filter(same), True)
+    return df.with_columns(
+        lane_kind=pl.when(dispatch)
+        .then(pl.lit("framework_dispatch"))
+        .otherwise(pl.col("lane_kind"))
+    )
+
+
+def _framework_ops(df: pl.DataFrame) -> pl.DataFrame:
+    """Return the framework ops with a start and an end, in the sweep's order, by row."""
+    return (
         df.select(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
             "lane_kind",
@@ -226,14 +255,16 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
             pl.col("end_ns").is_not_null(),
         )
         .drop("lane_kind")
+        .sort(
+            ["pid", "tid", "start_ns", "end_ns", "_row"],
+            descending=[False, False, False, True, False],
+            nulls_last=True,
+        )
     )
-    if ops.is_empty():
-        return df
-    ops = ops.sort(
-        ["pid", "tid", "start_ns", "end_ns", "_row"],
-        descending=[False, False, False, True, False],
-        nulls_last=True,
-    )
+
+
+def _parents(ops: pl.DataFrame) -> pl.Series:
+    """Return each op's enclosing op, as its position in ``ops`` (-1: none), by jumping."""
     first = (
         pl.col("pid").ne_missing(pl.col("pid").shift(1))
         | pl.col("tid").ne_missing(pl.col("tid").shift(1))
@@ -257,20 +288,12 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
         if not jump.any():
             break
         parent = pl.select(pl.when(jump).then(parent.gather(up)).otherwise(parent)).to_series()
-    rows = ops["_row"]
-    has_parent = parent >= 0
-    names = df["name"].gather(rows)
-    same = names.gather(parent.clip(lower_bound=0)).eq_missing(names) & has_parent
-    dispatch = pl.repeat(False, df.height, eager=True).scatter(rows.filter(same), True)
-    return df.with_columns(
-        lane_kind=pl.when(dispatch)
-        .then(pl.lit("framework_dispatch"))
-        .otherwise(pl.col("lane_kind"))
-    )
+    return parent
 
 
 def _schema_version(src: Source, result: ReadResult) -> str | None:
-    meta = sorted(src.path.glob("Metadata*.parquet"))
+    found: list[AnyPath] = [*src.path.glob("Metadata*.parquet")]
+    meta = sorted(found, key=str)  # in one folder: by name
     if not meta:
         result.notes.append("schema version unknown (no Metadata table); read by column name")
         return None
@@ -282,9 +305,18 @@ def _schema_version(src: Source, result: ReadResult) -> str | None:
         result.notes.append(f"{meta[0].name} has no profile_schema_version; read by column name")
         return None
     version = str(col.drop_nulls()[0]) if col.drop_nulls().len() else None
-    major = version.split(".")[0] if version else None
+    major = version.split(".")[0] if version else ""
     if version and (not major.isdigit() or int(major) != KNOWN_MAJOR):
         result.warnings.append(
-            f"{src.path}: Explorer schema {version} is not the {KNOWN_MAJOR}.x traceana knows; read by column name"
+            f"{src.path}: Explorer schema {version} is not the {KNOWN_MAJOR}.x traceana knows; "
+            "read by column name"
         )
     return version
+
+
+FORMAT = Format(
+    "explorer-parquet",
+    "Neuron Explorer Parquet export",
+    "explorer-parquet",
+    read_path=read_path,
+)

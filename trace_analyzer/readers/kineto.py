@@ -7,22 +7,16 @@ epoch µs directly. Anything else stays relative, with a warning.
 
 from __future__ import annotations
 
-import gzip
-import io
-import re
-import zlib
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-import orjson
 import polars as pl
 
 from trace_analyzer.core.schema import conform
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.archive import cap_for
 from trace_analyzer.inputs.capture import capture_backend
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.inputs.limits import max_bytes, too_large
 from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
@@ -30,6 +24,11 @@ from trace_analyzer.readers.common import (
     finish,
     json_text,
 )
+from trace_analyzer.readers.format import Format
+from trace_analyzer.readers.kineto_records import LINK_COLUMNS, collect
+from trace_analyzer.readers.kineto_stream import NotFast, scan, split_any, split_kineto
+
+__all__ = ["FORMAT", "CATEGORIES", "read", "read_fast", "scan"]
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
@@ -62,58 +61,41 @@ NOT_EVENTS = {"Trace", "overhead"}
 DEVICE_FLOWS = {"ac2g", "async_gpu"}
 DEVICE_WORD = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "privateuse1": "Device"}
 
-ARG_COLUMNS = {
-    "External id": "external_id",
-    "external id": "external_id",
-    "correlation": "correlation",
-    "nrt_sequence_id": "seq_id",
-    "exec_id": "exec_id",
-}
-LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id")
+
+def sniff(doc: dict[str, Any]) -> bool:
+    """Return True for a Kineto trace's top level: it holds ``traceEvents``."""
+    return "traceEvents" in doc
 
 
-# The columns both paths reduce a trace to, before labelling: one row per record.
-RAW_SCHEMA: dict[str, pl.DataType] = {
-    "ph": pl.String,
-    "category": pl.String,
-    "name": pl.String,
-    "pid": pl.Int64,
-    "tid": pl.Int64,
-    "ts": pl.Float64,
-    "dur": pl.Float64,
-    "flow_id": pl.Int64,
-    "device": pl.Int64,
-    "stream": pl.Int64,
-    **dict.fromkeys(LINK_COLUMNS, pl.Int64),
-    "args_json": pl.String,
-}
-
-
-def read(src: Source, doc: dict) -> ReadResult:
+def read(src: Source, doc: dict[str, Any]) -> ReadResult:
     """Return the events of one Kineto trace already parsed into ``doc`` (the exact path)."""
     events = doc.get("traceEvents")
     if not isinstance(events, list):
-        raise InputError(src.path, "traceEvents is not a list")
-    return _result(src, doc, *_collect(events))
+        raise InputError(str(src.path), "traceEvents is not a list")
+    return _result(src, doc, *collect(events))
 
 
-def read_fast(src: Source, keep_args: bool = False) -> ReadResult | None:
+def read_fast(
+    src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+) -> ReadResult | None:
     """Return the events of one Kineto trace read by the streaming path, or None.
 
     None means the file is not one this path takes (not a Kineto object, a record it cannot
     type, malformed JSON): the caller reads it the exact way, which also words the errors.
-    ``args_json`` is filled only with ``keep_args`` (it costs a third of the parse).
+    ``args_json`` is filled only with ``keep_args`` (it costs a third of the parse). A
+    ``.gz`` trace inflating past ``max_bytes`` (limits.py) is an InputError.
     """
-    for split in (_split_kineto, _split_any):
+    cap = cap_for(src.path, max_bytes)
+    for split in (split_kineto, split_any):
         try:
-            scanned = scan(src.path, split, keep_args)
-        except _NotFast:
+            scanned = scan(src.path, split, keep_args, max_bytes=cap)
+        except NotFast:
             continue
         return _result(src, *scanned, 0)  # no name kept here: _result frees the raw table
     return None
 
 
-def _result(src: Source, meta: dict, raw: pl.DataFrame, non_objects: int) -> ReadResult:
+def _result(src: Source, meta: dict[str, Any], raw: pl.DataFrame, non_objects: int) -> ReadResult:
     result = ReadResult(source=src, format="kineto-json")
     base, clock_note, aligned = _clock(meta, raw)
     if aligned:
@@ -150,7 +132,7 @@ def _result(src: Source, meta: dict, raw: pl.DataFrame, non_objects: int) -> Rea
     return result
 
 
-def _clock(meta: dict, raw: pl.DataFrame) -> tuple[int, str, bool]:
+def _clock(meta: dict[str, Any], raw: pl.DataFrame) -> tuple[int, str, bool]:
     """Return the base to add to ts (ns), a note on the clock, and whether it is epoch-aligned."""
     base = as_i64(meta.get("baseTimeNanoseconds"))
     if base is not None:
@@ -179,51 +161,13 @@ def _ns(col: str, base: int = 0) -> pl.Expr:
     return pl.when(ok).then(whole.cast(pl.Int64) * 1000 + frac_ns.cast(pl.Int64) + base)
 
 
-def _num(v: object) -> float | None:
-    return (
-        float(v)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300
-        else None
-    )
-
-
-def _collect(events: list) -> tuple[pl.DataFrame, int]:
-    """Return the raw table of parsed records (the exact path) and the count of non-objects."""
-    cols: dict[str, list] = {k: [] for k in RAW_SCHEMA}
-    non_objects = 0
-    for e in events:
-        if not isinstance(e, dict):
-            non_objects += 1
-            continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        cat, ph, name = e.get("cat"), e.get("ph"), e.get("name")
-        cols["ph"].append(ph if isinstance(ph, str) else None)
-        cols["category"].append(cat if isinstance(cat, str) else None)
-        cols["name"].append(name if isinstance(name, str) or name is None else str(name))
-        cols["pid"].append(as_i64(e.get("pid")))
-        cols["tid"].append(as_i64(e.get("tid")))
-        cols["ts"].append(_num(e.get("ts")))
-        cols["dur"].append(_num(e.get("dur", 0)))
-        cols["flow_id"].append(as_i64(e.get("id")))
-        cols["device"].append(as_i64(args.get("device")))
-        cols["stream"].append(as_i64(args.get("stream", args.get("stream_id"))))
-        link = dict.fromkeys(LINK_COLUMNS)
-        for arg, col in ARG_COLUMNS.items():
-            if link[col] is None and arg in args:
-                link[col] = as_i64(args[arg])
-        for col, v in link.items():
-            cols[col].append(v)
-        cols["args_json"].append(json_text(args) if args else None)
-    return pl.DataFrame(cols, schema=RAW_SCHEMA), non_objects
-
-
-def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataFrame, Counter]:
+def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataFrame, Counter[str]]:
     """Return the complete events, the device flow records, and the count of what was skipped."""
     ph, cat = pl.col("ph"), pl.col("category")
     is_event = (ph == "X") & ~cat.is_in(list(NOT_EVENTS)).fill_null(False)
     is_flow = ph.is_in(["s", "f"]) & cat.is_in(list(DEVICE_FLOWS))
     kind = raw.select(is_event.fill_null(False).alias("e"), is_flow.fill_null(False).alias("f"))
-    skipped: Counter = Counter()
+    skipped: Counter[str] = Counter()
     rest = raw.filter(~kind["e"] & ~kind["f"])
     if rest.height:
         for p, c, n in rest.group_by("ph", "category").len().iter_rows():
@@ -260,7 +204,7 @@ def _any_neuron(rows: pl.DataFrame) -> bool:
     return rows["seq_id"].is_not_null().any() or (rows["category"] == "privateuse1_driver").any()
 
 
-def _accelerator(meta: dict, rows: pl.DataFrame) -> str:
+def _accelerator(meta: dict[str, Any], rows: pl.DataFrame) -> str:
     """Return cuda or rocm: ROCm traces reuse CUDA's categories with hip* runtime names."""
     props = (json_text(meta.get("deviceProperties") or []) or "").lower()
     if "amd" in props or "instinct" in props or "gfx" in props:
@@ -268,7 +212,7 @@ def _accelerator(meta: dict, rows: pl.DataFrame) -> str:
     first = rows.filter(
         pl.col("category").is_in(["cuda_runtime", "Runtime"]) & pl.col("name").is_not_null()
     )["name"].first()
-    if first is not None:
+    if isinstance(first, str):  # a name: a str, or null
         return "rocm" if first.startswith("hip") else "cuda"
     return "cuda"
 
@@ -289,7 +233,8 @@ def _host_pid(df: pl.DataFrame) -> int | None:
     )
     if host.is_empty():
         return None
-    return host.group_by("pid").len().sort("len", descending=True)["pid"][0]
+    pid = host.group_by("pid").len().sort("len", descending=True)["pid"][0]
+    return pid if isinstance(pid, int) else None  # an int64, or null
 
 
 def _label(
@@ -384,179 +329,18 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
     return df.with_columns(flow_ids=ids.cast(pl.List(pl.Int64)))
 
 
-def _rank(meta: dict, src: Source) -> tuple[int | None, str | None]:
+def _rank(meta: dict[str, Any], src: Source) -> tuple[int | None, str | None]:
     info = meta.get("distributedInfo")
     if isinstance(info, dict) and as_i64(info.get("rank")) is not None:
         return as_i64(info.get("rank")), "distributedInfo"
     return src.rank, src.rank_origin
 
 
-# --- The streaming path -------------------------------------------------------------------
-#
-# A Kineto trace is one JSON object whose ``traceEvents`` array holds the records. The file
-# is read in blocks; newlines (only ever whitespace in JSON) become blanks, the separator
-# between two records becomes a newline, and polars' NDJSON reader parses the lines into
-# typed columns on every core, while this thread prepares the next block. A separator found
-# inside a record (in a string, or between objects nested in args) leaves an unbalanced line,
-# which polars rejects: the file is then read again the general way, then the exact way.
-# Nothing this path accepts is read differently from the exact path (tests compare both).
-
-BLOCK = 1 << 23
-HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
-KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
-ANY_SEP = re.compile(rb"\}\s*,\s*\{")
-ID = pl.String  # pids and flow ids may be numbers or strings; cast like as_i64 afterwards
-ARG_KEYS = (*ARG_COLUMNS, "device", "stream", "stream_id")
-# Args are read as integers, and a block where one is not is read again with strings.
-ARGS, ARGS_ANY = (
-    pl.Struct(dict.fromkeys(ARG_KEYS, pl.Int64)),
-    pl.Struct(dict.fromkeys(ARG_KEYS, ID)),
+FORMAT = Format(
+    "kineto-json",
+    "PyTorch profiler (Kineto) Chrome trace",
+    "json",
+    sniff=sniff,
+    read=read,
+    read_path=read_fast,
 )
-LINE_SCHEMA = {
-    "ph": pl.String,
-    "cat": pl.String,
-    "name": pl.String,
-    "pid": ID,
-    "tid": ID,
-    "ts": pl.Float64,
-    "dur": pl.Float64,
-    "id": ID,
-}
-
-
-class _NotFast(Exception):
-    """The streaming path cannot read this file; the exact path will."""
-
-
-def _split_kineto(buf: bytes) -> bytes:
-    return buf.replace(KINETO_SEP, b"}\n{")
-
-
-def _split_any(buf: bytes) -> bytes:
-    return ANY_SEP.sub(b"}\n{", buf)
-
-
-def _open(path) -> io.BufferedIOBase:
-    raw = io.BytesIO(path.read_bytes()) if isinstance(path, MemberPath) else open(path, "rb")
-    return gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
-
-
-def scan(path, split=_split_kineto, keep_args: bool = False) -> tuple[dict, pl.DataFrame]:
-    """Return the trace's top-level keys but traceEvents, and its records as the raw table."""
-    try:
-        with _open(path) as f, ThreadPoolExecutor(1) as pool:
-            return _scan(f, split, keep_args, pool, path)
-    except (
-        OSError,
-        EOFError,
-        zlib.error,
-        pl.exceptions.PolarsError,
-        orjson.JSONDecodeError,
-        UnicodeDecodeError,
-    ) as e:
-        raise _NotFast(str(e)) from e
-
-
-def _scan(f, split, keep_args: bool, pool: ThreadPoolExecutor, path) -> tuple[dict, pl.DataFrame]:
-    cap = max_bytes() if isinstance(f, gzip.GzipFile) else None
-    block = f.read(BLOCK)
-    seen = len(block)
-    if block.startswith(b"\xef\xbb\xbf"):
-        block = block[3:]
-    m = HEAD.search(block)
-    if m is None:
-        raise _NotFast("no traceEvents array in the first block")
-    meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
-    if not isinstance(meta, dict):
-        raise _NotFast("not an object")
-    schema = {**LINE_SCHEMA, "args": pl.String if keep_args else ARGS}
-    parts, pending, carry = [], None, b""
-    block = block[m.end() :]
-    while block:
-        block = block.replace(b"\n", b" ")
-        if b"\r" in block:
-            block = block.replace(b"\r", b" ")
-        buf = split(carry + block)
-        cut = buf.rfind(b"\n")
-        if cut < 0:
-            if split is _split_kineto and len(buf) > BLOCK:
-                raise _NotFast("no Kineto record separator in a whole block")
-            carry = buf
-        else:
-            carry = buf[cut + 1 :]
-            if pending is not None:
-                parts.append(pending.result())
-            pending = pool.submit(_parse, buf[:cut], schema, keep_args)
-        block = f.read(BLOCK)
-        seen += len(block)
-        if cap is not None and seen > cap:
-            raise InputError(path, too_large("the file", cap))
-    if pending is not None:
-        parts.append(pending.result())
-    last, tail = _array_end(carry, schema, keep_args)
-    if last is not None:
-        parts.append(last)
-    meta.update(tail)
-    raw = pl.concat(parts) if parts else pl.DataFrame(schema=RAW_SCHEMA)
-    return meta, raw
-
-
-def _array_end(carry: bytes, schema: dict, keep_args: bool) -> tuple[pl.DataFrame | None, dict]:
-    """Return the last records (parsed) and the keys after the array, from the last block's rest.
-
-    The array ends at a ``]`` after which the rest is the end of an object, and before which
-    the text parses as records: tried from the end of the file backwards.
-    """
-    k = len(carry)
-    for _ in range(1_000):
-        k = carry.rfind(b"]", 0, k)
-        if k < 0:
-            break
-        rest = carry[k + 1 :].strip()
-        try:
-            tail = (
-                {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
-            )
-            if isinstance(tail, dict):
-                last = carry[:k]
-                return (_parse(last, schema, keep_args) if last.strip() else None), tail
-        except (orjson.JSONDecodeError, pl.exceptions.PolarsError):
-            pass
-    raise _NotFast("no end of the traceEvents array")
-
-
-def _parse(lines: bytes, schema: dict, keep_args: bool) -> pl.DataFrame:
-    """Return the raw table of NDJSON ``lines``, one record per line."""
-    try:
-        df = pl.read_ndjson(lines, schema=schema)
-    except pl.exceptions.PolarsError:  # an arg that is not an int64: a string, a float, 2**64
-        if schema["args"] != ARGS:
-            raise
-        df = pl.read_ndjson(lines, schema={**schema, "args": ARGS_ANY})
-    if keep_args:
-        df = df.with_columns(
-            args_json=pl.when(pl.col("args") != "{}").then("args"),
-            args=pl.col("args").str.json_decode(ARGS_ANY),
-        )
-    a = pl.col("args").struct
-
-    def i64(e: pl.Expr) -> pl.Expr:
-        return e.cast(pl.Int64, strict=False)
-
-    return df.select(
-        "ph",
-        pl.col("cat").alias("category"),
-        "name",
-        i64(pl.col("pid")).alias("pid"),
-        i64(pl.col("tid")).alias("tid"),
-        "ts",
-        pl.col("dur").fill_null(0.0),
-        i64(pl.col("id")).alias("flow_id"),
-        i64(a.field("device")).alias("device"),
-        i64(pl.coalesce(a.field("stream"), a.field("stream_id"))).alias("stream"),
-        i64(pl.coalesce(a.field("External id"), a.field("external id"))).alias("external_id"),
-        i64(a.field("correlation")).alias("correlation"),
-        i64(a.field("nrt_sequence_id")).alias("seq_id"),
-        i64(a.field("exec_id")).alias("exec_id"),
-        (pl.col("args_json") if keep_args else pl.lit(None, pl.String)).alias("args_json"),
-    )

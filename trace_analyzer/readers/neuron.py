@@ -75,8 +75,8 @@ def mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
 
     Explorer's copy of trace.json drops the Kineto category, so a PrivateUse1 dispatch event
     and its aten op look alike on a TID lane. The dispatch is named after its op and nested
-    in it (docs/neuron-formats.md §4.4): a framework_op directly inside a framework_op of the same name
-    is a framework_dispatch.
+    in it (docs/neuron-formats.md §4.4): a framework_op directly inside a framework_op of the
+    same name is a framework_dispatch.
     """
     ops = df.with_row_index("_row").filter(pl.col("lane_kind") == "framework_op")
     if ops.is_empty():
@@ -85,7 +85,7 @@ def mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
         ((r["pid"], r["tid"]), r["start_ns"], r["end_ns"], r["_row"])
         for r in ops.select("pid", "tid", "start_ns", "end_ns", "_row").iter_rows(named=True)
     )
-    names = dict(zip(ops["_row"].to_list(), ops["name"].to_list()))
+    names = dict(zip(ops["_row"].to_list(), ops["name"].to_list(), strict=True))
     dispatch = [row for row, up in parent.items() if names[row] == names[up]]
     return (
         df.with_row_index("_row")

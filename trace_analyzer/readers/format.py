@@ -1,0 +1,55 @@
+"""What a reader module declares: the format it reads, and how (the registry's entries).
+
+Each reader module has a module-level ``FORMAT = Format(...)``; ``readers/__init__.py`` lists
+them in ``REGISTRY``, in the order JSON documents are sniffed. ``read_source`` tries, for a
+source of ``source_kind``, every format's ``read_path`` first (a streaming read, or a reader
+that parses no JSON: it returns None to decline), then parses the JSON once and hands it to
+the first format whose ``sniff`` takes its top level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from trace_analyzer.inputs.discover import SOURCE_KINDS, Source
+from trace_analyzer.readers.common import ReadResult
+
+# A parsed JSON document's top level (an object: its keys are text, its values any JSON).
+Document = dict[str, Any]
+
+
+class PathReader(Protocol):
+    """Read a source from its path; None when this format declines it (parse it then)."""
+
+    def __call__(
+        self, src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+    ) -> ReadResult | None: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One input format: its name, the source kind it is found as, and its readers.
+
+    ``sniff(doc)`` says whether a parsed JSON document (its top level) is of this format;
+    ``read(src, doc)`` reads such a document. ``read_path(src, keep_args, max_bytes=)``, when
+    given, is tried before any parsing. A format gives ``read_path``, or ``sniff`` and
+    ``read``, or all three. A format recognised only to be skipped reads into
+    ``ReadResult.skipped``.
+    """
+
+    name: str
+    description: str
+    source_kind: str  # a discovery source kind: "json" or "explorer-parquet"
+    sniff: Callable[[Document], bool] | None = None
+    read: Callable[[Source, Document], ReadResult] | None = None
+    read_path: PathReader | None = None
+
+    def __post_init__(self) -> None:
+        if self.source_kind not in SOURCE_KINDS:
+            raise ValueError(f"{self.name}: unknown source kind {self.source_kind!r}")
+        if (self.sniff is None) != (self.read is None):
+            raise ValueError(f"{self.name}: sniff and read go together")
+        if self.read is None and self.read_path is None:
+            raise ValueError(f"{self.name}: no reader")
