@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEMO   ?= fixtures/rmsnorm_naive
 
-.PHONY: demo test venv fixtures clean fuzz
+.PHONY: demo test lint venv fixtures clean fuzz
 FUZZ_SECONDS ?= 180
 
 $(BIN)/python:
@@ -24,7 +24,13 @@ venv: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/traceana gaps $(DEMO)
 
-test: $(VENV)/.installed-test
+# ruff (lint and format) and mypy over the package, as configured in pyproject.toml.
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check trace_analyzer capture
+	$(BIN)/ruff format --check trace_analyzer capture
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest
 
 # Regenerate the checked-in fixture profiles from their script.

@@ -22,8 +22,10 @@ read-only folder, a full disk) is skipped silently: it only saves time.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 import polars as pl
@@ -31,12 +33,11 @@ import polars as pl
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
 from trace_analyzer.atomic import write_atomic
-from trace_analyzer.core.profile import Profile, check_strict, one_run, read_run
+from trace_analyzer.core.profile import Profile, ReadResult, check_strict, one_run, read_run
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
-from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, discover
+from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, Source, discover
 from trace_analyzer.inputs.fingerprint import fingerprint
-from trace_analyzer.readers import ReadResult
 
 # Raised whenever what is stored, or what a stored result would hold, changes within one
 # traceana version (2: zero-length executions at the window's edges counted by gaps;
@@ -203,7 +204,7 @@ def _read_entry(entry: Entry, run: Run) -> Profile | None:
         return None
 
 
-def _read_result(r: dict, sources: dict) -> ReadResult:
+def _read_result(r: dict[str, Any], sources: dict[str, Source]) -> ReadResult:
     return ReadResult(
         source=sources[r["source"]],
         format=r["format"],
@@ -217,7 +218,7 @@ def _read_result(r: dict, sources: dict) -> ReadResult:
     )
 
 
-def reads_meta(reads: list[ReadResult]) -> list[dict]:
+def reads_meta(reads: list[ReadResult]) -> list[dict[str, Any]]:
     """Return what the cache keeps of each ReadResult (all but its events)."""
     return [
         {
@@ -253,13 +254,16 @@ def _write_entry(entry: Entry, p: Profile) -> bool:
             write_atomic(tag, lambda t: t.write_text(TAG))
         # the tables first, the meta (which holds the key) last: a half-written entry misses
         for suffix, df in ((".events.parquet", p.events), (".edges.parquet", p.edges)):
-            write_atomic(
-                stem.with_suffix(suffix), lambda t, df=df: df.write_parquet(t, compression="lz4")
-            )
+            write_atomic(stem.with_suffix(suffix), _parquet_writer(df))
         write_atomic(stem.with_suffix(".json"), lambda t: t.write_bytes(orjson.dumps(meta)))
     except (OSError, pl.exceptions.PolarsError):
         return False
     return True
+
+
+def _parquet_writer(df: pl.DataFrame) -> Callable[[Path], None]:
+    """Return what writes ``df`` to a file as the cache keeps tables (Parquet, lz4)."""
+    return lambda t: df.write_parquet(t, compression="lz4")
 
 
 def _result_file(entry: Entry, name: str, options: object, suffix: str) -> Path:
@@ -267,13 +271,14 @@ def _result_file(entry: Entry, name: str, options: object, suffix: str) -> Path:
     return entry.stem.with_name(f"{entry.stem.name}-{name}-{digest}{suffix}")
 
 
-def _read_gaps(entry: Entry, options: dict) -> GapsResult | None:
+def _read_gaps(entry: Entry, options: dict[str, Any]) -> GapsResult | None:
     """Return the gaps result cached under the run's entry for these options, or None."""
     try:
         meta = orjson.loads(_result_file(entry, "gaps", options, ".json").read_bytes())
         if not isinstance(meta, dict) or meta.get("key") != entry.key:
             return None
-        frames = {
+        # the frames the meta lists, by GapsResult field (a stray name: a TypeError, a miss)
+        frames: dict[str, Any] = {
             f: pl.read_parquet(_result_file(entry, "gaps", options, f".{f}.parquet"))
             for f in meta["frames"]
         }
@@ -285,7 +290,7 @@ def _read_gaps(entry: Entry, options: dict) -> GapsResult | None:
         return None
 
 
-def _write_gaps(entry: Entry, options: dict, result: GapsResult) -> bool:
+def _write_gaps(entry: Entry, options: dict[str, Any], result: GapsResult) -> bool:
     """Cache a gaps result beside the run's entry (the meta, holding the key, last)."""
     w = result.window
     window = None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns, "origin": w.origin}
@@ -294,10 +299,9 @@ def _write_gaps(entry: Entry, options: dict, result: GapsResult) -> bool:
     )
     try:
         for f in FRAMES:
-            df = getattr(result, f)
             write_atomic(
                 _result_file(entry, "gaps", options, f".{f}.parquet"),
-                lambda t, df=df: df.write_parquet(t, compression="lz4"),
+                _parquet_writer(getattr(result, f)),
             )
         write_atomic(_result_file(entry, "gaps", options, ".json"), lambda t: t.write_bytes(body))
     except (OSError, TypeError, pl.exceptions.PolarsError):

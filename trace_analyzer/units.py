@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from trace_analyzer.errors import UsageError
 
@@ -28,7 +30,7 @@ def parse_duration(text: str) -> int:
     return round(float(m[1]) * NS_PER[m[2]])
 
 
-OPERATORS = {
+OPERATORS: dict[str, Callable[[Any, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,
     "==": operator.eq,
@@ -48,11 +50,12 @@ class Condition:
     op: str
     value: float
 
-    def holds(self, metrics: dict) -> bool:
+    def holds(self, metrics: Mapping[str, Any]) -> bool:
+        """True when the measured ``metrics[metric]`` meets the condition."""
         return OPERATORS[self.op](metrics[self.metric], self.value)
 
 
-def parse_condition(text: str, known: dict, hint: str | None = None) -> Condition:
+def parse_condition(text: str, known: Mapping[str, object], hint: str | None = None) -> Condition:
     """Return the parsed condition; its metric must be one of ``known`` (name -> meaning).
 
     ``hint`` replaces the list of known names in the error (when it is long)."""
@@ -67,7 +70,7 @@ def parse_condition(text: str, known: dict, hint: str | None = None) -> Conditio
     return Condition(text=text.strip(), metric=m[1], op=m[2], value=float(m[3]))
 
 
-def failed(conditions: list[Condition], metrics: dict) -> list[str]:
+def failed(conditions: list[Condition], metrics: Mapping[str, Any]) -> list[str]:
     """Return a line for each condition that holds (a failed gate), with the measured value."""
     out = []
     for c in conditions:

@@ -12,6 +12,7 @@ Definitions (docs/gaps.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -20,20 +21,31 @@ from trace_analyzer.errors import UsageError
 
 @dataclass(frozen=True)
 class Window:
+    """The time analysed: ``start_ns`` to ``end_ns`` (host clock), and ``origin``, what chose it."""
+
     start_ns: int
     end_ns: int
     origin: str  # "hardware span", "ProfilerStep#3", "--window"
 
     @property
     def duration_ns(self) -> int:
+        """The window's length, ns."""
         return self.end_ns - self.start_ns
+
+
+def _ns(value: object) -> int:
+    """Return the min or max of a time column over rows that are there, as the int it is
+    (polars types such a scalar as any value)."""
+    return cast(int, value)
 
 
 def window_of(
     events: pl.DataFrame, *, step: int | None = None, span: tuple[int, int] | None = None
 ) -> Window | None:
-    """Return the analysis window: one ProfilerStep, an offset span, or the hardware span.
+    """Return the analysis window of ``events``: one ProfilerStep, an offset span, or the
+    hardware span.
 
+    ``step``: the window is ProfilerStep#N (UsageError when the profile has none).
     ``span`` is (start, end) in ns after the run's first event. None when nothing ran on
     hardware and no step or span was asked for.
     """
@@ -41,16 +53,16 @@ def window_of(
         s = events.filter(pl.col("name") == f"ProfilerStep#{step}")
         if s.is_empty():
             raise UsageError(f"no ProfilerStep#{step} in this profile", param="step")
-        return Window(s["start_ns"].min(), s["end_ns"].max(), f"ProfilerStep#{step}")
+        return Window(_ns(s["start_ns"].min()), _ns(s["end_ns"].max()), f"ProfilerStep#{step}")
     if span is not None:
-        origin = events["start_ns"].min()
+        origin = _ns(events["start_ns"].min())
         if span[1] <= span[0]:
             raise UsageError("{param} START:END needs START < END", param="span")
         return Window(origin + span[0], origin + span[1], "--window")
     hw = events.filter(pl.col("lane_kind") == "hardware")
     if hw.is_empty():
         return None
-    return Window(hw["start_ns"].min(), hw["end_ns"].max(), "hardware span")
+    return Window(_ns(hw["start_ns"].min()), _ns(hw["end_ns"].max()), "hardware span")
 
 
 def device_of(lane: pl.Expr) -> pl.Expr:
@@ -59,7 +71,8 @@ def device_of(lane: pl.Expr) -> pl.Expr:
 
 
 def merge(iv: pl.DataFrame, key: str) -> pl.DataFrame:
-    """Return the union of intervals per key: start, end, first and last event, event count."""
+    """Return the union of the intervals ``iv`` (hardware events) per ``key`` column: start,
+    end, first and last event, event count."""
     iv = iv.sort(key, "start_ns", "end_ns")
     reach = pl.col("end_ns").cum_max().shift(1).over(key)
     block = (pl.col("start_ns") > reach).fill_null(True).cast(pl.Int32).cum_sum().over(key)
@@ -80,7 +93,8 @@ def merge(iv: pl.DataFrame, key: str) -> pl.DataFrame:
 
 
 def between(merged: pl.DataFrame, key: str) -> pl.DataFrame:
-    """Return the gaps between consecutive busy intervals of each key."""
+    """Return the gaps between consecutive busy intervals of each ``key``; ``merged``: the
+    intervals (``merge``)."""
     return (
         merged.sort(key, "start_ns")
         .with_columns(
@@ -103,9 +117,11 @@ def between(merged: pl.DataFrame, key: str) -> pl.DataFrame:
 def stats(
     merged: pl.DataFrame, gaps: pl.DataFrame, keys: pl.DataFrame, key: str, w: Window
 ) -> pl.DataFrame:
-    """Return per key: busy, idle, leading, trailing, idle %, executions, gap statistics.
+    """Return per ``key``: busy, idle, leading, trailing, idle %, executions, gap statistics.
 
-    ``gaps`` are the gaps that count (at least --min-gap long); idle counts all of them.
+    ``merged``: the busy intervals (``merge``); ``keys``: every key to report (one column,
+    ``key``), busy or not; ``w``: the window. ``gaps`` are the gaps that count (at least
+    --min-gap long); idle counts all of them.
     """
     busy = merged.group_by(key).agg(
         busy_ns=(pl.col("end_ns") - pl.col("start_ns")).sum(),

@@ -41,8 +41,9 @@ def cause() -> pl.Expr:
 
 
 def covered(gaps: pl.DataFrame, marks: pl.DataFrame, name: str) -> pl.DataFrame:
-    """Return gaps with ``<name>_ns``: how much of each gap the mark intervals cover (per pid),
-    and ``<name>_event``: the name of the last mark that starts before the gap ends."""
+    """Return ``gaps`` with ``<name>_ns``: how much of each gap the intervals of ``marks``
+    cover (per pid), and ``<name>_event``: the name of the last mark that starts before the
+    gap ends."""
     if marks.is_empty():
         return gaps.with_columns(
             pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
@@ -85,7 +86,8 @@ def covered(gaps: pl.DataFrame, marks: pl.DataFrame, name: str) -> pl.DataFrame:
 
 
 def attribute(gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame) -> pl.DataFrame:
-    """Return gaps with the executions around them, the next op, its dispatch, and a cause."""
+    """Return ``gaps`` with the executions around them, the next op, its dispatch, and a
+    cause; ``events``: the run's events, ``chain``: their chains (``chain.chain_table``)."""
     names = events.select("event_id", "name")
     nxt = chain.select(
         next_event="hw_event_id",
@@ -123,7 +125,8 @@ def attribute(gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame) -> 
 
 
 def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
-    """Return per op the idle time before its executions (device gaps), in all and by cause."""
+    """Return per op the idle time before its executions (``device_gaps``, attributed), in
+    all and by cause."""
     if device_gaps.is_empty():
         return pl.DataFrame(
             schema={

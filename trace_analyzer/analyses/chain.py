@@ -41,14 +41,42 @@ CHAIN_COLUMNS = [
 
 
 def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Return one row per hardware execution with its chain back to a framework op.
+    """Return one row per hardware execution of ``events`` with its chain back to a framework
+    op (the columns of ``CHAIN_COLUMNS``), by time.
 
+    ``edges``: the events' edges table (``core.link.link``), linked here when not given.
     ``link_method`` is the least trusted method on the path to the op; it and ``op`` are
     null for an execution that reaches no op (unlinked, still listed).
     """
     edges = link(events) if edges is None else edges
     hw = events.filter(pl.col("lane_kind") == "hardware")
-    ancestors = _ancestors(hw["event_id"], edges)
+    out = _nearest_ancestors(hw, _ancestors(hw["event_id"], edges), events)
+    # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
+    launched = (
+        edges.filter(pl.col("hop") == "launch")
+        .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
+        .group_by(op_event_id="src")
+        .agg(op_dispatch_ns=pl.col("start_ns").min())
+    )
+    out = (
+        out.join(_runtime_starts(events), on=["rt_pid", "seq_id"], how="left")
+        .join(launched, on="op_event_id", how="left")
+        .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
+    )
+    out = out.with_columns(
+        dispatch_to_schedule_us=us("dispatch_start_ns", "schedule_start_ns"),
+        schedule_to_hw_us=us("schedule_start_ns", "hw_start_ns"),
+        dispatch_to_hw_us=us("dispatch_start_ns", "hw_start_ns"),
+        hw_duration_us=us("hw_start_ns", "hw_end_ns"),
+    )
+    return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
+
+
+def _nearest_ancestors(
+    hw: pl.DataFrame, ancestors: pl.DataFrame, events: pl.DataFrame
+) -> pl.DataFrame:
+    """Return per hardware event its nearest op, dispatch, runtime event and runtime call
+    among its ``ancestors`` (``_ancestors``), and the least trusted link method to the op."""
     kinds = events.select(
         "event_id",
         "name",
@@ -60,7 +88,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     )
     anc = ancestors.join(kinds, left_on="ancestor", right_on="event_id")
 
-    def nearest(cond: pl.Expr, **cols: pl.Expr) -> pl.DataFrame:
+    def nearest(cond: pl.Expr, **cols: str) -> pl.DataFrame:
         return (
             anc.filter(cond)
             .sort("depth")
@@ -80,17 +108,9 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         pl.col("kind").is_in(["framework_dispatch", "runtime"]) & (pl.col("src") != "neuron_rt"),
         dispatch_start_ns="start_ns",
     )
-    # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
-    launched = (
-        edges.filter(pl.col("hop") == "launch")
-        .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
-        .group_by(op_event_id="src")
-        .agg(op_dispatch_ns=pl.col("start_ns").min())
-    )
     runtime = nearest(pl.col("src") == "neuron_rt", seq_id="seq_id", rt_pid="pid")
     runtime_call = nearest(pl.col("kind") == "runtime", runtime="name")
-    trust = _weakest(ancestors, op)
-    out = (
+    return (
         hw.select(
             "step",
             "lane",
@@ -104,20 +124,8 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         .join(dispatch, on="hw", how="left")
         .join(runtime, on="hw", how="left")
         .join(runtime_call, on="hw", how="left")
-        .join(trust, on="hw", how="left")
+        .join(_weakest(ancestors, op), on="hw", how="left")
     )
-    out = (
-        out.join(_runtime_starts(events), on=["rt_pid", "seq_id"], how="left")
-        .join(launched, on="op_event_id", how="left")
-        .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
-    )
-    out = out.with_columns(
-        dispatch_to_schedule_us=us("dispatch_start_ns", "schedule_start_ns"),
-        schedule_to_hw_us=us("schedule_start_ns", "hw_start_ns"),
-        dispatch_to_hw_us=us("dispatch_start_ns", "hw_start_ns"),
-        hw_duration_us=us("hw_start_ns", "hw_end_ns"),
-    )
-    return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
 
 
 def us(start: str, end: str) -> pl.Expr:
@@ -176,8 +184,9 @@ def _runtime_starts(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def coverage(chain: pl.DataFrame) -> dict:
-    """Return how many hardware executions reach a framework op, in all and by method."""
+def coverage(chain: pl.DataFrame) -> dict[str, Any]:
+    """Return how many hardware executions of ``chain`` (``chain_table``) reach a framework
+    op, in all and by method."""
     total = chain.height
     linked = chain.filter(pl.col("op").is_not_null())
     by_method = {m: n for m, n in linked.group_by("link_method").len().rows()}
@@ -193,8 +202,8 @@ def coverage(chain: pl.DataFrame) -> dict:
 def select(
     chain: pl.DataFrame, *, op: str | None = None, step: int | None = None, unlinked: bool = False
 ) -> pl.DataFrame:
-    """Return the chain rows of one op (a name or a glob such as ``aten::*``), one step, or
-    only the executions that reach no op."""
+    """Return the rows of ``chain`` of one ``op`` (a name or a glob such as ``aten::*``), one
+    ``step``, or, with ``unlinked``, only the executions that reach no op."""
     if op is not None:
         chain = chain.filter(pl.col("op").str.contains(glob_regex(op)))
     if step is not None:
@@ -205,7 +214,8 @@ def select(
 
 
 def group_by_op(chain: pl.DataFrame) -> pl.DataFrame:
-    """Return one row per op: executions and the mean of each hop, in µs."""
+    """Return one row per op of ``chain``: executions, the least trusted link method, and
+    the mean of each hop, in µs."""
     hops = ["dispatch_to_schedule_us", "schedule_to_hw_us", "dispatch_to_hw_us", "hw_duration_us"]
     trust = pl.col("link_method").replace_strict(
         METHODS, list(range(len(METHODS))), default=None, return_dtype=pl.Int64
@@ -273,7 +283,8 @@ def chains(
     by_op: bool = False,
     limit: int | None = None,
 ) -> ChainResult:
-    """Return the chain of every hardware execution of one run back to its framework op.
+    """Return the chain of every hardware execution of one run (``profile``) back to its
+    framework op.
 
     ``op``: only this op (a name or a glob such as ``aten::*``). ``step``: only executions
     in ProfilerStep#N. ``unlinked``: only those that reach no op. ``by_op``: one row per op

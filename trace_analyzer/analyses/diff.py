@@ -36,11 +36,12 @@ COMPARED = {
 }
 
 
-def summary_metrics(g: GapsResult) -> dict:
-    """Return the compared metrics of one profile's gaps summary (µs for people)."""
+def summary_metrics(g: GapsResult) -> dict[str, Any]:
+    """Return the compared metrics (``COMPARED``) of one profile's gaps result ``g``, from
+    its summary (times in µs, for people; None where the summary has none)."""
     s = g.summary
 
-    def us(ns):
+    def us(ns: float | None) -> float | None:
         return None if ns is None else round(ns / 1000, 3)
 
     out = {
@@ -67,7 +68,9 @@ def change(base: float | None, head: float | None) -> tuple[float | None, float 
     return delta, (round(100 * delta / base, 2) if base else None)
 
 
-def metric_rows(base: dict, head: dict) -> list[dict]:
+def metric_rows(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return one row per compared metric: its name, what it is, its value in ``base`` and
+    in ``head`` (``summary_metrics`` of each), and the change (``change``)."""
     rows = []
     for name, what in COMPARED.items():
         delta, pct = change(base.get(name), head.get(name))
@@ -92,8 +95,9 @@ def op_rows(
 ) -> pl.DataFrame:
     """Return per op: calls, device µs and idle before it, in base and head, with changes.
 
-    ``base_ops``, ``head_ops``: the ops tables (``OpsResult.table``); ``*_idle``: the idle
-    before each op (``GapsResult.ops``).
+    ``base_ops``, ``head_ops``: the ops tables (``OpsResult.table``); ``base_idle``,
+    ``head_idle``: the idle before each op (``GapsResult.ops``). A ``status`` column says
+    whether the op is in both, added (head only) or removed (base only).
     """
 
     def table(ops: pl.DataFrame, idle: pl.DataFrame, side: str) -> pl.DataFrame:
@@ -128,8 +132,9 @@ def op_rows(
     ).sort(pl.col("device_us_delta").abs(), "name", descending=[True, False])
 
 
-def verdict(m: dict) -> tuple[str, str]:
-    """Return (better|worse|mixed|unchanged, the one-line verdict text)."""
+def verdict(m: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """Return (better|worse|mixed|unchanged, the one-line verdict text) from ``m``, the
+    metric rows (``metric_rows``) by name: idle % and device time decide."""
     idle, dev = m["idle_pct"], m["device_time"]
     d_idle, d_dev = idle["delta"], dev["pct_delta"]
     parts = []
@@ -143,9 +148,9 @@ def verdict(m: dict) -> tuple[str, str]:
     return word, ", ".join(parts or ["nothing ran on hardware in either profile"]) + f": {word}"
 
 
-def fail_metrics(m: dict) -> dict:
-    """Return the --fail-on metrics: <m>_base, <m>_head, <m>_delta, <m>_pct_delta, and plain
-    <m> for head's value."""
+def fail_metrics(m: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Return the --fail-on metrics of ``m``, the metric rows by name: <m>_base, <m>_head,
+    <m>_delta, <m>_pct_delta, and plain <m> for head's value."""
     out = {}
     for name, row in m.items():
         out.update(
@@ -192,6 +197,7 @@ class DiffResult(RunResult):
 
     @property
     def root(self) -> str:
+        """What is compared: ``<base> → <head>``."""
         return f"{self.base} → {self.head}"
 
     def to_json(self) -> dict[str, Any]:
@@ -274,7 +280,8 @@ def gate(result: DiffResult, conditions: list[Condition]) -> DiffResult:
 
 
 def diff_runs(result: DiffResult) -> RunResults[DiffResult]:
-    """Return what ``traceana diff`` prints: the one comparison, under base and head."""
+    """Return what ``traceana diff`` prints: the one comparison ``result``, under base and
+    head."""
     return RunResults(
         result.root, (result,), header={"base": result.base, "head": result.head}, labels=()
     )

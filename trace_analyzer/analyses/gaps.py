@@ -276,5 +276,6 @@ def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
 def gaps_runs(
     results: list[GapsResult], path: str, *, min_gap_ns: int = 0
 ) -> RunResults[GapsResult]:
-    """Return what ``traceana gaps`` prints: every run's gaps under ``path``."""
+    """Return what ``traceana gaps`` prints: every run's gaps, ``results``, under ``path``,
+    with the ``min_gap_ns`` they were computed with."""
     return RunResults(str(path), tuple(results), header={"min_gap_ns": min_gap_ns})

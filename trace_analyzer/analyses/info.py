@@ -9,7 +9,8 @@ import polars as pl
 
 from trace_analyzer.analyses.chain import chain_table, coverage
 from trace_analyzer.analyses.results import RunResult, frame_repr
-from trace_analyzer.core.profile import Profile
+from trace_analyzer.core.profile import Profile, ReadResult
+from trace_analyzer.inputs.archive import AnyPath
 from trace_analyzer.inputs.capture import read_capture_json
 
 
@@ -70,7 +71,7 @@ DETAILS_AFTER = (
 
 
 def info(p: Profile) -> InfoResult:
-    """Return the description of one loaded run."""
+    """Return the description of one loaded run ``p``."""
     lanes = lane_table(p.events)
     by_kind: dict[str, list[str]] = {}
     for row in lanes.iter_rows(named=True):
@@ -114,7 +115,7 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int) -> list[str]:
 
 
 def lane_table(events: pl.DataFrame) -> pl.DataFrame:
-    """Return one row per lane: its event kinds, sources, count and time span."""
+    """Return one row per lane of ``events``: its event kinds, source, count and time span."""
     return (
         events.group_by("lane")
         .agg(
@@ -129,7 +130,7 @@ def lane_table(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _capture(path) -> dict:
+def _capture(path: AnyPath) -> dict[str, Any]:
     doc = read_capture_json(path) or {}
     keep = (
         "backend",
@@ -147,7 +148,7 @@ def _capture(path) -> dict:
     return {"path": str(path), **{k: doc.get(k) for k in keep}}
 
 
-def _source(r) -> dict:
+def _source(r: ReadResult) -> dict[str, Any]:
     return {
         "path": str(r.source.path),
         "format": r.format,
@@ -158,7 +159,7 @@ def _source(r) -> dict:
     }
 
 
-def _processes(p: Profile) -> list[dict]:
+def _processes(p: Profile) -> list[dict[str, Any]]:
     origin = {str(r.source.path): r.rank_origin for r in p.reads}
     if not p.events.height:
         return []
@@ -173,7 +174,7 @@ def _processes(p: Profile) -> list[dict]:
     )
     out = []
     for row in procs.iter_rows(named=True):
-        origins = {origin.get(f) for f in row["files"]} - {None}
+        origins = {o for f in row["files"] if (o := origin.get(f)) is not None}
         row["rank_origin"] = sorted(origins)[0] if row["rank"] is not None and origins else None
         out.append(row)
     return out

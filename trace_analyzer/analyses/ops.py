@@ -14,7 +14,7 @@ Definitions (docs/graph.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -49,6 +49,9 @@ def self_cpu(ops: pl.DataFrame) -> pl.DataFrame:
 def executions(chain: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Return one row per logical execution: its op, span, and dispatch→hardware latency.
 
+    ``chain``: the chains of the hardware executions of ``events`` (``chain_table``);
+    ``edges``: the events' edges table.
+
     The physical cores of one Neuron execution share its ``exec_id``; without one, they
     share the runtime call they link to. Any other hardware event is its own execution.
     """
@@ -82,7 +85,11 @@ def executions(chain: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -
 def ops_table(
     events: pl.DataFrame, edges: pl.DataFrame | None = None, execs: pl.DataFrame | None = None
 ) -> pl.DataFrame:
-    """Return the ops table, sorted by device time, then self CPU time."""
+    """Return the ops table of ``events``, sorted by device time, then self CPU time.
+
+    ``execs``: their logical executions (``executions``), else computed from ``edges``
+    (linked here when not given either).
+    """
     if execs is None:
         edges = link(events) if edges is None else edges
         execs = executions(chain_table(events, edges), events, edges)
@@ -160,14 +167,15 @@ class OpsResult(RunResult):
 
 
 def ops(profile: Profile, *, limit: int | None = None) -> OpsResult:
-    """Return the ops table of one run; ``limit``: only the first N ops (by device time)."""
+    """Return the ops table of one run (``profile``); ``limit``: only the first N ops (by
+    device time)."""
     edges = profile.edges
     chain = chain_table(profile.events, edges)
     execs = executions(chain, profile.events, edges)
     table = ops_table(profile.events, execs=execs)
     return OpsResult(
         root=str(profile.root),
-        total_device_us=round(execs["device_ns"].sum() / 1000, 3),
+        total_device_us=round(cast(int, execs["device_ns"].sum()) / 1000, 3),
         executions=execs.height,
         coverage=coverage(chain),
         table=table.head(limit) if limit else table,

@@ -42,7 +42,7 @@ def report(
     path: str | None = None,
     base_path: str | None = None,
 ) -> ReportResult:
-    """Return the report of one run, compared with ``base`` when given.
+    """Return the report of one run, ``head``, compared with ``base`` when given.
 
     ``path``, ``base_path``: how the page names them (default: their roots).
     """

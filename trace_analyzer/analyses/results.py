@@ -91,11 +91,13 @@ class RunResults(Generic[R]):
 
 
 def frame_repr(name: str, **parts: object) -> str:
-    """Return the one-line repr of a result: ``Name(k=v, ...)``, frames as their height."""
+    """Return the one-line repr of a result named ``name``: ``Name(k=v, ...)`` of ``parts``,
+    frames as their height."""
     shown = []
     for k, v in parts.items():
         if isinstance(v, pl.DataFrame):
-            shown.append(f"{v.height} {k}")
+            one = v.height == 1 and k.endswith("s")
+            shown.append(f"{v.height} {k[:-1] if one else k}")
         else:
             shown.append(f"{k}={v!r}")
     return f"{name}({', '.join(shown)})"

@@ -7,22 +7,27 @@ caller that iterates the rows pays for dicts, once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 import orjson
 import polars as pl
 
 
-class Rows(Sequence):
-    """The rows of ``frame`` as a read-only sequence of dicts, made on first use."""
+class Rows(Sequence[dict[str, Any]]):
+    """The rows of ``frame`` as a read-only sequence of dicts, made on first use.
+
+    ``frame``: the result table. ``len`` is its height; indexing and iterating make the
+    dicts (once); ``top`` picks rows without making them all.
+    """
 
     __slots__ = ("frame", "_dicts")
 
     def __init__(self, frame: pl.DataFrame):
         self.frame = frame
-        self._dicts: list[dict] | None = None
+        self._dicts: list[dict[str, Any]] | None = None
 
-    def _list(self) -> list[dict]:
+    def _list(self) -> list[dict[str, Any]]:
         if self._dicts is None:
             self._dicts = self.frame.to_dicts()
         return self._dicts
@@ -30,10 +35,14 @@ class Rows(Sequence):
     def __len__(self) -> int:
         return self.frame.height
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
         return self._list()[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self._list())
 
     def __eq__(self, other: object) -> bool:
@@ -42,18 +51,20 @@ class Rows(Sequence):
     def __repr__(self) -> str:
         return f"Rows({self.frame.height} rows)"
 
-    def top(self, n: int, by: str) -> list[dict]:
-        """Return the n rows with the largest ``by``, in table order at equal values."""
+    def top(self, n: int, by: str) -> list[dict[str, Any]]:
+        """Return the ``n`` rows with the largest column ``by``, in table order at equal
+        values."""
         return self.frame.sort(by, descending=True, maintain_order=True).head(n).to_dicts()
 
 
-def as_frame(rows) -> pl.DataFrame:
-    """Return a result table as a DataFrame, whether Rows or a list of dicts."""
+def as_frame(rows: Rows | Sequence[dict[str, Any]]) -> pl.DataFrame:
+    """Return a result table ``rows`` as a DataFrame, whether Rows or a list of dicts."""
     return rows.frame if isinstance(rows, Rows) else pl.DataFrame(rows, infer_schema_length=None)
 
 
-def json_default(obj: object):
-    """orjson ``default``: Rows are written by polars (one pass in Rust, no dicts)."""
+def json_default(obj: object) -> orjson.Fragment:
+    """orjson ``default``: return ``obj``, a Rows, as the JSON polars writes of its frame
+    (one pass in Rust, no dicts); any other object raises TypeError."""
     if isinstance(obj, Rows):
         return orjson.Fragment(obj.frame.write_json())
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")

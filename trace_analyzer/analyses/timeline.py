@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -46,7 +46,7 @@ class TimelineResult(RunResult):
 
 
 def timeline(p: Profile) -> TimelineResult:
-    """Return the framework ops a run's timeline draws above its hardware lanes.
+    """Return the framework ops the timeline of run ``p`` draws above its hardware lanes.
 
     The window is the gaps' default one (the hardware span); it starts earlier where an
     execution in it was launched by an op that began before it, so that op is drawn too.
@@ -60,7 +60,7 @@ def timeline(p: Profile) -> TimelineResult:
         (pl.col("hw_end_ns") > w.start_ns) & (pl.col("hw_start_ns") < w.end_ns)
     )
     launched = c["op_start_ns"].drop_nulls()
-    start = min(w.start_ns, launched.min()) if len(launched) else w.start_ns  # type: ignore[type-var]
+    start = min(w.start_ns, cast(int, launched.min())) if len(launched) else w.start_ns
     ops = (
         events.filter(
             (pl.col("lane_kind") == "framework_op")

@@ -53,7 +53,9 @@ class TrendResult(RunResult):
 
 
 def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = ()) -> pl.DataFrame:
-    """Return one row per run: group, time, run_id, idle %, device time, executions."""
+    """Return one row per run of the batch table ``df``: group, time, run_id, idle %, device
+    time, executions; ``by``: what groups runs (``GROUPINGS``), ``globs``: the patterns of
+    path-glob."""
     if by == "path-glob" and not globs:
         raise UsageError("grouping by path-glob needs at least one {param} PATTERN", param="globs")
     ok = df.filter(pl.col("error").is_null())

@@ -23,7 +23,8 @@ from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cache import Cache
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
-from trace_analyzer.render import RENDERERS, View, for_output
+from trace_analyzer.render import RENDERERS, for_output
+from trace_analyzer.render.view import View
 from trace_analyzer.units import parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -124,7 +125,7 @@ def load_options(fn: F) -> F:
         help="Keep the analysis cache here [default: .traceana-cache/ inside a named folder; "
         "none for a named file or archive].",
     )(decorated)
-    return click.option(  # type: ignore[no-any-return]
+    return click.option(  # type: ignore[return-value]
         "--no-cache",
         is_flag=True,
         envvar="TRACEANA_NO_CACHE",

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from trace_analyzer.analyses.report import report as report_of
-from trace_analyzer.cli.common import Loading, cli, handle_errors, load_options, writing
+from trace_analyzer.cli.common import F, Loading, cli, handle_errors, load_options, writing
 
 
-def _output(help_text: str) -> click.Option:
-    return click.option(  # type: ignore[return-value]
+def _output(help_text: str) -> Callable[[F], F]:
+    """The required -o/--output of a command that writes a file, with its help text."""
+    return click.option(
         "-o",
         "--output",
         type=click.Path(dir_okay=False, path_type=Path),
@@ -22,7 +24,7 @@ def _output(help_text: str) -> click.Option:
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@_output("File to write: .graphml, .json (node-link) or .dot.")  # type: ignore[operator]
+@_output("File to write: .graphml, .json (node-link) or .dot.")
 @load_options
 @handle_errors
 def graph(path: Path, output: Path, loading: Loading) -> None:
@@ -45,7 +47,7 @@ def graph(path: Path, output: Path, loading: Loading) -> None:
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@_output("File to write: a Chrome/Perfetto trace, .json (or .json.gz).")  # type: ignore[operator]
+@_output("File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
 @load_options
 @handle_errors
 def export(path: Path, output: Path, loading: Loading) -> None:
@@ -81,7 +83,7 @@ def export(path: Path, output: Path, loading: Loading) -> None:
     metavar="BASE",
     help="Compare with this run (e.g. before a change): adds the diff and its timeline.",
 )
-@_output(  # type: ignore[operator]
+@_output(
     "File to write: .html (one self-contained page) or .md (Markdown; the plots "
     "go beside it as <name>.<plot>.png)."
 )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -22,6 +23,9 @@ from trace_analyzer.cli.common import (
     writing,
 )
 from trace_analyzer.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from trace_analyzer.batch import BatchResult
 
 
 class BatchStopped(BaseException):
@@ -62,7 +66,7 @@ class Progress:
             if newline:
                 click.echo(err=True)
 
-    def stopped(self, e: BaseException, output: Path) -> None:
+    def stopped(self, e: BaseException, output: Path) -> NoReturn:
         """Say what an interrupted batch kept, and exit 130 (Ctrl-C) or 143 (SIGTERM)."""
         self.close(newline=True)
         how = "terminated" if isinstance(e, BatchStopped) else "interrupted"
@@ -156,29 +160,46 @@ def batch(
     if output.suffix.lower() != ".parquet":
         raise UsageError(f"{output}: the batch table is Parquet; name a .parquet file")
     progress = Progress(batch_mod.stderr_is_terminal())
+    res = _run_stoppable(
+        progress,
+        output,
+        lambda: batch_mod.run_batch(
+            list(roots),
+            output,
+            jobs=jobs or batch_mod.default_jobs(),
+            scheduler=scheduler,
+            hash_files=hash_files,
+            progress=progress,
+            timeout=timeout,
+            checkpoint_s=checkpoint,
+            max_bytes=max_bytes,
+        ),
+    )
+    _say_done(res, output)
+    if strict and res.failed:
+        sys.exit(1)
+
+
+def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResult]) -> BatchResult:
+    """Return what ``run`` (the batch) returns; Ctrl-C or SIGTERM during it says what the
+    table kept and exits (``Progress.stopped``)."""
     try:
         previous = signal.signal(signal.SIGTERM, _terminated)
     except ValueError:  # not the main thread (an embedding application): leave SIGTERM be
         previous = None
     try:
         with writing(output):
-            res = batch_mod.run_batch(
-                list(roots),
-                output,
-                jobs=jobs or batch_mod.default_jobs(),
-                scheduler=scheduler,
-                hash_files=hash_files,
-                progress=progress,
-                timeout=timeout,
-                checkpoint_s=checkpoint,
-                max_bytes=max_bytes,
-            )
+            return run()
     except (KeyboardInterrupt, BatchStopped) as e:
         progress.stopped(e, output)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         progress.close()
+
+
+def _say_done(res: BatchResult, output: Path) -> None:
+    """Name each failed run, then what the batch found, analysed and wrote, on stderr."""
     for line in res.failures:
         click.echo(f"traceana: failed: {line}", err=True)
     written = (
@@ -191,8 +212,6 @@ def batch(
         f"({res.analysed} analysed, {res.skipped} unchanged and skipped); " + written,
         err=True,
     )
-    if strict and res.failed:
-        sys.exit(1)
 
 
 @cli.command()

@@ -29,7 +29,7 @@ def enclosing(
     for items in by_group.values():
         items.sort()
         stack: list[tuple[int, int]] = []  # (end, id)
-        for start, neg_end, _, rid, is_point in items:
+        for _start, neg_end, _, rid, is_point in items:
             end = -neg_end
             while stack and stack[-1][0] < end:
                 stack.pop()
@@ -55,6 +55,36 @@ def innermost(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.D
     i64 = pl.Int64
     ranges = ranges.with_columns(pl.col("start", "end", "id").cast(i64))
     points = points.with_columns(pl.col("t", "id").cast(i64))
+    marks = _marks(ranges, points, by)
+    step = pl.when(pl.col("kind") == 0).then(1).when(pl.col("kind") == 1).then(0).otherwise(-1)
+    marks = marks.with_columns(depth=step.cum_sum().over(by), pos=pl.int_range(pl.len(), dtype=i64))
+    opened = marks.filter(pl.col("kind") == 0).select(*by, "depth", "pos", parent="id")
+    at = marks.filter((pl.col("kind") == 1) & (pl.col("depth") > 0)).select(
+        *by, "depth", "pos", "id"
+    )
+    hit = (
+        at.join_asof(
+            opened, on="pos", by=[*by, "depth"], strategy="backward", check_sortedness=False
+        )
+        .join(points.select("id", "t"), on="id")
+        .join(ranges.select(parent="id", p_start="start", p_end="end"), on="parent", how="left")
+    )
+    good = pl.col("t").is_between(pl.col("p_start"), pl.col("p_end"))
+    bad = hit.filter(~good.fill_null(False))
+    out = hit.filter(good.fill_null(False)).select("id", "parent")
+    if bad.is_empty():
+        return out
+    return pl.concat([out, _swept(ranges, bad, by)])
+
+
+def _marks(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return the openings and closings of ``ranges`` and the ``points``, in sweep order.
+
+    Columns: the ``by`` columns, ``time``, ``kind`` (0 opens, 1 a point, 2 closes after the
+    points at its instant, -1 closes before everything at its instant), two tie-breakers and
+    ``id``; sorted by group, time, kind and the tie-breakers.
+    """
+    i64 = pl.Int64
     # A range ending where a longer one starts has closed by then, as in the sweep; else
     # its end is inclusive, so it closes after the points at that instant.
     longer = (
@@ -78,7 +108,7 @@ def innermost(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.D
             id="id",
         )
     )
-    marks = pl.concat(
+    return pl.concat(
         [
             ranges.select(
                 *by,
@@ -99,24 +129,12 @@ def innermost(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.D
             closes,
         ]
     ).sort(*by, "time", "kind", "tie", "tie2")
-    step = pl.when(pl.col("kind") == 0).then(1).when(pl.col("kind") == 1).then(0).otherwise(-1)
-    marks = marks.with_columns(depth=step.cum_sum().over(by), pos=pl.int_range(pl.len(), dtype=i64))
-    opened = marks.filter(pl.col("kind") == 0).select(*by, "depth", "pos", parent="id")
-    at = marks.filter((pl.col("kind") == 1) & (pl.col("depth") > 0)).select(
-        *by, "depth", "pos", "id"
-    )
-    hit = (
-        at.join_asof(
-            opened, on="pos", by=[*by, "depth"], strategy="backward", check_sortedness=False
-        )
-        .join(points.select("id", "t"), on="id")
-        .join(ranges.select(parent="id", p_start="start", p_end="end"), on="parent", how="left")
-    )
-    good = pl.col("t").is_between(pl.col("p_start"), pl.col("p_end"))
-    bad = hit.filter(~good.fill_null(False))
-    out = hit.filter(good.fill_null(False)).select("id", "parent")
-    if bad.is_empty():
-        return out
+
+
+def _swept(ranges: pl.DataFrame, bad: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Return ``(id, parent)`` for the points whose vectorised answer was wrong (``bad``:
+    ``by``, ``t``, ``id``), found again by ``enclosing`` over their groups' ranges."""
+    i64 = pl.Int64
     groups = bad.select(by).unique()
     again = enclosing(
         [
@@ -130,4 +148,4 @@ def innermost(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.D
     fixed = pl.DataFrame(
         {"id": list(again), "parent": list(again.values())}, schema={"id": i64, "parent": i64}
     )
-    return pl.concat([out, fixed.filter(pl.col("id").is_in(bad["id"].implode()))])
+    return fixed.filter(pl.col("id").is_in(bad["id"].implode()))

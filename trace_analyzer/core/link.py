@@ -24,19 +24,24 @@ Hops, each tried key by key in order of trust (METHODS):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal, NamedTuple, TypeAlias
+
 import polars as pl
 
 from trace_analyzer.core.intervals import innermost
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
 METHODS = ("flow_id", "seq_id", "exec_id", "external_id", "correlation", "time")
-EDGE_SCHEMA = {
-    "src": pl.Int64,
-    "dst": pl.Int64,
-    "hop": pl.String,
-    "link_method": pl.String,
-    "latency_ns": pl.Int64,
-}
+EDGE_SCHEMA = pl.Schema(
+    {
+        "src": pl.Int64,
+        "dst": pl.Int64,
+        "hop": pl.String,
+        "link_method": pl.String,
+        "latency_ns": pl.Int64,
+    }
+)
 
 KINETO_DEVICE = ("hardware", "transfer", "sync")
 LAUNCH_KINDS = ("runtime", "framework_dispatch")
@@ -60,52 +65,10 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
         "exec_id",
         "flow_ids",
     ).with_columns(pl.col("lane_kind").cast(pl.String))
-    kind, src = pl.col("lane_kind"), pl.col("source")
-    neuron_hw, neuron_rt = src == "neuron_hw", src == "neuron_rt"
-    host_call = kind.is_in(LAUNCH_KINDS) & ~neuron_rt
     edges: list[pl.DataFrame] = []
-
-    def hop(name: str, child: pl.Expr, parent: pl.Expr, keys: list, time=None) -> None:
+    for h in _hops():
         done = pl.concat(edges)["dst"] if edges else pl.Series("dst", [], pl.Int64)
-        kids = ev.filter(child & ~pl.col("event_id").is_in(done.implode()))
-        found = _by_keys(kids, ev.filter(parent), keys)
-        if time is not None:
-            rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
-            found = pl.concat([found, time(rest, ev.filter(parent))])
-        edges.append(found.with_columns(hop=pl.lit(name)))
-
-    hop(
-        "device",
-        kind.is_in(KINETO_DEVICE) & ~neuron_hw & ~neuron_rt,
-        host_call,
-        ["flow_id", ("correlation", "correlation")],
-    )
-    hop(
-        "hardware",
-        neuron_hw,
-        neuron_rt & pl.col("seq_id").is_not_null(),
-        ["flow_id", ("exec_id", "exec_id")],
-        time=_within_core,
-    )
-    hop(
-        "runtime",
-        neuron_rt & pl.col("seq_id").is_not_null(),
-        kind == "framework_stream",
-        ["flow_id", ("seq_id", "seq_id")],
-    )
-    hop(
-        "stream",
-        kind == "framework_stream",
-        kind == "framework_dispatch",
-        ["flow_id", ("correlation", "correlation")],
-    )
-    hop("launch", host_call, kind == "framework_op", [], time=_launch_to_op)
-    hop(
-        "stream_op",
-        kind == "framework_stream",
-        kind == "framework_op",
-        ["flow_id", ("correlation", "external_id")],
-    )
+        edges.append(_hop(ev, done, h).with_columns(hop=pl.lit(h.name)))
     out = pl.concat(edges) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
     starts = ev.select("event_id", "start_ns")
     out = (
@@ -116,14 +79,82 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
     return out.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA).sort("dst")
 
 
-def _by_keys(kids: pl.DataFrame, parents: pl.DataFrame, keys: list) -> pl.DataFrame:
+# A key of a hop: "flow_id" (a shared flow id), or (child column, parent column) to match.
+Key: TypeAlias = Literal["flow_id"] | tuple[str, str]
+# A link by time: (children not linked by a key, candidate parents) -> their edges.
+TimeLink: TypeAlias = Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]
+
+
+class Hop(NamedTuple):
+    """One hop: which events are children, which their parents, and how they are matched."""
+
+    name: str
+    child: pl.Expr
+    parent: pl.Expr
+    keys: list[Key]
+    time: TimeLink | None = None
+
+
+def _hops() -> list[Hop]:
+    """Return the hops in the order they are tried (the module docstring lists them)."""
+    kind, src = pl.col("lane_kind"), pl.col("source")
+    neuron_hw, neuron_rt = src == "neuron_hw", src == "neuron_rt"
+    host_call = kind.is_in(LAUNCH_KINDS) & ~neuron_rt
+    return [
+        Hop(
+            "device",
+            kind.is_in(KINETO_DEVICE) & ~neuron_hw & ~neuron_rt,
+            host_call,
+            ["flow_id", ("correlation", "correlation")],
+        ),
+        Hop(
+            "hardware",
+            neuron_hw,
+            neuron_rt & pl.col("seq_id").is_not_null(),
+            ["flow_id", ("exec_id", "exec_id")],
+            time=_within_core,
+        ),
+        Hop(
+            "runtime",
+            neuron_rt & pl.col("seq_id").is_not_null(),
+            kind == "framework_stream",
+            ["flow_id", ("seq_id", "seq_id")],
+        ),
+        Hop(
+            "stream",
+            kind == "framework_stream",
+            kind == "framework_dispatch",
+            ["flow_id", ("correlation", "correlation")],
+        ),
+        Hop("launch", host_call, kind == "framework_op", [], time=_launch_to_op),
+        Hop(
+            "stream_op",
+            kind == "framework_stream",
+            kind == "framework_op",
+            ["flow_id", ("correlation", "external_id")],
+        ),
+    ]
+
+
+def _hop(ev: pl.DataFrame, done: pl.Series, hop: Hop) -> pl.DataFrame:
+    """Return the edges of one hop: each child not yet linked (not in ``done``) to its parent,
+    by the hop's keys in turn, then by time."""
+    kids = ev.filter(hop.child & ~pl.col("event_id").is_in(done.implode()))
+    found = _by_keys(kids, ev.filter(hop.parent), hop.keys)
+    if hop.time is not None:
+        rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
+        found = pl.concat([found, hop.time(rest, ev.filter(hop.parent))])
+    return found
+
+
+def _by_keys(kids: pl.DataFrame, parents: pl.DataFrame, keys: list[Key]) -> pl.DataFrame:
     """Return edges found by each key in turn; a child keeps the first key that finds it."""
     found = pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
     for key in keys:
         rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
         if rest.is_empty():
             break
-        if key == "flow_id":
+        if isinstance(key, str):  # "flow_id"
             hits = _shared_flow(rest, parents)
             method = "flow_id"
         else:

@@ -17,9 +17,11 @@ import polars as pl
 from trace_analyzer.core.link import link
 from trace_analyzer.core.schema import check_events, empty_events
 from trace_analyzer.errors import InputError, UsageError
+from trace_analyzer.inputs.archive import AnyPath
 from trace_analyzer.inputs.discover import Run, discover
-from trace_analyzer.inputs.neff import neff_pairs, raw_without_export, undecoded_hardware
-from trace_analyzer.readers import ReadResult, read_source
+from trace_analyzer.inputs.neff import Pair, neff_pairs, raw_without_export, undecoded_hardware
+from trace_analyzer.readers import ReadResult as ReadResult  # a Profile's reads (cache.py too)
+from trace_analyzer.readers import read_source
 
 FRAMEWORK_KINDS = ("framework_op", "framework_dispatch", "framework_stream", "annotation")
 
@@ -40,11 +42,11 @@ class Profile:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
-    pairs: list[dict] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
     cached: bool = False
 
     @property
-    def root(self) -> Path:
+    def root(self) -> AnyPath:
         """The run's root: a folder, a trace file's folder, or ``archive!/member``."""
         return self.run.root
 
@@ -115,7 +117,7 @@ def check_strict(profile: Profile, strict: bool) -> Profile:
     if profile.dropped and strict:
         detail = ", ".join(f"{n} with {why}" for why, n in profile.dropped.items())
         raise InputError(
-            profile.run.root, f"malformed events dropped ({{param}}): {detail}", param="strict"
+            str(profile.run.root), f"malformed events dropped ({{param}}): {detail}", param="strict"
         )
     return profile
 

@@ -6,7 +6,13 @@ Units are suffixes of column names. Missing values are nulls, never sentinels.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import polars as pl
+from polars.datatypes import DataTypeClass
+
+# A column type as polars takes it: a class (``pl.Int64``) or an instance (``pl.List(...)``).
+ColumnType: TypeAlias = pl.DataType | DataTypeClass
 
 # What an event is to the analyses. A lane may hold events of several kinds (a GPU stream
 # carries kernels and memcpys); the kind belongs to the event.
@@ -23,7 +29,7 @@ LANE_KINDS = (
 )
 LaneKind = pl.Enum(LANE_KINDS)
 
-EVENTS_SCHEMA: dict[str, pl.DataType] = {
+EVENTS_SCHEMA: dict[str, ColumnType] = {
     "event_id": pl.Int64,  # unique within a profile (assigned on load)
     "orig_id": pl.Int64,  # the id the input gave the event, if any
     "name": pl.String,

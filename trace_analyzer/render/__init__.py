@@ -23,6 +23,9 @@ __all__ = ["RENDERERS", "Renderer", "View", "for_output"]
 
 @dataclass(frozen=True)
 class Renderer:
+    """One output format: its ``name`` (``--format``), the ``extensions`` that imply it, and
+    its ``render`` function; calling it renders a result."""
+
     name: str
     extensions: tuple[str, ...]
     render: Callable[..., str]  # (result: RunResults, *, options: View) -> text

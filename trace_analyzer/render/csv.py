@@ -12,7 +12,7 @@ from trace_analyzer.render.view import View
 
 
 def render(result: RunResults[Any], *, options: View = View()) -> str:
-    """Return each run's main table (its type's ``csv_table``) as CSV (times in ns,
+    """Return each run's main table of ``result`` (its type's ``csv_table``) as CSV (times in ns,
     durations in µs as named); ``options`` change nothing here."""
     frames = []
     for run in result.runs:

@@ -50,7 +50,7 @@ def build(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> nx.DiGraph
 
 
 def write(g: nx.DiGraph, path: Path) -> None:
-    """Write the graph in the format its file extension names."""
+    """Write the graph ``g`` to ``path``, in the format its file extension names."""
     suffix = path.suffix.lower()
     if suffix == ".graphml":
         nx.write_graphml(g, path)

@@ -12,7 +12,7 @@ from trace_analyzer.render.view import View
 
 
 def dumps(doc: object) -> str:
-    """Return plain data as indented JSON (integers stay integers: times are ns)."""
+    """Return plain data ``doc`` as indented JSON (integers stay integers: times are ns)."""
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     return orjson.dumps(doc, default=json_default, option=option).decode() + "\n"
 

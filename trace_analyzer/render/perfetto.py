@@ -28,7 +28,7 @@ import gzip
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import orjson
 import polars as pl
@@ -59,14 +59,15 @@ GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync
 
 
 def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> dict[str, Any]:
-    """Return the trace document of one run and its gaps (``analyses.gaps.gaps``): a dict
-    ready for JSON."""
+    """Return the trace document of one run, ``profile``, and its ``gaps``
+    (``analyses.gaps.gaps``): a dict ready for JSON. ``source``: the name the document gives
+    the run (default: its root)."""
     events = profile.events
     edges = profile.edges
     gap_rows = _gap_rows(gaps)
     base = _base(events)
     tracks = _Tracks(events, gap_rows)
-    trace_events: list[dict] = tracks.metadata()
+    trace_events: list[dict[str, Any]] = tracks.metadata()
     for r in tracks.slices:
         trace_events.append(_slice(r, tracks.where[r["event_id"]], base))
     point = tracks.flow_points()
@@ -90,7 +91,7 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
     for g in gap_rows:
         pid, tid = tracks.gap_track[g["lane"]]
         trace_events.append(_gap_slice(g, pid, tid, base))
-    header = {
+    header: dict[str, Any] = {
         "schemaVersion": 1,
         "traceName": str(source if source is not None else profile.root),
         "displayTimeUnit": "ns",
@@ -113,13 +114,14 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
     return {**header, "traceEvents": trace_events}
 
 
-def dumps(doc: dict) -> bytes:
-    """Return the document as compact JSON bytes."""
+def dumps(doc: dict[str, Any]) -> bytes:
+    """Return the document ``doc`` (``build``) as compact JSON bytes."""
     return orjson.dumps(doc)
 
 
-def write(doc: dict, path: Path) -> None:
-    """Write the document to ``path``, gzip-compressed when the name ends in ``.gz``."""
+def write(doc: dict[str, Any], path: Path) -> None:
+    """Write the document ``doc`` (``build``) to ``path``, gzip-compressed when the name ends
+    in ``.gz``."""
     data = dumps(doc)
     path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
 
@@ -133,21 +135,22 @@ def _base(events: pl.DataFrame) -> int:
     """Return the run's first event start floored to a whole second (0 for no events)."""
     if events.is_empty():
         return 0
-    return int(events["start_ns"].min()) // SECOND_NS * SECOND_NS
+    first = cast(int, events["start_ns"].min())  # an Int64 column with rows: an int
+    return first // SECOND_NS * SECOND_NS
 
 
-def _gap_rows(result) -> list[dict]:
+def _gap_rows(result: GapsResult) -> list[dict[str, Any]]:
     """Return the per-lane gaps as dicts (none when the run has no hardware lane)."""
     return [] if result.gaps.is_empty() else result.gaps.to_dicts()
 
 
-def _slice(r: dict, where: tuple[int, int], base: int) -> dict:
+def _slice(r: dict[str, Any], where: tuple[int, int], base: int) -> dict[str, Any]:
     args = _args(r["args_json"])
     for key in LINK_KEYS:
         if r[key] is not None and not any(a in args for a in (key, *LINK_ARGS.get(key, ()))):
             args[key] = r[key]
     args.update(event_id=r["event_id"], lane=r["lane"], lane_kind=r["lane_kind"])
-    ev = {"ph": "X"}
+    ev: dict[str, Any] = {"ph": "X"}
     if r["category"] is not None:
         ev["cat"] = r["category"]
     ev.update(
@@ -161,7 +164,7 @@ def _slice(r: dict, where: tuple[int, int], base: int) -> dict:
     return ev
 
 
-def _args(text: str | None) -> dict:
+def _args(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
     try:
@@ -171,8 +174,8 @@ def _args(text: str | None) -> dict:
     return value if isinstance(value, dict) else {"args_json": value}
 
 
-def _gap_slice(g: dict, pid: int, tid: int, base: int) -> dict:
-    args = {
+def _gap_slice(g: dict[str, Any], pid: int, tid: int, base: int) -> dict[str, Any]:
+    args: dict[str, Any] = {
         "lane": g["lane"],
         "next_op": g["next_op"],
         "prev_op": g["prev_op"],
@@ -202,7 +205,7 @@ class _Tracks:
     order (host processes first, then devices; in each, framework, runtime, hardware lanes).
     """
 
-    def __init__(self, events: pl.DataFrame, gap_rows: list[dict]):
+    def __init__(self, events: pl.DataFrame, gap_rows: list[dict[str, Any]]):
         ev = events.select(
             "event_id",
             "name",
@@ -217,30 +220,12 @@ class _Tracks:
             "args_json",
             *LINK_KEYS,
         ).with_columns(pl.col("lane_kind").cast(pl.String))
-        lanes = (
-            ev.group_by("lane")
-            .agg(
-                host=pl.col("host").first(),
-                pid=pl.col("pid").first(),
-                kinds=pl.col("lane_kind").unique(),
-            )
-            .with_columns(device=device_of(pl.col("lane")))
-        )
         gap_lanes = {g["lane"] for g in gap_rows}
-        procs: dict[tuple, list[tuple]] = defaultdict(list)
-        for r in lanes.iter_rows(named=True):
-            rank = 2 if "hardware" in r["kinds"] else min(KIND_ORDER.get(k, 1) for k in r["kinds"])
-            if r["device"] != r["lane"] or rank == 2:
-                key = (1, r["device"])  # a device: its hardware lanes
-                name = r["device"]
-            else:
-                key = (0, r["host"] or "", r["pid"] if r["pid"] is not None else -1)
-                name = (f"{r['host']}/" if r["host"] else "") + f"PID:{r['pid']}"
-            procs[key].append((rank, r["lane"], name))
-        self.processes: list[dict] = []  # pid, name, sort index
-        self.threads: list[dict] = []  # pid, tid, name, sort index
+        procs = _processes(ev)
+        self.processes: list[dict[str, Any]] = []  # pid, name, sort index
+        self.threads: list[dict[str, Any]] = []  # pid, tid, name, sort index
         self.where: dict[int, tuple[int, int]] = {}  # event_id -> (pid, tid)
-        self.slices: list[dict] = []  # the events, in the order they are written
+        self.slices: list[dict[str, Any]] = []  # the events, in the order they are written
         self.gap_track: dict[str, tuple[int, int]] = {}  # hardware lane -> its gaps track
         self._children: dict[int, list[tuple[int, int]]] = defaultdict(list)
         self._span: dict[int, tuple[int, int]] = {}
@@ -270,7 +255,7 @@ class _Tracks:
         self.threads.append({"pid": pid, "tid": tid, "name": name, "sort_index": tid})
         return tid
 
-    def _layout(self, pid: int, lane: str, rows: list[dict]) -> None:
+    def _layout(self, pid: int, lane: str, rows: list[dict[str, Any]]) -> None:
         """Assign each event of a lane (sorted by start, longer first) to the first track
         where it nests: track 0 is the lane, the others its overlap tracks."""
         stacks: list[list[tuple[int, int]]] = []  # per track: open (end, event_id)
@@ -317,9 +302,9 @@ class _Tracks:
             out[eid] = t
         return out
 
-    def metadata(self) -> list[dict]:
+    def metadata(self) -> list[dict[str, Any]]:
         """Return the ``ph: "M"`` records naming and ordering every process and thread."""
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for p in self.processes:
             out.append(
                 {
@@ -361,11 +346,41 @@ class _Tracks:
         return out
 
 
-def _sort_key(key: tuple) -> tuple:
+# A process: (0, host, pid) for a host process, (1, device label) for a device.
+ProcessKey: TypeAlias = tuple[Any, ...]
+
+
+def _processes(ev: pl.DataFrame) -> dict[ProcessKey, list[tuple[int, str, str]]]:
+    """Return the lanes of each process: (rank, lane, process name), rank 0 for framework
+    lanes, 1 for runtime, 2 for hardware (``KIND_ORDER``)."""
+    lanes = (
+        ev.group_by("lane")
+        .agg(
+            host=pl.col("host").first(),
+            pid=pl.col("pid").first(),
+            kinds=pl.col("lane_kind").unique(),
+        )
+        .with_columns(device=device_of(pl.col("lane")))
+    )
+    procs: dict[ProcessKey, list[tuple[int, str, str]]] = defaultdict(list)
+    for r in lanes.iter_rows(named=True):
+        rank = 2 if "hardware" in r["kinds"] else min(KIND_ORDER.get(k, 1) for k in r["kinds"])
+        key: ProcessKey
+        if r["device"] != r["lane"] or rank == 2:
+            key = (1, r["device"])  # a device: its hardware lanes
+            name = r["device"]
+        else:
+            key = (0, r["host"] or "", r["pid"] if r["pid"] is not None else -1)
+            name = (f"{r['host']}/" if r["host"] else "") + f"PID:{r['pid']}"
+        procs[key].append((rank, r["lane"], name))
+    return procs
+
+
+def _sort_key(key: ProcessKey) -> tuple[Any, ...]:
     """Host processes first (by host, pid), then devices (by label, numbers as numbers)."""
     return (key[0], _natural(str(key[1])), key[2] if len(key) > 2 else 0)
 
 
-def _natural(text: str) -> tuple:
+def _natural(text: str) -> tuple[int | str, ...]:
     """Return a sort key that orders the numbers in a label by value: stream:7 < stream:23."""
     return tuple(int(p) if i % 2 else p for i, p in enumerate(re.split(r"(\d+)", text)))

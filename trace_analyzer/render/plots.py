@@ -3,78 +3,46 @@
 Each function takes result dicts (the JSON output's shape: ``gaps_result``, the report's
 ``timeline``) and returns PNG bytes (or SVG text); none reads or writes a file. matplotlib
 is the optional extra ``traceana[report]``, imported when a plot is drawn, never at
-``import trace_analyzer``. Figures are drawn on the non-interactive Agg canvas, without
-pyplot, so no global backend is switched.
+``import trace_analyzer`` (plotting.py: the figures, their bytes, the colours).
 """
 
 from __future__ import annotations
 
-import io
 import re
+from typing import TYPE_CHECKING, Any
 
 from trace_analyzer.analyses.gaps import CAUSES
-from trace_analyzer.errors import UsageError
+from trace_analyzer.render.plotting import (
+    BUSY_COLOUR,
+    CAUSE_COLOURS,
+    DPI,
+    OP_COLOUR,
+    OP_EDGE,
+    OUTSIDE_COLOUR,
+    WIDTH_IN,
+)
+from trace_analyzer.render.plotting import figure as _figure
+from trace_analyzer.render.plotting import message as _message
+from trace_analyzer.render.plotting import patch as _patch
+from trace_analyzer.render.plotting import require as require  # the CLI's check before drawing
+from trace_analyzer.render.plotting import save as _save
+from trace_analyzer.render.plotting import ticks as _ticks
 
-INSTALL_HINT = "pip install 'traceana[report]'"
-DPI = 100
-WIDTH_IN = 12.0
-# Okabe-Ito colours: told apart with the common colour-vision deficiencies.
-CAUSE_COLOURS = {
-    "host_dispatch": "#E69F00",
-    "transfer": "#56B4E9",
-    "sync": "#CC79A7",
-    "runtime": "#D55E00",
-    "uncorrelated": "#999999",
-    "other": "#F0E442",
-}
-BUSY_COLOUR = "#1F3A5F"
-OP_COLOUR, OP_EDGE = "#DCE3EE", "#7A8BA6"
-OUTSIDE_COLOUR = "#F2F2F2"
+if TYPE_CHECKING:  # matplotlib and numpy are imported only to draw
+    from matplotlib.axes import Axes
+    from numpy.typing import NDArray
+
 MAX_OP_ROWS = 6  # nesting deeper than this is left out of the timeline (the JSON has it)
 MAX_LANES = 48
-
-
-def require():
-    """Return the matplotlib module; a UsageError naming the extra when it is absent."""
-    try:
-        import matplotlib
-    except ImportError as e:
-        raise UsageError(
-            f"traceana report draws its plots with matplotlib, which is not "
-            f"installed: {INSTALL_HINT}"
-        ) from e
-    return matplotlib
-
-
-def _figure(height_in: float):
-    require()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _save(fig, fmt: str) -> bytes | str:
-    buf = io.BytesIO()
-    metadata = {"Software": "traceana"} if fmt == "png" else {"Date": None}
-    fig.savefig(buf, format=fmt, metadata=metadata)
-    return buf.getvalue() if fmt == "png" else buf.getvalue().decode()
 
 
 def _us(ns: int) -> float:
     return ns / 1000
 
 
-def _patch(colour: str, label: str, edge: str | None = None):
-    from matplotlib.patches import Patch
-
-    return Patch(facecolor=colour, edgecolor=edge or colour, label=label)
-
-
 def short_names(names: list[str]) -> list[str]:
-    """Return the names without the path components all of them share (the last two kept)."""
+    """Return the lane ``names`` without the path components all of them share (the last two
+    kept)."""
     parts = [n.split("/") for n in names]
     keep = min((len(p) for p in parts), default=0)
     common = 0
@@ -83,8 +51,12 @@ def short_names(names: list[str]) -> list[str]:
     return ["/".join(p[common:]) for p in parts]
 
 
-def busy_blocks(lane: dict, lane_gaps: list[dict], window: dict) -> list[tuple[int, int]]:
-    """Return a lane's busy intervals (ns): its span in the window minus its gaps.
+def busy_blocks(
+    lane: dict[str, Any], lane_gaps: list[dict[str, Any]], window: dict[str, Any]
+) -> list[tuple[int, int]]:
+    """Return a lane's busy intervals (ns): its span in the ``window`` minus its gaps.
+
+    ``lane``: a row of a gaps result's ``lanes``; ``lane_gaps``: that lane's gaps.
 
     Exact when the gaps are all of them (no --min-gap): busy + gaps + leading + trailing is
     the window (docs/gaps.md).
@@ -100,16 +72,15 @@ def busy_blocks(lane: dict, lane_gaps: list[dict], window: dict) -> list[tuple[i
     return blocks
 
 
-def op_rows(ops: list[dict]) -> list[list[dict]]:
-    """Return the framework ops packed into rows: an op nested in another goes one row down."""
-    rows: list[list[dict]] = []
+def op_rows(ops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Return the framework ``ops`` packed into rows: an op nested in another goes one row
+    down."""
+    rows: list[list[dict[str, Any]]] = []
     ends: list[int] = []
     for op in sorted(ops, key=lambda o: (o["start_ns"], -o["end_ns"])):
-        for i, e in enumerate(ends):
-            if op["start_ns"] >= e:
-                break
-        else:
-            i = len(ends)
+        # the first row free at the op's start, else a new one
+        i = next((k for k, e in enumerate(ends) if op["start_ns"] >= e), len(ends))
+        if i == len(ends):
             ends.append(0)
             rows.append([])
         ends[i] = op["end_ns"]
@@ -117,20 +88,26 @@ def op_rows(ops: list[dict]) -> list[list[dict]]:
     return rows
 
 
-def extent_ns(gaps: dict, timeline: dict) -> int:
-    """Return the time a timeline spans: its window, widened to the framework ops shown."""
+def extent_ns(gaps: dict[str, Any], timeline: dict[str, Any]) -> int:
+    """Return the time a timeline spans: the window of ``gaps`` (a gaps result), widened to
+    the framework ops of ``timeline`` (a timeline result) shown; 0 without a window."""
     run, t = gaps["runs"][0], timeline["runs"][0]
     if run["window"] is None:
         return 0
-    return run["window"]["end_ns"] - min(run["window"]["start_ns"], t["start_ns"])
+    end: int = run["window"]["end_ns"]
+    start: int = min(run["window"]["start_ns"], t["start_ns"])
+    return end - start
 
 
-def timeline(gaps: dict, timeline: dict, *, span_ns: int | None = None, fmt: str = "png"):
+def timeline(
+    gaps: dict[str, Any], timeline: dict[str, Any], *, span_ns: int | None = None, fmt: str = "png"
+) -> bytes | str:
     """Return the timeline of a one-run report: framework ops above the hardware lanes, busy
     blocks, gaps coloured by cause; x in µs from the window start.
 
     ``gaps`` is a ``gaps_result`` without --min-gap, ``timeline`` the report's framework ops;
-    ``span_ns`` sets the width of the x axis, so that two timelines share one scale.
+    ``span_ns`` sets the width of the x axis, so that two timelines share one scale. ``fmt``:
+    "png" (bytes) or "svg" (text).
     """
     if gaps.get("min_gap_ns", 0):
         raise ValueError("the timeline needs every gap: a gaps result without --min-gap")
@@ -147,65 +124,13 @@ def timeline(gaps: dict, timeline: dict, *, span_ns: int | None = None, fmt: str
     left = _us(min(t["start_ns"], origin) - origin)
     right = left + _us(span_ns or extent_ns(gaps, timeline))
     ax.set_xlim(left, right)
-    px_per_us = WIDTH_IN * DPI * 0.82 / (right - left)
-
-    labels = []
-    for y, row in enumerate(rows):
-        spans = [(_us(o["start_ns"] - origin), _us(o["end_ns"] - o["start_ns"])) for o in row]
-        ax.broken_barh(
-            spans, (y - 0.4, 0.8), facecolors=OP_COLOUR, edgecolors=OP_EDGE, linewidth=0.6
-        )
-        _label_ops(ax, y, spans, row, right, px_per_us)
-        labels.append("framework ops" if y == 0 else "")
+    labels = _draw_ops(ax, rows, origin, right, WIDTH_IN * DPI * 0.82 / (right - left))
     base = len(rows) + (0.4 if rows else 0)
-    by_lane: dict[str, list[dict]] = {}
-    for g in run["gaps"]:
-        by_lane.setdefault(g["lane"], []).append(g)
-    causes_seen = set()
-    for i, lane in enumerate(lanes):
-        y = base + i
-        for cause in CAUSES:
-            mine = [g for g in by_lane.get(lane["lane"], []) if g["cause"] == cause]
-            if mine:
-                causes_seen.add(cause)
-                # a thin edge keeps a gap narrower than a pixel visible
-                ax.broken_barh(
-                    [(_us(g["start_ns"] - origin), _us(g["duration_ns"])) for g in mine],
-                    (y - 0.35, 0.7),
-                    facecolors=CAUSE_COLOURS[cause],
-                    edgecolors=CAUSE_COLOURS[cause],
-                    linewidth=0.6,
-                )
-        # busy on top: an execution shorter than a pixel still shows, as a hairline
-        busy = busy_blocks(lane, by_lane.get(lane["lane"], []), w)
-        ax.broken_barh(
-            [(_us(s - origin), _us(e - s)) for s, e in busy],
-            (y - 0.35, 0.7),
-            facecolors=BUSY_COLOUR,
-            edgecolors=BUSY_COLOUR,
-            linewidth=0.6,
-        )
+    causes_seen = _draw_lanes(ax, lanes, run["gaps"], w, base)
     labels += short_names([lane["lane"] for lane in lanes])
     ax.set_yticks([*range(len(rows)), *(base + i for i in range(len(lanes)))], labels, fontsize=9)
     ax.set_ylim(base + len(lanes) - 0.4, -0.6)
-    if left < 0:  # framework ops before the window: grey outside it
-        ax.axvspan(left, 0, color=OUTSIDE_COLOUR, zorder=0)
-        ax.axvline(0, color="#555555", linestyle="--", linewidth=0.8)
-    end = _us(w["duration_ns"])
-    if end < right:
-        ax.axvspan(end, right, color=OUTSIDE_COLOUR, zorder=0)
-        ax.axvline(end, color="#555555", linestyle="--", linewidth=0.8)
-    ms = right - left >= 20_000  # long windows: ticks in ms, not 1e6 µs
-    ax.xaxis.set_major_formatter(_ticks(1000 if ms else 1))
-    ax.set_xlabel(
-        f"{'ms' if ms else 'µs'} from the window start ({w['origin']}: {end:,} µs)", fontsize=9
-    )
-    ax.tick_params(axis="y", length=0)
-    ax.tick_params(axis="x", labelsize=8)
-    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
+    end = _draw_time_axis(ax, w, left, right)
     more = len(run["lanes"]) - len(lanes)
     ax.set_title(
         f"{run['root']}" + (f" (first {len(lanes)} of {len(run['lanes'])} lanes)" if more else ""),
@@ -224,21 +149,102 @@ def timeline(gaps: dict, timeline: dict, *, span_ns: int | None = None, fmt: str
     return _save(fig, fmt)
 
 
-def _natural(name: str) -> list:
+def _draw_ops(
+    ax: Axes, rows: list[list[dict[str, Any]]], origin: int, right: float, px_per_us: float
+) -> list[str]:
+    """Draw the framework ops, one bar row per nesting level; return their y labels."""
+    labels = []
+    for y, row in enumerate(rows):
+        spans = [(_us(o["start_ns"] - origin), _us(o["end_ns"] - o["start_ns"])) for o in row]
+        ax.broken_barh(
+            spans, (y - 0.4, 0.8), facecolors=OP_COLOUR, edgecolors=OP_EDGE, linewidth=0.6
+        )
+        _label_ops(ax, y, spans, row, right, px_per_us)
+        labels.append("framework ops" if y == 0 else "")
+    return labels
+
+
+def _draw_lanes(
+    ax: Axes,
+    lanes: list[dict[str, Any]],
+    gaps: list[dict[str, Any]],
+    window: dict[str, Any],
+    base: float,
+) -> set[str]:
+    """Draw each hardware lane from y = ``base`` down: its gaps by cause, its busy blocks on
+    top; return the causes drawn."""
+    origin = window["start_ns"]
+    by_lane: dict[str, list[dict[str, Any]]] = {}
+    for g in gaps:
+        by_lane.setdefault(g["lane"], []).append(g)
+    causes_seen = set()
+    for i, lane in enumerate(lanes):
+        y = base + i
+        for cause in CAUSES:
+            mine = [g for g in by_lane.get(lane["lane"], []) if g["cause"] == cause]
+            if mine:
+                causes_seen.add(cause)
+                # a thin edge keeps a gap narrower than a pixel visible
+                ax.broken_barh(
+                    [(_us(g["start_ns"] - origin), _us(g["duration_ns"])) for g in mine],
+                    (y - 0.35, 0.7),
+                    facecolors=CAUSE_COLOURS[cause],
+                    edgecolors=CAUSE_COLOURS[cause],
+                    linewidth=0.6,
+                )
+        # busy on top: an execution shorter than a pixel still shows, as a hairline
+        busy = busy_blocks(lane, by_lane.get(lane["lane"], []), window)
+        ax.broken_barh(
+            [(_us(s - origin), _us(e - s)) for s, e in busy],
+            (y - 0.35, 0.7),
+            facecolors=BUSY_COLOUR,
+            edgecolors=BUSY_COLOUR,
+            linewidth=0.6,
+        )
+    return causes_seen
+
+
+def _draw_time_axis(ax: Axes, window: dict[str, Any], left: float, right: float) -> float:
+    """Grey out what lies outside the window, then label and style the axes (x in µs, or ms
+    for long windows); return the window's end on the x axis."""
+    if left < 0:  # framework ops before the window: grey outside it
+        ax.axvspan(left, 0, color=OUTSIDE_COLOUR, zorder=0)
+        ax.axvline(0, color="#555555", linestyle="--", linewidth=0.8)
+    end = _us(window["duration_ns"])
+    if end < right:
+        ax.axvspan(end, right, color=OUTSIDE_COLOUR, zorder=0)
+        ax.axvline(end, color="#555555", linestyle="--", linewidth=0.8)
+    ms = right - left >= 20_000  # long windows: ticks in ms, not 1e6 µs
+    ax.xaxis.set_major_formatter(_ticks(1000 if ms else 1))
+    ax.set_xlabel(
+        f"{'ms' if ms else 'µs'} from the window start ({window['origin']}: {end:,} µs)",
+        fontsize=9,
+    )
+    ax.tick_params(axis="y", length=0)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return end
+
+
+def _natural(name: str) -> list[int | str]:
     """Return a sort key that puts stream:7 before stream:23."""
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
 
 
-def _ticks(per: int):
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda x, _: f"{x / per:,.10g}")
-
-
-def _label_ops(ax, y, spans, row, right, px_per_us) -> None:
+def _label_ops(
+    ax: Axes,
+    y: int,
+    spans: list[tuple[float, float]],
+    row: list[dict[str, Any]],
+    right: float,
+    px_per_us: float,
+) -> None:
     """Name each op inside its bar, else just right of it, where the name fits."""
     starts = [x for x, _ in spans[1:]] + [right]
-    for (x, width), nxt, o in zip(spans, starts, row):
+    for (x, width), nxt, o in zip(spans, starts, row, strict=True):
         need = 6.7 * len(o["name"]) + 8  # px at fontsize 8
         if width * px_per_us > need:
             ax.text(
@@ -264,7 +270,8 @@ def _label_ops(ax, y, spans, row, right, px_per_us) -> None:
             )
 
 
-def _bins(durations: list[float]):
+def _bins(durations: list[float]) -> tuple[NDArray[Any], bool]:
+    """Return the histogram's bin edges and whether they are logarithmic."""
     import numpy as np
 
     lo, hi = min(durations), max(durations)
@@ -276,9 +283,10 @@ def _bins(durations: list[float]):
     return edges[:41] if len(edges) > 41 else edges, False
 
 
-def histogram(results: list[dict], *, fmt: str = "png"):
-    """Return a histogram of the device gap durations (µs) of each gaps result, stacked by
-    cause; one panel per result, on one x scale."""
+def histogram(results: list[dict[str, Any]], *, fmt: str = "png") -> bytes | str:
+    """Return a histogram of the device gap durations (µs) of each gaps result of ``results``,
+    stacked by cause; one panel per result, on one x scale. ``fmt``: "png" (bytes) or "svg"
+    (text)."""
     runs = [(r["path"], r["runs"][0]) for r in results]
     every = [g["duration_ns"] / 1000 for _, run in runs for g in run["device_gaps"]]
     ratios = [3 if run["device_gaps"] else 1 for _, run in runs]
@@ -286,7 +294,7 @@ def histogram(results: list[dict], *, fmt: str = "png"):
     axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False, height_ratios=ratios)[:, 0]
     bins, log = _bins(every) if every else (None, False)
     seen = set()
-    for ax, (path, run) in zip(axes, runs):
+    for ax, (path, run) in zip(axes, runs, strict=True):
         gaps = run["device_gaps"]
         ax.set_title(f"{path}: {len(gaps)} device gaps", fontsize=10, loc="left")
         for side in ("top", "right"):
@@ -336,15 +344,20 @@ def histogram(results: list[dict], *, fmt: str = "png"):
     return _save(fig, fmt)
 
 
-def _message(text: str, fmt: str):
-    fig = _figure(1.2)
-    fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, color="#555555")
-    return _save(fig, fmt)
+def as_png(image: bytes | str) -> bytes:
+    """Return ``image``, a plot drawn with ``fmt="png"``, as the bytes it is (TypeError for
+    SVG text)."""
+    if not isinstance(image, bytes):
+        raise TypeError("not a PNG: an SVG plot is text")
+    return image
 
 
-def figures(report: dict, fmt: str = "png") -> dict[str, bytes | str]:
-    """Return the plots of a report (``trace_analyzer.render.report.build``), by name: timeline,
-    base-timeline (with a base), histogram."""
+def figures(report: dict[str, Any], fmt: str = "png") -> dict[str, bytes | str]:
+    """Return the plots of a report, by name: timeline, base-timeline (with a base),
+    histogram, each in ``fmt`` ("png" bytes or "svg" text).
+
+    ``report``: each part of the report as its JSON says it (``render.report.shown``).
+    """
     shown = [("timeline", report["gaps"], report["timeline"])]
     if report.get("base_gaps"):
         shown.append(("base-timeline", report["base_gaps"], report["base_timeline"]))
@@ -352,3 +365,28 @@ def figures(report: dict, fmt: str = "png") -> dict[str, bytes | str]:
     out = {name: timeline(g, t, span_ns=span, fmt=fmt) for name, g, t in shown}
     out["histogram"] = histogram([g for _, g, _ in shown], fmt=fmt)
     return out
+
+
+def trend(result: dict[str, Any]) -> bytes:
+    """Return the PNG of a ``traceana trend`` result (its JSON shape: ``by``, and the rows
+    of ``runs[0]``): idle % (top) and device time (bottom) over capture time, one line per
+    group."""
+    from datetime import datetime
+
+    fig = _figure(6.0)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    rows = [r for r in result["runs"][0]["rows"] if r["time"]]
+    for name in sorted({r["group"] for r in rows}):
+        pts = [r for r in rows if r["group"] == name]
+        x = [datetime.fromisoformat(r["time"]) for r in pts]
+        top.plot(x, [r["idle_pct"] for r in pts], marker="o", label=name)
+        bottom.plot(x, [r["device_time_ms"] for r in pts], marker="o", label=name)
+    top.set_ylabel("idle %")
+    bottom.set_ylabel("device time (ms)")
+    bottom.set_xlabel("capture time")
+    top.set_title(f"trend by {result['by']}")
+    if rows:
+        top.legend(loc="best", fontsize="small")
+    png = _save(fig, "png")
+    assert isinstance(png, bytes)
+    return png

@@ -20,7 +20,8 @@ FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "mar
 
 
 def format_of(output: Path) -> str:
-    """Return "html" or "markdown" from the output's extension; anything else is a UsageError."""
+    """Return "html" or "markdown" from the extension of ``output``; anything else is a
+    UsageError."""
     fmt = FORMATS.get(output.suffix.lower())
     if fmt is None:
         raise UsageError(
@@ -31,7 +32,7 @@ def format_of(output: Path) -> str:
 
 
 def shown(report: ReportResult) -> dict[str, Any]:
-    """Return what the plots draw: each part of the report as its JSON says it."""
+    """Return what the plots draw: each part of ``report`` as its JSON says it."""
     parts = ("gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline")
     out: dict[str, Any] = {k: parsed(getattr(report, k)) for k in parts if getattr(report, k)}
     out.update(path=report.path, base=report.base)
@@ -39,13 +40,14 @@ def shown(report: ReportResult) -> dict[str, Any]:
 
 
 def image_names(stem: str, report: ReportResult) -> dict[str, str]:
-    """Return the file name of each plot of a Markdown report: ``<stem>.<plot>.png``."""
+    """Return the file name of each plot of a Markdown ``report``: ``<stem>.<plot>.png``."""
     names = ["timeline", "base-timeline", "histogram"] if report.base else ["timeline", "histogram"]
     return {n: f"{stem}.{n}.png" for n in names}
 
 
 def markdown(report: ReportResult, stem: str) -> tuple[str, dict[str, bytes]]:
-    """Return the Markdown of a report and its plots (PNG bytes by file name)."""
+    """Return the Markdown of ``report`` and its plots (PNG bytes by file name, each
+    ``<stem>.<plot>.png``, ``image_names``)."""
     images = plots.figures(shown(report))
     names = image_names(stem, report)
     path, base = report.path, report.base
@@ -58,11 +60,12 @@ def markdown(report: ReportResult, stem: str) -> tuple[str, dict[str, bytes]]:
     parts.append(f"## gap durations\n\n![gap durations]({quote(names['histogram'])})")
     parts.append(text.render_markdown(report.gaps).rstrip())
     parts.append(text.render_markdown(report.ops).rstrip())
-    return "\n\n".join(parts) + "\n", {names[k]: bytes(images[k]) for k in names}
+    return "\n\n".join(parts) + "\n", {names[k]: plots.as_png(images[k]) for k in names}
 
 
 def files(report: ReportResult, output: Path) -> dict[Path, bytes]:
-    """Return what to write, by path: the page, or the .md and the PNG files beside it."""
+    """Return what to write for ``report``, by path: the page ``output``, or the .md file
+    ``output`` and the PNG files beside it (``format_of`` the output decides)."""
     if format_of(output) == "html":
         return {output: html.render(report).encode()}
     text_md, images = markdown(report, output.stem)

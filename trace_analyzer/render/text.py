@@ -23,6 +23,7 @@ from trace_analyzer.render import text_gaps
 from trace_analyzer.render.tables import (
     MARKDOWN,
     TABLE,
+    Style,
     bullets,
     coverage_line,
     frame_text,
@@ -32,20 +33,22 @@ from trace_analyzer.render.tables import (
 )
 from trace_analyzer.render.view import View
 
-Layout = Callable[[dict[str, Any], str, View], list[str]]
+Layout = Callable[[dict[str, Any], Style, View], list[str]]
 
 
 def render_table(result: RunResults[Any], *, options: View = View()) -> str:
-    """Return the terminal text of a result."""
+    """Return the terminal text of ``result`` (what a command prints); ``options``: the
+    presentation choices (--by, --top)."""
     return _render(result, TABLE, options)
 
 
 def render_markdown(result: RunResults[Any], *, options: View = View()) -> str:
-    """Return the Markdown of a result, fit to paste into a pull request."""
+    """Return the Markdown of ``result``, fit to paste into a pull request; ``options``: the
+    presentation choices (--by, --top)."""
     return _render(result, MARKDOWN, options)
 
 
-def _render(result: RunResults[Any], style: str, view: View) -> str:
+def _render(result: RunResults[Any], style: Style, view: View) -> str:
     return (
         "\n\n".join("\n".join(layout_of(run)(run.to_json(), style, view)) for run in result.runs)
         + "\n"
@@ -53,90 +56,31 @@ def _render(result: RunResults[Any], style: str, view: View) -> str:
 
 
 def layout_of(run: RunResult) -> Layout:
-    """Return the layout of a run's result type."""
+    """Return the layout of the result type of ``run`` (TypeError for a type without one)."""
     for kind, layout in LAYOUTS:
         if isinstance(run, kind):
             return layout
     raise TypeError(f"no text layout for {type(run).__name__}")
 
 
-def _info(run: dict, style: str) -> list[str]:
+def _info(run: dict[str, Any], style: Style) -> list[str]:
     origin = run["start_ns"]
     cov = run.get("links") or {}
+    layouts = ", ".join(run["layouts"]) or "plain files"
     lines = [
         heading(f"run: {run['root']}", style),
         f"{run['events']} events over {ms(run['end_ns'], origin)} ms; "
-        f"{run['hardware_lanes']} hardware lanes; layout: {', '.join(run['layouts']) or 'plain files'}",
+        f"{run['hardware_lanes']} hardware lanes; layout: {layouts}",
     ]
     if cov.get("hardware_executions"):
         lines.append(coverage_line(cov))
-    sources = pl.DataFrame(
-        [
-            {
-                "source": s["path"],
-                "format": s["format"],
-                "schema": s["schema_version"] or "",
-                "events": s["events"],
-                "read": "yes" if s["read"] else "no",
-            }
-            for s in run["sources"]
-        ],
-        schema={
-            "source": pl.String,
-            "format": pl.String,
-            "schema": pl.String,
-            "events": pl.Int64,
-            "read": pl.String,
-        },
-    )
-    lines += section("sources", sources, style)
+    lines += section("sources", _sources(run["sources"]), style)
     if run["processes"]:
-        procs = pl.DataFrame(
-            [
-                {
-                    "host": p["host"] or "",
-                    "pid": p["pid"],
-                    "rank": "" if p["rank"] is None else str(p["rank"]),
-                    "rank from": p["rank_origin"] or "",
-                    "events": p["events"],
-                }
-                for p in run["processes"]
-            ]
-        )
-        lines += section("processes", procs, style)
+        lines += section("processes", _processes(run["processes"]), style)
     if run["lanes"]:
-        lanes = pl.DataFrame(
-            [
-                {
-                    "lane": l["lane"],
-                    "kinds": ", ".join(l["kinds"]),
-                    "events": l["events"],
-                    "start_ms": ms(l["start_ns"], origin),
-                    "span_ms": round(l["span_ns"] / 1e6, 3),
-                }
-                for l in run["lanes"]
-            ]
-        )
-        lines += section("lanes (ms from the first event)", lanes, style)
+        lines += section("lanes (ms from the first event)", _lanes(run["lanes"], origin), style)
     if run.get("captures"):
-        caps = pl.DataFrame(
-            [
-                {
-                    k: str(c.get(k) or "")
-                    for k in (
-                        "backend",
-                        "device",
-                        "workload",
-                        "variant",
-                        "torch_version",
-                        "started_at",
-                        "path",
-                    )
-                }
-                for c in run["captures"]
-            ]
-        )
-        lines += section("captures (capture.json)", caps, style)
+        lines += section("captures (capture.json)", _captures(run["captures"]), style)
     if run["neff_ntff"]:
         pairs = pl.DataFrame(
             [
@@ -149,7 +93,66 @@ def _info(run: dict, style: str) -> list[str]:
     return lines + bullets("warnings", run["warnings"], style) + bullets("notes", notes, style)
 
 
-def _ops(run: dict, style: str) -> list[str]:
+def _sources(sources: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "source": s["path"],
+                "format": s["format"],
+                "schema": s["schema_version"] or "",
+                "events": s["events"],
+                "read": "yes" if s["read"] else "no",
+            }
+            for s in sources
+        ],
+        schema={
+            "source": pl.String,
+            "format": pl.String,
+            "schema": pl.String,
+            "events": pl.Int64,
+            "read": pl.String,
+        },
+    )
+
+
+def _processes(processes: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "host": p["host"] or "",
+                "pid": p["pid"],
+                "rank": "" if p["rank"] is None else str(p["rank"]),
+                "rank from": p["rank_origin"] or "",
+                "events": p["events"],
+            }
+            for p in processes
+        ]
+    )
+
+
+def _lanes(lanes: list[dict[str, Any]], origin: int | None) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "lane": lane["lane"],
+                "kinds": ", ".join(lane["kinds"]),
+                "events": lane["events"],
+                "start_ms": ms(lane["start_ns"], origin),
+                "span_ms": round(lane["span_ns"] / 1e6, 3),
+            }
+            for lane in lanes
+        ]
+    )
+
+
+CAPTURE_SHOWN = ("backend", "device", "workload", "variant", "torch_version", "started_at", "path")
+
+
+def _captures(captures: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame([{k: str(c.get(k) or "") for k in CAPTURE_SHOWN} for c in captures])
+
+
+def _ops(run: dict[str, Any], style: Style) -> list[str]:
     summary = coverage_line(run["coverage"])
     if run["executions"]:
         summary = (
@@ -174,7 +177,7 @@ CHAIN_SHOWN = {
 }
 
 
-def _chain(run: dict, style: str) -> list[str]:
+def _chain(run: dict[str, Any], style: Style) -> list[str]:
     lines = [heading(f"chain: {run['root']}", style), coverage_line(run["coverage"])]
     if not run["rows"]:
         return lines

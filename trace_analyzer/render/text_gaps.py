@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import polars as pl
 
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.render.tables import (
     MARKDOWN,
+    Style,
     first,
     frame_text,
     heading,
@@ -18,14 +22,14 @@ from trace_analyzer.render.tables import (
 )
 
 
-def _verdict(run: dict) -> str:
+def _verdict(run: dict[str, Any]) -> str:
     s, w = run["summary"], run["window"]
     if not s["lanes"]:
         return "no hardware lanes: this profile records host activity only (no hardware executions)"
     if not s["executions"]:
         return "no hardware executions in the window: nothing to measure"
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
-    top = max(causes, key=causes.get) if causes else None
+    top = max(causes, key=lambda c: causes[c]) if causes else None
     longest = f", longest {us(s['gap_max_ns'])} µs" if s["gap_count"] else ""
     text = (
         f"{s['devices']} device(s) idle {s['idle_pct']} % of the {w['origin']} "
@@ -43,7 +47,7 @@ AGGREGATE = {  # --by: which table, and its first column
 }
 
 
-def _aggregate(run: dict, by: str, top: int) -> pl.DataFrame:
+def _aggregate(run: dict[str, Any], by: str, top: int) -> pl.DataFrame:
     rows = run[AGGREGATE[by][0]]
     if by == "op":
         return _ops_idle(rows[:top])
@@ -68,7 +72,7 @@ def _aggregate(run: dict, by: str, top: int) -> pl.DataFrame:
     )
 
 
-def _ops_idle(rows: list[dict]) -> pl.DataFrame:
+def _ops_idle(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(
         [
             {
@@ -83,7 +87,7 @@ def _ops_idle(rows: list[dict]) -> pl.DataFrame:
     )
 
 
-def _gap_rows(gaps: list[dict], where: str, origin: int) -> pl.DataFrame:
+def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int) -> pl.DataFrame:
     return pl.DataFrame(
         [
             {
@@ -100,7 +104,7 @@ def _gap_rows(gaps: list[dict], where: str, origin: int) -> pl.DataFrame:
     )
 
 
-def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]:
+def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) -> list[str]:
     lines = [
         heading(f"gaps: {run['root']}", style),
         "",
@@ -141,7 +145,7 @@ def _gaps(run: dict, style: str, by: str = "device", top: int = 10) -> list[str]
     return lines
 
 
-def _diff(run: dict, style: str, top: int = 10) -> list[str]:
+def _diff(run: dict[str, Any], style: Style, top: int = 10) -> list[str]:
     verdict = ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + run[
         "verdict_text"
     ]
@@ -187,7 +191,7 @@ def _diff(run: dict, style: str, top: int = 10) -> list[str]:
     return lines
 
 
-def _op_changes(ops: list[dict]) -> pl.DataFrame:
+def _op_changes(ops: list[dict[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame(
         [
             {
@@ -203,7 +207,7 @@ def _op_changes(ops: list[dict]) -> pl.DataFrame:
     )
 
 
-def _trend(run: dict, style: str) -> list[str]:
+def _trend(run: dict[str, Any], style: Style) -> list[str]:
     rows = pl.DataFrame(
         run["rows"],
         schema={
