@@ -16,8 +16,9 @@ import trace_analyzer as ta
 from trace_analyzer.inputs.discover import discover
 from trace_analyzer.readers import kineto
 from trace_analyzer.core import profile as P
-from trace_analyzer.analyses.gaps import gaps, to_dict
+from trace_analyzer.analyses.gaps import gaps, gaps_runs
 from trace_analyzer.render.json import render
+from trace_analyzer.render.view import View
 from trace_analyzer.render import RENDERERS
 def rss():
     d = dict(l.split(":",1) for l in open("/proc/self/status"))
@@ -28,9 +29,8 @@ run = discover(path)[0]; src = run.sources[0]
 t=time.perf_counter(); meta, raw = kineto.scan(src.path); ts=time.perf_counter()-t; print(f"scan (blocks -> raw table) {ts:.2f}  peak {rss()} MB")
 t=time.perf_counter(); r = kineto._result(src, meta, raw, 0); print(f"label/flows/steps {time.perf_counter()-t:.2f}  peak {rss()} MB")
 del raw, r
-t=time.perf_counter(); p = P._read_run(run, False); tr=time.perf_counter()-t; print(f"whole load again (scan+label+dedup+sort) {tr:.2f}  peak {rss()} MB")
-t=time.perf_counter(); e = p.links(); tl=time.perf_counter()-t; print(f"link {tl:.2f} = {tl/ts:.2f}x scan  peak {rss()} MB")
+t=time.perf_counter(); p = P.read_run(run); tr=time.perf_counter()-t; print(f"whole load again (scan+label+dedup+sort) {tr:.2f}  peak {rss()} MB")
+t=time.perf_counter(); e = P.link(p.events); tl=time.perf_counter()-t; print(f"link {tl:.2f} = {tl/ts:.2f}x scan  peak {rss()} MB")
 t=time.perf_counter(); g = gaps(p); print(f"gaps {time.perf_counter()-t:.2f}  peak {rss()} MB  ({g.gaps.height} lane gaps, {g.device_gaps.height} device gaps)")
-t=time.perf_counter(); res = {"schema_version": 1, "path": path, "min_gap_ns": 0, "runs": [to_dict(g, "x")]}; s = render("gaps", res); print(f"json render {time.perf_counter()-t:.2f}  ({len(s)/1e6:.0f} MB)  peak {rss()} MB")
-res["runs"][0]["failed"] = []; res["view"] = {"by": "device", "top": 10}
-t=time.perf_counter(); s = RENDERERS["table"].render("gaps", res) if hasattr(RENDERERS["table"], "render") else None; print(f"table render {time.perf_counter()-t:.2f}")
+t=time.perf_counter(); res = gaps_runs([g], path); s = render(res); print(f"json render {time.perf_counter()-t:.2f}  ({len(s)/1e6:.0f} MB)  peak {rss()} MB")
+t=time.perf_counter(); s = RENDERERS["table"](res, options=View(by="device", top=10)); print(f"table render {time.perf_counter()-t:.2f}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import polars as pl
@@ -123,7 +124,8 @@ def corpus() -> Path:
 
 
 def union_of(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Reference model for the tests: the union of intervals; blocks that overlap or touch are one."""
+    """Reference model for the tests: the union of intervals; blocks that overlap or touch are
+    one."""
     out: list[list[int]] = []
     for s, e in sorted(intervals):
         if out and s <= out[-1][1]:
@@ -133,41 +135,138 @@ def union_of(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in out]
 
 
+def in_window(intervals: list[tuple[int, int]], w0: int, w1: int) -> list[tuple[int, int]]:
+    """Reference model: the executions of the window [w0, w1], clipped to it (docs/gaps.md):
+    those overlapping it by more than an instant, and zero-length ones inside it, edges
+    included."""
+    return [(max(s, w0), min(e, w1)) for s, e in intervals
+            if (e > w0 and s < w1) or (s == e and w0 <= s <= w1)]
+
+
+def busy_model(intervals: list[tuple[int, int]], w0: int, w1: int) -> dict:
+    """Reference model: one lane's (or device's) busy, idle, leading and trailing time and its
+    gaps in the window [w0, w1], from the sorted-and-merged union of its executions clipped
+    to the window. Executions that touch are one block, so no gap is ever 0 ns long; a
+    zero-length execution is a block of its own, an instant that splits the gap it falls in."""
+    clipped = in_window(intervals, w0, w1)
+    blocks = union_of(clipped)
+    found = [(a[1], b[0]) for a, b in pairwise(blocks)]
+    return dict(executions=len(clipped), busy_ns=sum(e - s for s, e in blocks),
+                idle_ns=sum(e - s for s, e in found),
+                leading_ns=blocks[0][0] - w0 if blocks else w1 - w0,
+                trailing_ns=w1 - blocks[-1][1] if blocks else 0, gaps=found)
+
+
+def check_busy_and_idle(run: dict, hw: list[tuple[str, str, int, int]], w0: int, w1: int,
+                        min_gap_ns: int = 0, label=lambda key, name: name) -> None:
+    """Check one run of a gaps result (the shape of the JSON output: lanes, devices, gaps,
+    device_gaps, summary) against its hardware executions ``hw`` (lane, device, start, end)
+    in the window [w0, w1], with busy_model:
+
+    (a) idle is the time in the gaps listed (every gap when ``min_gap_ns`` is 0: they are
+        listed from 1 ns, and 0 ns gaps do not exist, executions that touch being one block),
+        and with --min-gap the list keeps the gaps of at least that length while idle still
+        counts them all;
+    (b) busy is the union of the executions clipped to the window, per lane and per device
+        (a device being the union of its lanes);
+    (c) leading idle runs from the window start to the first busy start, trailing idle from
+        the last busy end to the window end (all leading when nothing ran in the window).
+
+    ``label(key, name)`` turns a lane or device label of the run into the name ``hw`` uses.
+    """
+    least = max(min_gap_ns, 1)
+    totals = dict.fromkeys(("busy_ns", "idle_ns", "leading_ns", "trailing_ns", "executions"), 0)
+    for key, rows, listed, of in (("lane", run["lanes"], run["gaps"], lambda h: h[0]),
+                                  ("device", run["devices"], run["device_gaps"], lambda h: h[1])):
+        got = {label(key, r[key]): r for r in rows}
+        assert set(got) == {of(h) for h in hw}, key
+        for name, r in got.items():
+            want = busy_model([(h[2], h[3]) for h in hw if of(h) == name], w0, w1)
+            gaps_here = sorted((g["start_ns"], g["end_ns"]) for g in listed
+                               if label(key, g[key]) == name)
+            where = (key, name, r, want)
+            assert r["busy_ns"] == want["busy_ns"], where  # (b)
+            assert r["leading_ns"] == want["leading_ns"], where  # (c)
+            assert r["trailing_ns"] == want["trailing_ns"], where  # (c)
+            if min_gap_ns == 0:
+                assert r["idle_ns"] == sum(e - s for s, e in gaps_here), where  # (a)
+            assert r["idle_ns"] == want["idle_ns"], where  # (a), --min-gap or not
+            assert gaps_here == [(s, e) for s, e in want["gaps"] if e - s >= least], where
+            assert r["gap_count"] == len(gaps_here), where
+            assert r["executions"] == want["executions"], where
+            if key == "device":
+                for k in totals:
+                    totals[k] += want[k]
+    s = run["summary"]
+    assert {k: s[k] for k in totals} == totals, s
+    assert s["window_ns"] == (w1 - w0) * len(run["devices"]), s
+    assert s["gap_count"] == len(run["device_gaps"]), s
+    if min_gap_ns == 0:  # (a) for the run: its idle is the time in its device gaps
+        assert s["idle_ns"] == sum(g["end_ns"] - g["start_ns"] for g in run["device_gaps"]), s
+
+
+ERROR_PREFIX = "traceana: error: "
+
+
 def one_line_error(code: int, out: str, err: str) -> str:
-    """Assert the CLI's bad-input contract (exit 2, nothing on stdout, one line, no traceback)
-    and return that line."""
+    """Assert the CLI's bad-input contract and return the error line: exit 2, nothing on
+    stdout, one line on stderr starting ``traceana: error: `` and no traceback.
+
+    ``traceana: internal error: ...`` (a crash the CLI caught, also exit 2) fails here: it
+    is a bug, not an answer to bad input.
+    """
     assert code == 2, (code, out, err)
-    assert out == ""
+    assert out == "", out
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
-    assert "Traceback" not in err
+    assert "Traceback" not in err, err
+    assert lines[0].startswith(ERROR_PREFIX), f"not a `{ERROR_PREFIX}...` line: {lines[0]!r}"
     return lines[0]
 
 
 def render_all(results: dict) -> None:
-    """Put every analysis result through every renderer: text comes back; JSON parses."""
+    """Put every analysis result (a RunResults) through every renderer: text comes back;
+    JSON parses."""
     from trace_analyzer.render import RENDERERS
 
-    for kind, data in results.items():
+    for result in results.values():
         for name, renderer in RENDERERS.items():
-            text = renderer.render(kind, data)
+            text = renderer(result)
             assert isinstance(text, str)
             if name == "json":
                 json.loads(text)
 
 
 def every_analysis(p, folder: Path, min_gap_ns: int = 0) -> dict:
-    """Run info, gaps, ops, chain and diff (the run against itself) on one loaded profile."""
-    from trace_analyzer.analyses.chain import chain_result
-    from trace_analyzer.analyses.diff import diff
-    from trace_analyzer.analyses.gaps import gaps_result
-    from trace_analyzer.analyses.info import info
-    from trace_analyzer.analyses.ops import ops_result
+    """Run info, gaps, ops, chain and diff (the run against itself) on one loaded profile,
+    each as what its command prints (a RunResults)."""
+    import trace_analyzer as ta
+    from trace_analyzer.analyses.diff import diff_runs
+    from trace_analyzer.analyses.gaps import gaps_runs
+
+    def runs(result):
+        return ta.RunResults(str(folder), (result,))
 
     return {
-        "info": info([p], str(folder)),
-        "gaps": gaps_result([p], str(folder), min_gap_ns=min_gap_ns),
-        "ops": ops_result([p], str(folder)),
-        "chain": chain_result([p], str(folder)),
-        "diff": diff(p, p, "base", "head"),
+        "info": runs(ta.info(p)),
+        "gaps": gaps_runs([ta.gaps(p, min_gap_ns=min_gap_ns)], str(folder), min_gap_ns=min_gap_ns),
+        "ops": runs(ta.ops(p)),
+        "chain": runs(ta.chains(p)),
+        "diff": diff_runs(ta.diff(p, p, base_label="base", head_label="head")),
     }
+
+
+def gaps_doc(profiles, path, **options) -> dict:
+    """Return what ``traceana gaps PATH --format json`` says of these profiles, as data."""
+    import trace_analyzer as ta
+    from trace_analyzer.analyses.gaps import gaps_runs
+
+    results = [ta.gaps(p, **options) for p in profiles]
+    return gaps_runs(results, str(path), min_gap_ns=options.get("min_gap_ns", 0)).to_json()
+
+
+def chain_doc(profiles, path, **options) -> dict:
+    """Return what ``traceana chain PATH --format json`` says of these profiles, as data."""
+    import trace_analyzer as ta
+
+    return ta.RunResults(str(path), tuple(ta.chains(p, **options) for p in profiles)).to_json()

@@ -3,19 +3,34 @@ accepts every result: generated traces with no, one or many lanes, kernels with 
 a launch, launches with and without an op, memcpys, syncs, steps or none.
 
 Checked here: no exception anywhere, and the invariants a user relies on whatever the input
-(the gaps window adds up, every hardware execution is in the chain table, JSON round-trips).
+(every hardware execution is in the chain table, JSON round-trips, and the gaps numbers
+against the generated kernels, conftest.check_busy_and_idle: idle is the time in the listed
+gaps, busy the union of the kernels, leading and trailing idle up to the first and from the
+last busy instant).
 """
 
 from __future__ import annotations
 
-
-from conftest import X, every_analysis, kineto, render_all, write_trace
+from conftest import X, check_busy_and_idle, every_analysis, kineto, render_all, write_trace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import trace_analyzer as ta
 
 HOST, GPU = 100, 0
+BASE = 1_000_000_000  # baseTimeNanoseconds: an event at ts µs is at BASE + 1000 * ts ns
+
+
+def kernels(events: list[dict]) -> list[tuple[str, str, int, int]]:
+    """The generated kernels as (lane, device, start, end), lanes named by their last part."""
+    return [(f"stream:{e['args']['stream']}", f"GPU:{e['args']['device']}",
+             BASE + 1000 * e["ts"], BASE + 1000 * (e["ts"] + e["dur"]))
+            for e in events if e["cat"] == "kernel"]
+
+
+def last_part(key: str, label: str) -> str:
+    """PID:<pid>/GPU:<n>/stream:<s> -> stream:<s>; PID:<pid>/GPU:<n> -> GPU:<n>."""
+    return label.rpartition("/")[2]
 
 
 @st.composite
@@ -51,19 +66,25 @@ def traces(draw) -> list[dict]:
     return events
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(events=traces(), min_gap=st.sampled_from([0, 1, 50_000]))
 def test_every_analysis_and_renderer_accepts_any_trace(tmp_path_factory, events, min_gap):
     folder = tmp_path_factory.mktemp("t")
-    write_trace(folder / "trace.json", kineto(events, baseTimeNanoseconds=1_000_000_000))
+    write_trace(folder / "trace.json", kineto(events, baseTimeNanoseconds=BASE))
     p = ta.load(folder)
-    results = every_analysis(p, folder, min_gap)
-    results["gaps"]["view"] = {"by": "device", "top": 3}
-    render_all(results)
+    analysed = every_analysis(p, folder, min_gap)
+    render_all(analysed)
+    results = {kind: r.to_json() for kind, r in analysed.items()}
     (run,) = results["gaps"]["runs"]
     s = run["summary"]
-    assert s["busy_ns"] + s["idle_ns"] + s["leading_ns"] + s["trailing_ns"] == s["window_ns"]
+    hw = kernels(events)
+    if hw:  # the default window: first kernel start to last kernel end
+        w0, w1 = min(h[2] for h in hw), max(h[3] for h in hw)
+        assert (run["window"]["start_ns"], run["window"]["end_ns"]) == (w0, w1)
+        check_busy_and_idle(run, hw, w0, w1, min_gap, label=last_part)
     hardware = p.events.filter(p.events["lane_kind"] == "hardware").height
+    assert hardware == len(hw)
     assert s["executions"] == hardware  # the default window holds every execution, 0 µs too
     if not hardware:
         assert s["gap_count"] == s["window_ns"] == 0

@@ -10,7 +10,7 @@ import polars as pl
 
 import trace_analyzer as ta
 from trace_analyzer.analyses.gaps import gaps
-from trace_analyzer.render.json import render
+from trace_analyzer.render.json import dumps
 from trace_analyzer.analyses.rows import Rows
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -21,7 +21,7 @@ def test_json_of_rows_equals_json_of_the_dicts():
         "i": [1, None, -(2**63)], "f": [0.1, 1e-7, None], "s": ["a\"b", "µs ✓", None],
         "l": [[1, 2], None, []], "b": [True, False, None],
     })
-    got = json.loads(render("x", {"rows": Rows(frame)}))
+    got = json.loads(dumps({"rows": Rows(frame)}))
     assert got == {"rows": json.loads(orjson.dumps(frame.to_dicts()))}
 
 
@@ -29,7 +29,7 @@ def test_gaps_json_equals_the_dicts_on_the_fixture():
     r = gaps(ta.load(FIXTURES / "rmsnorm_naive"))
     for frame in (r.gaps, r.device_gaps):
         assert frame.height > 0
-        assert json.loads(render("x", {"g": Rows(frame)}))["g"] == frame.to_dicts()
+        assert json.loads(dumps({"g": Rows(frame)}))["g"] == frame.to_dicts()
 
 
 def test_rows_behave_as_a_list_of_dicts():

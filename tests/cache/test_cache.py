@@ -105,11 +105,11 @@ class Reads:
     def __init__(self, real):
         self.real, self.n, self.forbid = real, 0, False
 
-    def __call__(self, src, keep_args=False):
+    def __call__(self, src, keep_args=False, **options):
         if self.forbid:
             raise AssertionError(f"{src.path} was read: the run should come from the cache")
         self.n += 1
-        return self.real(src, keep_args)
+        return self.real(src, keep_args, **options)
 
 
 @pytest.fixture
@@ -195,14 +195,13 @@ def test_diff_reads_both_runs_from_the_cache(tmp_path, reads):
     assert (base / CACHE).is_dir() and (head / CACHE).is_dir()
 
 
-def test_library_caches_only_inside_configured(gpu, tmp_path):
+def test_library_caches_only_when_asked(gpu, tmp_path):
     p0 = ta.load(gpu)
     assert not p0.cached
     assert not (gpu / CACHE).exists()  # the library writes nothing unasked
 
-    with cache.configured(enabled=True):
-        p1 = ta.load(gpu)
-        p2 = ta.load(gpu)
+    p1 = ta.load(gpu, cache=True)
+    p2 = ta.load(gpu, cache=True)
     assert not p1.cached and p2.cached
     assert (gpu / CACHE).is_dir()
     assert p2.events.schema == p0.events.schema
@@ -212,16 +211,14 @@ def test_library_caches_only_inside_configured(gpu, tmp_path):
         assert getattr(p2, attr) == getattr(p0, attr), attr
     assert [(str(r.source.path), r.format, r.count, r.read) for r in p2.reads] == \
            [(str(r.source.path), r.format, r.count, r.read) for r in p0.reads]
-    assert not ta.load(gpu).cached  # outside the block: no cache again
+    assert not ta.load(gpu).cached  # not asked: no cache again
 
     elsewhere = tmp_path / "elsewhere"
-    with cache.configured(enabled=True, folder=elsewhere):
-        (p3,) = ta.load_runs(gpu)
-        (p4,) = ta.load_runs(gpu)
+    (p3,) = ta.load_runs(gpu, cache=elsewhere)
+    (p4,) = ta.load_runs(gpu, cache=elsewhere)
     assert not p3.cached and p4.cached
     assert len(entries(elsewhere)) == 1
-    with cache.configured(enabled=False, folder=elsewhere):
-        assert not ta.load(gpu).cached
+    assert not ta.load(gpu, cache=cache.Cache(enabled=False, folder=elsewhere)).cached
 
 
 # --- where: inside the named folder, or where told; nothing for a named file -------------------
@@ -504,8 +501,8 @@ def test_file_changed_while_read_is_not_cached_stale(gpu, monkeypatch):
     trace = gpu / "trace.json"
     real = profile.read_source
 
-    def read_then_rewrite(src, keep_args=False):
-        result = real(src, keep_args)
+    def read_then_rewrite(src, keep_args=False, **options):
+        result = real(src, keep_args, **options)
         write_kineto(trace, gpu_events() + [X("cpu_op", "aten::add", 500, 5, pid=HOST, tid=HOST)])
         return result
 

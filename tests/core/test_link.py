@@ -13,7 +13,7 @@ import polars as pl
 from conftest import X, kineto, run_cli, write_parquet, write_trace
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.chain import chains, coverage
+from trace_analyzer.analyses.chain import chain_table, coverage
 from trace_analyzer.core.link import link
 
 BASE = 1_793_620_800_000_000_000  # baseTimeNanoseconds
@@ -117,7 +117,7 @@ def test_kineto_kernel_links_by_correlation_when_trace_has_no_flows(tmp_path):
     got = parent_of(ev, link(ev))
     assert got["k_mm"] == ("launch_mm", "device", "correlation")
     assert got["k_relu"] == ("launch_relu", "device", "correlation")
-    ch = chains(ev)
+    ch = chain_table(ev)
     assert dict(zip(ch["hw_name"], ch["op"])) == {"k_mm": "aten::mm", "k_relu": "aten::relu"}
 
 
@@ -166,7 +166,7 @@ def test_launch_outside_every_op_stays_unlinked_and_its_kernel_is_listed(tmp_pat
     assert "launch_orphan" not in got  # no op encloses it, no key names one
     assert got["k_orphan"] == ("launch_orphan", "device", "flow_id")
 
-    ch = chains(ev, edges)
+    ch = chain_table(ev, edges)
     assert sorted(ch["hw_name"]) == ["k_mm", "k_orphan"]  # never dropped
     orphan = ch.filter(pl.col("hw_name") == "k_orphan").row(0, named=True)
     assert orphan["op"] is None and orphan["op_event_id"] is None and orphan["link_method"] is None
@@ -179,7 +179,7 @@ def test_launch_outside_every_op_stays_unlinked_and_its_kernel_is_listed(tmp_pat
 def test_unlinked_kernel_without_any_launch_is_listed(tmp_path):
     events = [cpu_op("aten::mm", 100, 50), kernel("k_lonely", 200, 20)]
     ev = load_kineto(tmp_path, events)
-    ch = chains(ev)
+    ch = chain_table(ev)
     assert ch["hw_name"].to_list() == ["k_lonely"]
     assert ch["op"].to_list() == [None]
     assert coverage(ch)["unlinked"] == 1
@@ -243,7 +243,7 @@ def test_neuron_explorer_chain_by_flow_ids_with_lnc2(tmp_path):
     assert got[185] == (300, "hardware", "flow_id")  # both physical cores
     assert got[300] == (901, "runtime", "flow_id")
     assert got[901] == (900, "stream_op", "flow_id")
-    ch = chains(ev)
+    ch = chain_table(ev)
     assert ch.height == 2
     assert ch["op"].to_list() == ["aten::mul", "aten::mul"]
     assert ch["link_method"].to_list() == ["flow_id", "flow_id"]
@@ -267,7 +267,7 @@ def test_neuron_runtime_links_stream_by_sequence_id_and_hardware_by_exec_id(tmp_
     assert got[184] == (300, "hardware", "exec_id")
     assert got[185] == (300, "hardware", "exec_id")
     assert got[300] == (901, "runtime", "seq_id")
-    ch = chains(ev)
+    ch = chain_table(ev)
     assert ch["op"].to_list() == ["aten::mul", "aten::mul"]
     # the chain is as trusted as its weakest hop: exec_id (flow_id and seq_id are stronger)
     assert ch["link_method"].to_list() == ["exec_id", "exec_id"]
@@ -298,7 +298,7 @@ def test_neuron_hardware_without_keys_links_by_time_on_its_logical_core(tmp_path
     got = by_orig(ev, link(ev))
     assert got[184] == (300, "hardware", "time")  # the innermost call with a sequence id, core 0
     assert got[186] == (310, "hardware", "time")  # core 1's call, not core 0's
-    ch = chains(ev)
+    ch = chain_table(ev)
     ops = dict(zip(ch["lane"], zip(ch["op"], ch["link_method"])))
     assert ops == {f"{INST}/PID:{PID}/neuron_hw/NC0:0": ("aten::mul", "time"),
                    f"{INST}/PID:{PID}/neuron_hw/NC1:2": ("aten::add", "time")}
@@ -308,7 +308,7 @@ def test_neuron_hardware_outside_every_runtime_call_is_unlinked_but_listed(tmp_p
     rows = NEURON_LNC2[:3] + [hw(190, 200_000, 250_000, pcore=0)]  # after kbl_exec_wait ends
     ev = load_parquet(tmp_path, rows)
     assert 190 not in by_orig(ev, link(ev))
-    ch = chains(ev)
+    ch = chain_table(ev)
     assert ch["op"].to_list() == [None]
     assert coverage(ch)["unlinked"] == 1
 
@@ -334,16 +334,16 @@ def test_chain_link_method_is_the_weakest_hop(tmp_path):
     assert got[300] == (901, "runtime", "seq_id")
     assert got[901] == (910, "stream", "flow_id")
     assert got[910] == (900, "launch", "time")
-    ch = chains(ev).row(0, named=True)
+    ch = chain_table(ev).row(0, named=True)
     assert (ch["op"], ch["link_method"]) == ("aten::mul", "time")
     assert ch["op_event_id"] == ev.filter(pl.col("orig_id") == 900)["event_id"][0]
-    assert coverage(chains(ev))["by_method"] == {"time": 1}
+    assert coverage(chain_table(ev))["by_method"] == {"time": 1}
 
 
 def test_chain_link_method_on_kineto_path(tmp_path):
     # kernel -flow_id-> launch -time-> op: the chain says "time"; -external_id-> says that
     ev = load_kineto(tmp_path, GPU_EVENTS)
-    ch = chains(ev)
+    ch = chain_table(ev)
     assert dict(zip(ch["hw_name"], ch["link_method"])) == {
         "k_mm": "external_id", "k_relu": "time", "k_add": "correlation"}
     assert dict(zip(ch["hw_name"], ch["op"])) == {
@@ -366,7 +366,7 @@ def test_launch_in_nested_ops_links_to_the_innermost(tmp_path):
     ev = load_kineto(tmp_path, events)
     got = parent_of(ev, link(ev))
     assert got["launch_addmm"] == ("aten::addmm", "launch", "time")
-    ch = chains(ev).row(0, named=True)
+    ch = chain_table(ev).row(0, named=True)
     assert (ch["hw_name"], ch["op"], ch["link_method"]) == ("gemm", "aten::addmm", "time")
 
 
@@ -380,7 +380,7 @@ def test_launch_in_nested_ops_with_external_id_of_the_inner_op(tmp_path):
     ev = load_kineto(tmp_path, events)
     got = parent_of(ev, link(ev))
     assert got["launch_addmm"] == ("aten::addmm", "launch", "external_id")
-    assert chains(ev)["op"].to_list() == ["aten::addmm"]
+    assert chain_table(ev)["op"].to_list() == ["aten::addmm"]
 
 
 def test_ops_on_another_thread_do_not_enclose_a_launch(tmp_path):
@@ -393,7 +393,7 @@ def test_ops_on_another_thread_do_not_enclose_a_launch(tmp_path):
     ]
     ev = load_kineto(tmp_path, events)
     assert "launch_x" not in parent_of(ev, link(ev))
-    assert chains(ev)["op"].to_list() == [None]
+    assert chain_table(ev)["op"].to_list() == [None]
 
 
 def test_chain_cli_reports_unlinked_kernel(tmp_path):

@@ -23,7 +23,7 @@ from PIL import Image  # matplotlib's own dependency
 
 from trace_analyzer import load
 from trace_analyzer.render import plots
-from trace_analyzer.analyses.gaps import gaps_result
+from conftest import gaps_doc
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
@@ -148,7 +148,7 @@ def test_the_page_carries_the_json_of_gaps_ops_and_diff(pages):
 
 
 def test_every_summary_number_is_the_json_s(pages):
-    expected = gaps_result([load(NAIVE)], str(NAIVE))  # the library, not the page
+    expected = gaps_doc([load(NAIVE)], str(NAIVE))  # the library, not the page
     run = expected["runs"][0]
     in_json = numbers_in(run)
     rows = parse(pages["base"]).rows
@@ -260,7 +260,7 @@ def test_matplotlib_is_imported_only_to_draw():
 
 
 def test_busy_blocks_and_gaps_fill_the_window():
-    run = gaps_result([load(NAIVE)], str(NAIVE))["runs"][0]
+    run = gaps_doc([load(NAIVE)], str(NAIVE))["runs"][0]
     (lane,) = run["lanes"]
     blocks = plots.busy_blocks(lane, run["gaps"], run["window"])
     assert len(blocks) == lane["executions"] == 6  # no two executions touch in this run

@@ -57,7 +57,7 @@ class Profile:
     @property
     def has_export(self) -> bool:
         """True when a Neuron Explorer export of the run was read."""
-        return any(r.format.startswith("explorer") and r.read for r in self.reads)
+        return has_export(self.reads)
 
     @property
     def undecoded_hardware(self) -> bool:
@@ -67,6 +67,11 @@ class Profile:
     def __repr__(self) -> str:
         lanes = self.events["lane"].n_unique() if self.events.height else 0
         return f"Profile(run={str(self.root)!r}, {self.events.height} events, {lanes} lanes)"
+
+
+def has_export(reads: list[ReadResult]) -> bool:
+    """True when a Neuron Explorer export is among the reads."""
+    return any(r.format.startswith("explorer") and r.read for r in reads)
 
 
 def one_run(path: str | Path, runs: list[Run]) -> Run:
@@ -138,8 +143,7 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
         warnings.append(f"{run.root}: malformed events dropped: {detail}")
     notes += [f"{path}: {why}" for path, why in run.skipped]
     pairs = neff_pairs(run, warnings)
-    has_export = any(r.format.startswith("explorer") and r.read for r in reads)
-    warnings += raw_without_export(run, has_export)
+    warnings += raw_without_export(run, has_export(reads))
     return Profile(
         run=run,
         events=events,
