@@ -78,7 +78,10 @@ def load_runs(
     max_bytes: int | None = None,
     cache: Cache | bool | str | Path | None = None,
 ) -> list[Profile]:
-    """Return every run under ``path``, each loaded; the parameters are those of ``load``."""
+    """Return every run under ``path`` (a folder of many runs, an archive), each loaded.
+
+    ``args``, ``strict``, ``max_bytes`` and ``cache`` are those of ``load``.
+    """
     store = as_cache(cache)
     if store is None:
         return _profile.load_runs(path, args=args, strict=strict, max_bytes=max_bytes)
@@ -99,3 +102,8 @@ def export(
     if output is not None:
         perfetto.write(doc, Path(output))
     return doc
+
+
+def __dir__() -> list[str]:
+    """``dir(trace_analyzer)``: the library's face, not the subpackages it is made of."""
+    return sorted(__all__)
