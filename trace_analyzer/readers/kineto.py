@@ -34,9 +34,10 @@ HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
 
 # Kineto category -> (lane kind, source, where the event runs). Old names from early Kineto
-# (Kernel, Runtime, Memcpy, Memset) map like their new names.
+# (Operator, Kernel, Runtime, Memcpy, Memset: PyTorch <= 1.9) map like their new names.
 CATEGORIES: dict[str, tuple[str, str, str]] = {
     "cpu_op": ("framework_op", "framework", HOST),
+    "Operator": ("framework_op", "framework", HOST),
     "user_annotation": ("annotation", "framework", HOST),
     "python_function": ("annotation", "framework", HOST),
     "privateuse1_runtime": ("framework_dispatch", "framework", HOST),
