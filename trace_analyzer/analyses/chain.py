@@ -15,6 +15,7 @@ from trace_analyzer.core.link import METHODS, link
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.units import glob_regex
 
+GRAPH_REPLAY = "graph replay"  # the op of kernels replayed from a graph no op launched
 MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
 SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
 
@@ -97,12 +98,23 @@ def _nearest_ancestors(
             .select("hw", **cols)
         )
 
-    op = nearest(
-        pl.col("kind") == "framework_op",
-        op="name",
-        op_event_id="ancestor",
-        op_start_ns="start_ns",
-        op_depth="depth",
+    # The op: the nearest framework op, or the function a graph launch was replayed from.
+    by_graph = pl.col("link_method") == "graph"
+    op = (
+        nearest(
+            (pl.col("kind") == "framework_op") | by_graph,
+            op="name",
+            op_event_id="ancestor",
+            op_start_ns="start_ns",
+            op_depth="depth",
+            replay="link_method",
+        )
+        .with_columns(
+            op=pl.when(pl.col("replay") == "graph")
+            .then(pl.format(f"{GRAPH_REPLAY} ({{}})", "op"))
+            .otherwise("op")
+        )
+        .drop("replay")
     )
     dispatch = nearest(
         pl.col("kind").is_in(["framework_dispatch", "runtime"]) & (pl.col("src") != "neuron_rt"),

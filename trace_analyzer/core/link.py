@@ -20,6 +20,10 @@ Hops, each tried key by key in order of trust (METHODS):
   its thread), then the innermost op containing it on its thread (time).
 - ``stream_op`` a Stream event with no dispatch -> its op: shared flow id, then
   ``correlation`` equal to the op's External id.
+- ``graph`` a CUDA/HIP graph launch (``cudaGraphLaunch``, ``hipGraphLaunch``) that no op
+  contains (a replay called from Python, as vLLM and SGLang do) -> the innermost Python
+  function or annotation containing it on its thread (method ``graph``); its kernels then
+  belong to ``graph replay (<function>)`` (analyses/chain.py).
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ import polars as pl
 from trace_analyzer.core.intervals import innermost
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
-METHODS = ("flow_id", "seq_id", "exec_id", "external_id", "correlation", "time")
+METHODS = ("flow_id", "seq_id", "exec_id", "external_id", "correlation", "time", "graph")
+# The runtime calls that replay a captured CUDA/HIP graph.
+GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
 EDGE_SCHEMA = pl.Schema(
     {
         "src": pl.Int64,
@@ -132,6 +138,13 @@ def _hops() -> list[Hop]:
             kind == "framework_stream",
             kind == "framework_op",
             ["flow_id", ("correlation", "external_id")],
+        ),
+        Hop(
+            "graph",
+            host_call & pl.col("name").str.contains(GRAPH_LAUNCH),
+            (kind == "annotation") & (src == "framework"),
+            [],
+            time=_graph_to_function,
         ),
     ]
 
@@ -239,6 +252,17 @@ def _launch_to_op(kids: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     )
     found.append(_edges(inner, "time"))
     return pl.concat(found).cast({"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
+
+
+def _graph_to_function(kids: pl.DataFrame, functions: pl.DataFrame) -> pl.DataFrame:
+    """Return graph launches -> the innermost Python function or annotation containing them
+    on their thread."""
+    found = innermost(
+        functions.select("pid", "tid", start="start_ns", end="end_ns", id="event_id"),
+        kids.select("pid", "tid", t="start_ns", id="event_id"),
+        ["pid", "tid"],
+    )
+    return _edges(found, "graph")
 
 
 def _edges(found: pl.DataFrame, method: str) -> pl.DataFrame:
