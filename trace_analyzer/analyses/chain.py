@@ -5,6 +5,7 @@ This is Neuron Explorer's dependency chain view as a table, for every execution 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,24 +99,7 @@ def _nearest_ancestors(
             .select("hw", **cols)
         )
 
-    # The op: the nearest framework op, or the function a graph launch was replayed from.
-    by_graph = pl.col("link_method") == "graph"
-    op = (
-        nearest(
-            (pl.col("kind") == "framework_op") | by_graph,
-            op="name",
-            op_event_id="ancestor",
-            op_start_ns="start_ns",
-            op_depth="depth",
-            replay="link_method",
-        )
-        .with_columns(
-            op=pl.when(pl.col("replay") == "graph")
-            .then(pl.format(f"{GRAPH_REPLAY} ({{}})", "op"))
-            .otherwise("op")
-        )
-        .drop("replay")
-    )
+    op = _op_of(nearest)
     dispatch = nearest(
         pl.col("kind").is_in(["framework_dispatch", "runtime"]) & (pl.col("src") != "neuron_rt"),
         dispatch_start_ns="start_ns",
@@ -138,6 +122,23 @@ def _nearest_ancestors(
         .join(runtime_call, on="hw", how="left")
         .join(_weakest(ancestors, op), on="hw", how="left")
     )
+
+
+def _op_of(nearest: Callable[..., pl.DataFrame]) -> pl.DataFrame:
+    """Return per hardware event its op: the nearest framework op among its ancestors, or the
+    function a graph launch was replayed from, named ``graph replay (<function>)``."""
+    op = nearest(
+        (pl.col("kind") == "framework_op") | (pl.col("link_method") == "graph"),
+        op="name",
+        op_event_id="ancestor",
+        op_start_ns="start_ns",
+        op_depth="depth",
+        replay="link_method",
+    )
+    replayed = pl.format(f"{GRAPH_REPLAY} ({{}})", "op")
+    return op.with_columns(
+        op=pl.when(pl.col("replay") == "graph").then(replayed).otherwise("op")
+    ).drop("replay")
 
 
 def us(start: str, end: str) -> pl.Expr:
