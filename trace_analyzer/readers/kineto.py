@@ -96,7 +96,18 @@ def read_fast(
     return None
 
 
+# The top-level key of traceana's own export (render/perfetto.py), which names it as such.
+OWN_EXPORT = "traceana"
+
+
 def _result(src: Source, meta: dict[str, Any], raw: pl.DataFrame, non_objects: int) -> ReadResult:
+    if OWN_EXPORT in meta and not src.named:  # `traceana export P -o P/x.json`, found in P
+        return ReadResult.skipped(
+            src,
+            "traceana-export",
+            "traceana's own export (`traceana export`): not read as "
+            "another trace of the run; name the file itself to read it",
+        )
     result = ReadResult(source=src, format="kineto-json")
     base, clock_note, aligned = _clock(meta, raw)
     if aligned:
