@@ -33,7 +33,14 @@ import polars as pl
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
 from trace_analyzer.atomic import write_atomic
-from trace_analyzer.core.profile import Profile, ReadResult, check_strict, one_run, read_run
+from trace_analyzer.core.profile import (
+    Profile,
+    ReadResult,
+    check_strict,
+    one_run,
+    read_run,
+    refuse_untimed,
+)
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
 from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, Source, discover
@@ -90,10 +97,12 @@ class Cache:
     ) -> list[Profile]:
         """``core.profile.load_runs`` through the cache."""
         folder = self.folder_for(path)
-        return [
-            self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
-            for run in discover(path, max_bytes=max_bytes)
-        ]
+        return refuse_untimed(
+            [
+                self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
+                for run in discover(path, max_bytes=max_bytes)
+            ]
+        )
 
     def load(
         self,
@@ -105,9 +114,9 @@ class Cache:
     ) -> Profile:
         """``core.profile.load`` through the cache."""
         run = one_run(path, discover(path, max_bytes=max_bytes))
-        return self.load_run(
-            run, self.folder_for(path), args=args, strict=strict, max_bytes=max_bytes
-        )
+        folder = self.folder_for(path)
+        profile = self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
+        return refuse_untimed([profile])[0]
 
     def load_run(
         self,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import CORPUS_DATA, run_cli
+from conftest import CORPUS_DATA, one_line_error, run_cli
 
 import trace_analyzer as ta
 
@@ -102,14 +102,14 @@ def params(*, kineto_only: bool = False):
 @pytest.mark.parametrize("rel", params())
 def test_info_on_each_corpus_file(corpus, rel):
     doc = raw(rel)
-    run = only_run(corpus / rel)
     if not (isinstance(doc, dict) and "traceEvents" in doc):
-        # SOURCE.md: the Chakra execution trace is not a Kineto trace; recognised, not read
+        # SOURCE.md: the Chakra execution trace is not a Kineto trace: named alone, it is
+        # refused with a line that says what it is (issue 15)
         assert rel == ET_FILE
-        (src,) = run["sources"]
-        assert (src["format"], src["read"]) == ("execution-trace", False)
-        assert run["events"] == 0
+        line = one_line_error(*run_cli("info", corpus / rel))
+        assert "a PyTorch execution trace (Chakra), not a timing trace" in line, line
         return
+    run = only_run(corpus / rel)
     events = complete_events(doc)
     assert run["events"] == len(events)
     assert run["dropped"] == {}

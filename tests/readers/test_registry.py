@@ -30,6 +30,7 @@ def test_the_formats_are_the_registry_by_name():
         "explorer-json",
         "explorer-parquet",
         "execution-trace",
+        "rocprofiler-sdk",
     ]
     assert all(FORMATS[f.name] is f for f in REGISTRY)
     assert all(f.description for f in REGISTRY)
@@ -64,7 +65,7 @@ def test_an_execution_trace_is_recognised_and_skipped(tmp_path):
     result = read_source(Source(path=path, kind="json", named=True))
     assert result is not None
     assert (result.format, result.read, result.count) == ("execution-trace", False, 0)
-    assert result.notes == ["PyTorch Execution Trace (Chakra): not read"]
+    assert result.notes == ["a PyTorch execution trace (Chakra), not a timing trace: not read"]
 
 
 def test_json_that_is_no_trace(tmp_path):

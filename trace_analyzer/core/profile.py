@@ -74,6 +74,23 @@ def has_export(reads: list[ReadResult]) -> bool:
     return any(r.format.startswith("explorer") and r.read for r in reads)
 
 
+# Formats recognised as profiles of another kind (no timing lanes traceana reads): a path
+# that holds nothing else is refused with the line that names the file's kind.
+NOT_TIMING = ("execution-trace", "rocprofiler-sdk")
+
+
+def refuse_untimed(profiles: list[Profile]) -> list[Profile]:
+    """Return ``profiles``; when none of them read a trace and one of their files is a
+    profile of another kind (``NOT_TIMING``), raise an InputError that names it."""
+    if any(r.read for p in profiles for r in p.reads):
+        return profiles
+    for p in profiles:
+        for r in p.reads:
+            if r.format in NOT_TIMING:
+                raise InputError(str(r.source.path), r.notes[0] if r.notes else r.format)
+    return profiles
+
+
 def one_run(path: str | Path, runs: list[Run]) -> Run:
     """Return the one run of ``runs`` found under ``path``; several are a UsageError."""
     if len(runs) > 1:
@@ -89,10 +106,12 @@ def load_runs(
 
     ``args``, ``strict``, ``max_bytes``: as for ``load``.
     """
-    return [
-        load_run(run, args=args, strict=strict, max_bytes=max_bytes)
-        for run in discover(path, max_bytes=max_bytes)
-    ]
+    return refuse_untimed(
+        [
+            load_run(run, args=args, strict=strict, max_bytes=max_bytes)
+            for run in discover(path, max_bytes=max_bytes)
+        ]
+    )
 
 
 def load(
@@ -107,7 +126,7 @@ def load(
     None for the default, 16 GiB (docs/reliability.md).
     """
     run = one_run(path, discover(path, max_bytes=max_bytes))
-    return load_run(run, args=args, strict=strict, max_bytes=max_bytes)
+    return refuse_untimed([load_run(run, args=args, strict=strict, max_bytes=max_bytes)])[0]
 
 
 def load_run(

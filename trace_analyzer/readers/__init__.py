@@ -13,7 +13,13 @@ from collections.abc import Mapping
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.readers import execution_trace, explorer_json, explorer_parquet, kineto
+from trace_analyzer.readers import (
+    execution_trace,
+    explorer_json,
+    explorer_parquet,
+    kineto,
+    rocprof,
+)
 from trace_analyzer.readers.common import ReadResult, load_json
 from trace_analyzer.readers.format import Format
 
@@ -25,6 +31,7 @@ REGISTRY: tuple[Format, ...] = (
     explorer_json.FORMAT,
     explorer_parquet.FORMAT,
     execution_trace.FORMAT,
+    rocprof.FORMAT,
 )
 FORMATS: Mapping[str, Format] = {f.name: f for f in REGISTRY}  # format name -> declaration
 

@@ -2,7 +2,8 @@
 
 An execution trace (``ExecutionTraceObserver``, ``*_et.json[.gz]``) is a JSON object with
 ``nodes`` and ``schema``: the graph of ops a step ran, without their times. It often sits
-beside the Kineto trace of the same run; it is a source skipped with a note, not an error.
+beside the Kineto trace of the same run; it is a source skipped with a note, not an error,
+unless nothing else under the path is a trace (core/profile.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from trace_analyzer.readers.common import ReadResult
 from trace_analyzer.readers.format import Format
 
 NAME = "execution-trace"
+NOTE = "a PyTorch execution trace (Chakra), not a timing trace: not read"
 
 
 def sniff(doc: dict[str, Any]) -> bool:
@@ -23,7 +25,7 @@ def sniff(doc: dict[str, Any]) -> bool:
 
 def read(src: Source, doc: dict[str, Any]) -> ReadResult:
     """Return the source as recognised and skipped."""
-    return ReadResult.skipped(src, NAME, "PyTorch Execution Trace (Chakra): not read")
+    return ReadResult.skipped(src, NAME, NOTE)
 
 
 FORMAT = Format(NAME, "PyTorch Execution Trace (Chakra), not read", "json", sniff=sniff, read=read)
