@@ -32,6 +32,7 @@ __all__ = ["FORMAT", "CATEGORIES", "read", "read_fast", "scan"]
 
 HOST, STREAM, DEVICE = "host", "stream", "device"
 ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
+RANGE = "cuda_profiler_range"
 
 # Kineto category -> (lane kind, source, where the event runs). Old names from early Kineto
 # (Operator, Kernel, Runtime, Memcpy, Memset: PyTorch <= 1.9) map like their new names.
@@ -55,6 +56,9 @@ CATEGORIES: dict[str, tuple[str, str, str]] = {
     "cuda_sync": ("sync", ACCEL, DEVICE),
     "gpu_user_annotation": ("annotation", ACCEL, DEVICE),
     "mtia_ccp_events": ("hardware", "mtia", DEVICE),
+    # CUPTI range profiler (CuptiRangeProfiler.cpp): one event per range or kernel, written on
+    # its GPU's pid, counters in args. Kineto spreads them evenly over the profiled span.
+    RANGE: ("hardware", ACCEL, DEVICE),
 }
 # Complete events that describe the profiler itself, not the workload.
 NOT_EVENTS = {"Trace", "overhead"}
@@ -141,7 +145,23 @@ def _result(src: Source, meta: dict[str, Any], raw: pl.DataFrame, non_objects: i
     if skipped:
         detail = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
         result.notes.append(f"not events: {detail}")
+    result.notes.extend(_range_note(result.events))
     return result
+
+
+def _range_note(df: pl.DataFrame) -> list[str]:
+    """Return a note when the trace holds CUPTI range profiler events: their times are not
+    measured (Kineto splits the profiled span evenly between the ranges), their counters are."""
+    if df.is_empty():
+        return []
+    n = df.filter(pl.col("category") == RANGE).height
+    if not n:
+        return []
+    return [
+        f"{n} {RANGE} events (CUPTI range profiler): device activity with their counters in "
+        "args; Kineto splits the profiled span evenly between them, so their times, and the "
+        "busy time they make, are not measured"
+    ]
 
 
 def _clock(meta: dict[str, Any], raw: pl.DataFrame) -> tuple[int, str, bool]:
