@@ -7,6 +7,7 @@ together into ``GapsResult`` and evaluates ``--fail-on`` conditions (docs/gaps.m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -274,8 +275,14 @@ def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
 
 
 def gaps_runs(
-    results: list[GapsResult], path: str, *, min_gap_ns: int = 0
+    results: list[GapsResult],
+    path: str,
+    *,
+    min_gap_ns: int = 0,
+    warnings: Sequence[Sequence[str]] | None = None,
 ) -> RunResults[GapsResult]:
     """Return what ``traceana gaps`` prints: every run's gaps, ``results``, under ``path``,
-    with the ``min_gap_ns`` they were computed with."""
-    return RunResults(str(path), tuple(results), header={"min_gap_ns": min_gap_ns})
+    with the ``min_gap_ns`` they were computed with and each run's ``warnings``."""
+    return RunResults(
+        str(path), tuple(results), header={"min_gap_ns": min_gap_ns}, warnings=warnings
+    )

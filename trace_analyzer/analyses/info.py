@@ -10,8 +10,9 @@ import polars as pl
 from trace_analyzer.analyses.chain import chain_table, coverage
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.profile import Profile, ReadResult
-from trace_analyzer.inputs.archive import AnyPath
+from trace_analyzer.inputs.archive import AnyPath, MemberPath
 from trace_analyzer.inputs.capture import read_capture_json
+from trace_analyzer.inputs.neff import device_export, raw_without_export, unpaired
 
 
 @dataclass(frozen=True, repr=False)
@@ -66,7 +67,8 @@ class InfoResult(RunResult):
 
 
 DETAILS_AFTER = (
-    "lanes_by_kind", "neff_ntff", "captures", "raw_system_traces", "dropped", "warnings", "notes",
+    "lanes_by_kind", "neff_ntff", "unpaired", "device_export", "captures", "raw_system_traces",
+    "dropped", "warnings", "notes",
 )  # fmt: skip
 
 
@@ -80,6 +82,7 @@ def info(p: Profile) -> InfoResult:
     hardware = len(by_kind.get("hardware", []))
     links = coverage(chain_table(p.events, p.edges))
     ev = p.events
+    commands = device_export(p.run, p.pairs, p.has_export)
     details = {
         "layouts": sorted(p.run.layouts),
         "sources": [_source(r) for r in p.reads],
@@ -88,16 +91,18 @@ def info(p: Profile) -> InfoResult:
         "end_ns": ev["end_ns"].max() if ev.height else None,
         "lanes_by_kind": dict(sorted(by_kind.items())),
         "neff_ntff": p.pairs,
+        "unpaired": unpaired(p.pairs),
+        "device_export": commands,
         "captures": [_capture(f) for f in p.run.captures],
         "raw_system_traces": [str(f) for f in p.run.raw],
         "dropped": p.dropped,
         "warnings": p.warnings,
-        "notes": _notes(p, links, hardware),
+        "notes": _notes(p, links, hardware, commands),
     }
     return InfoResult(str(p.root), ev.height, hardware, links, lanes, details)
 
 
-def _notes(p: Profile, links: dict[str, Any], hardware: int) -> list[str]:
+def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]) -> list[str]:
     notes = list(p.notes)
     if links["unlinked"]:
         notes.append(
@@ -105,13 +110,37 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int) -> list[str]:
             f"`traceana chain {p.root} --unlinked` lists them"
         )
     if not hardware and p.undecoded_hardware:
-        notes.append(
-            "no hardware lanes read: they are in the NTFF/ntrace.pb files, which need an "
-            "Explorer export (see warnings)"
-        )
+        notes.append(_undecoded(p, commands))
     elif len(p.events) and not hardware:
         notes.append("no hardware lanes: this profile records host activity only")
+    if commands and isinstance(p.root, MemberPath):
+        notes.append(
+            f"the export commands name the members of {p.root.archive.path}: "
+            "run them in the folder it is extracted to"
+        )
     return notes
+
+
+def _undecoded(p: Profile, commands: list[str]) -> str:
+    """Return the note of a run whose hardware lanes are only in NTFF/ntrace.pb files: where
+    they are, and where traceana says how to export them (or why it cannot)."""
+    ntrace = bool(raw_without_export(p.run, p.has_export))
+    held = " and ".join(k for k, has in (("NTFF", p.run.ntffs), ("ntrace.pb", ntrace)) if has)
+    text = f"no hardware lanes read: they are in the {held} files, which need an Explorer export"
+    how = []
+    if commands:
+        how.append('"device export" lists the command for each NTFF and its NEFF')
+    if ntrace:
+        how.append("the warnings say how to export ntrace.pb")
+    lone = unpaired(p.pairs)["ntff"]
+    if lone:
+        how.append(f"{len(lone)} NTFF(s) have no NEFF paired with them, which Explorer needs")
+    if any(pair["mode"] == "session" for pair in p.pairs) and not ntrace:
+        how.append(
+            "session-mode NTFFs are exported with their capture folder "
+            "(`neuron-explorer view -d <folder> --output-format parquet`)"
+        )
+    return text + ("; " + "; ".join(how) if how else "")
 
 
 def lane_table(events: pl.DataFrame) -> pl.DataFrame:

@@ -1,9 +1,9 @@
 """``traceana report``: the results one page shows, for one run and an optional base.
 
-A report is the ``gaps`` and ``ops`` results of the run, the framework ops its timeline
-draws (``timeline``), and with a base the ``diff`` (base → run) and the base's ``gaps`` and
-``timeline``. The renderers (render/report.py, render/html.py) show nothing else
-(docs/report.md).
+A report is the ``gaps`` and ``ops`` results of the run (with the run's warnings, which the
+report opens with), the framework ops its timeline draws (``timeline``), and with a base the
+``diff`` (base → run) and the base's ``gaps`` (with its warnings) and ``timeline``. The
+renderers (render/report.py, render/html.py) show nothing else (docs/report.md).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def report(
     label = str(head.root) if path is None else path
     g = gaps(head)
     parts = {
-        "gaps": gaps_runs([g], label),
-        "ops": RunResults(label, (ops(head),)),
+        "gaps": gaps_runs([g], label, warnings=[head.warnings]),
+        "ops": RunResults(label, (ops(head),), warnings=[head.warnings]),
         "timeline": RunResults(label, (timeline(head),)),
     }
     if base is None:
@@ -62,7 +62,7 @@ def report(
         label,
         b_label,
         diff=diff_runs(compared),
-        base_gaps=gaps_runs([g_base], b_label),
+        base_gaps=gaps_runs([g_base], b_label, warnings=[base.warnings]),
         base_timeline=RunResults(b_label, (timeline(base),)),
         **parts,  # type: ignore[arg-type]
     )

@@ -69,18 +69,25 @@ class RunResults(Generic[R]):
 
     ``to_json()`` is ``{"schema_version": 1, "path": ..., "runs": [...]}``; ``header`` adds
     keys after ``path`` (``gaps`` adds ``min_gap_ns``; ``diff`` names base and head instead).
+    ``warnings``: each run's warnings (the loaded profile's, one list per run), which the
+    reports open with and which end each run's JSON as ``warnings``; None for a result that
+    holds its own (``info``) or has none.
     """
 
     path: str
     runs: tuple[R, ...]
     header: Mapping[str, object] | None = None
     labels: Sequence[str] = ("path",)
+    warnings: Sequence[Sequence[str]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the whole document: the JSON output of the command."""
         head: dict[str, Any] = {"path": self.path} if "path" in self.labels else {}
         head.update(self.header or {})
-        return {"schema_version": SCHEMA_VERSION, **head, "runs": [r.to_json() for r in self.runs]}
+        runs = [r.to_json() for r in self.runs]
+        if self.warnings is not None:
+            runs = [{**d, "warnings": list(w)} for d, w in zip(runs, self.warnings, strict=True)]
+        return {"schema_version": SCHEMA_VERSION, **head, "runs": runs}
 
     def __repr__(self) -> str:
         kinds = sorted({type(r).__name__ for r in self.runs}) or ["results"]

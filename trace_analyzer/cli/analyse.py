@@ -125,14 +125,16 @@ def gaps(
     """
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
+    profiles = loading.runs(path)
     results = [
         gate(
             loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob),
             conditions,
         )
-        for p in loading.runs(path)
+        for p in profiles
     ]
-    result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns)
+    warned = [p.warnings for p in profiles]
+    result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns, warnings=warned)
     emit(result, fmt, output, View(by=by, top=top))
     exit_on_failures(result)
 
@@ -224,8 +226,9 @@ def ops(
     Example:
         traceana ops ./profile_out --format markdown
     """
-    results = tuple(ops_of(p, limit=limit) for p in loading.runs(path))
-    emit(RunResults(str(path), results), fmt, output)
+    profiles = loading.runs(path)
+    results = tuple(ops_of(p, limit=limit) for p in profiles)
+    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)
 
 
 @cli.command()
@@ -265,8 +268,9 @@ def chain(
     Example:
         traceana chain ./profile_out --op 'aten::mul' --limit 10
     """
+    profiles = loading.runs(path)
     results = tuple(
         chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=limit)
-        for p in loading.runs(path)
+        for p in profiles
     )
-    emit(RunResults(str(path), results), fmt, output)
+    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)

@@ -3,21 +3,26 @@
 Model-mode NTFFs (``<hash>_instid_<i>_vnc_<v>.ntff``) pair with ``neff_<hash>.neff`` by the
 numeric hash (docs/neuron-formats.md §1.4); session-mode NTFFs
 (``profile_nc_<n>_session_<s>.ntff``) hold every execution on a core and have no 1:1 NEFF;
-any other name (``neuron-explorer capture -s profile.ntff``) pairs with the one NEFF beside it.
+any other NTFF pairs with the NEFF of the same stem in its folder (``X.ntff`` with ``X.neff``,
+as ``nki.benchmark``/``nki.profile`` write them when both names are given; mode ``stem``),
+else with the one NEFF beside it (``neuron-explorer capture -s profile.ntff``; mode
+``capture``). ``unpaired`` lists what is left over, ``device_export`` the Explorer commands
+that export each pair.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 
-from trace_analyzer.inputs.archive import AnyPath
+from trace_analyzer.inputs.archive import AnyPath, MemberPath
 from trace_analyzer.inputs.discover import Run, pb_hint
 
 MODEL_NTFF = re.compile(r"^(\d+)_instid_(\d+)_vnc_(\d+)\.ntff$")
 MODEL_NEFF = re.compile(r"^neff_(\d+)\.neff$")
 SESSION_NTFF = re.compile(r"^profile_nc_(\d+)_session_(\d+)\.ntff$")
 
-Pair = dict[str, str | None]  # {"ntff": path, "neff": path, "mode": model|session|capture}
+Pair = dict[str, str | None]  # {"ntff": path, "neff": path, "mode": model|session|stem|capture}
 
 
 def neff_pairs(run: Run, warnings: list[str]) -> list[Pair]:
@@ -48,8 +53,43 @@ def _unhashed(ntff: AnyPath, run: Run) -> Pair:
     if SESSION_NTFF.match(ntff.name):
         return {"ntff": str(ntff), "neff": None, "mode": "session"}
     beside = [n for n in run.neffs if n.parent == ntff.parent]
+    same = [n for n in beside if n.name == f"{ntff.stem}.neff"]
+    if same:
+        return {"ntff": str(ntff), "neff": str(same[0]), "mode": "stem"}
     neff = str(beside[0]) if len(beside) == 1 else None
     return {"ntff": str(ntff), "neff": neff, "mode": "capture"}
+
+
+def unpaired(pairs: list[Pair]) -> dict[str, list[str]]:
+    """Return the NTFFs that no NEFF pairs with, and the NEFFs that no NTFF pairs with.
+
+    Session-mode NTFFs have no 1:1 NEFF (each execution finds its NEFF by time), so they are
+    not unpaired, and neither are the NEFFs of a run that holds one; nor the NEFFs of a run
+    with no NTFF (a system profile only).
+    """
+    ntffs = [p["ntff"] for p in pairs if p["ntff"] and not p["neff"] and p["mode"] != "session"]
+    by_name = any(p["ntff"] for p in pairs) and not any(p["mode"] == "session" for p in pairs)
+    neffs = [p["neff"] for p in pairs if p["neff"] and not p["ntff"]] if by_name else []
+    return {"ntff": [n for n in ntffs if n], "neff": [n for n in neffs if n]}
+
+
+def device_export(run: Run, pairs: list[Pair], has_export: bool) -> list[str]:
+    """Return the Neuron Explorer command that exports each NTFF+NEFF pair of ``pairs`` (the
+    run's), when the run has no Explorer export. Names are quoted for a POSIX shell; an
+    archive member is named by its path inside the archive (where extracting puts it)."""
+    if has_export:
+        return []
+    files = {str(f): f for f in (*run.ntffs, *run.neffs)}
+    return [
+        f"neuron-explorer view -n {_shell(files.get(neff, neff))} "
+        f"-s {_shell(files.get(ntff, ntff))} --output-format parquet"
+        for p in pairs
+        if (ntff := p["ntff"]) and (neff := p["neff"])
+    ]
+
+
+def _shell(path: AnyPath | str) -> str:
+    return shlex.quote(path.member if isinstance(path, MemberPath) else str(path))
 
 
 def undecoded_hardware(run: Run, has_export: bool) -> bool:

@@ -29,6 +29,7 @@ from trace_analyzer.render.html_sections import (
     summary_section,
     timeline_section,
 )
+from trace_analyzer.render.safe import warnings_html
 
 TEMPLATE = "templates/report.html"
 # The results a report holds (analyses/report.py), in the order the page embeds them.
@@ -78,7 +79,8 @@ def _body(s: dict[str, Any]) -> str:
     run = s["gaps"]["runs"][0]
     images = {name: plots.as_png(image) for name, image in plots.figures(s).items()}
     diff = s["diff"]["runs"][0] if s.get("diff") else None
-    parts = [header_section(s, run, diff), summary_section(run), timeline_section(s, images)]
+    parts = [header_section(s, run, diff), *_warnings(s, run), summary_section(run)]
+    parts.append(timeline_section(s, images))
     parts.append(histogram_section(images))
     if diff:
         parts.append(diff_section(diff))
@@ -86,6 +88,16 @@ def _body(s: dict[str, Any]) -> str:
     parts.append(gaps_section(run))
     parts.append(_data(s))
     return "\n".join(parts)
+
+
+def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """Return the sections of the run's warnings and the base's (each only when it has some)."""
+    base = s["base_gaps"]["runs"][0] if s.get("base_gaps") else {}
+    sections = [
+        warnings_html(run.get("warnings") or []),
+        warnings_html(base.get("warnings") or [], "Warnings of the base"),
+    ]
+    return [part for part in sections if part]
 
 
 def _data(s: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ relatively, as PNG files beside the .md file (docs/report.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -15,6 +16,8 @@ from trace_analyzer.analyses.report import ReportResult
 from trace_analyzer.errors import UsageError
 from trace_analyzer.render import html, plots, text
 from trace_analyzer.render.json import parsed
+from trace_analyzer.render.safe import warning_block
+from trace_analyzer.render.tables import MARKDOWN
 
 FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
 
@@ -52,15 +55,28 @@ def markdown(report: ReportResult, stem: str) -> tuple[str, dict[str, bytes]]:
     names = image_names(stem, report)
     path, base = report.path, report.base
     parts = [f"# traceana report: {path}" + (f" (base: {base})" if base else "")]
+    parts += _warnings(report)
     if base and report.diff is not None:
         parts.append(text.render_markdown(report.diff).rstrip())
     parts.append(f"## timeline\n\n![timeline of {path}]({quote(names['timeline'])})")
     if base:
         parts.append(f"![timeline of {base}]({quote(names['base-timeline'])})")
     parts.append(f"## gap durations\n\n![gap durations]({quote(names['histogram'])})")
-    parts.append(text.render_markdown(report.gaps).rstrip())
-    parts.append(text.render_markdown(report.ops).rstrip())
+    # the warnings open the report, not its gaps and ops sections too
+    parts.append(text.render_markdown(replace(report.gaps, warnings=None)).rstrip())
+    parts.append(text.render_markdown(replace(report.ops, warnings=None)).rstrip())
     return "\n\n".join(parts) + "\n", {names[k]: plots.as_png(images[k]) for k in names}
+
+
+def _warnings(report: ReportResult) -> list[str]:
+    """Return the Markdown of the run's warnings and the base's (each only when it has some)."""
+    shown = [(report.gaps, "warnings"), (report.base_gaps, "warnings of the base")]
+    blocks = [
+        "\n".join(warning_block(result.warnings[0], MARKDOWN, title)).strip()
+        for result, title in shown
+        if result is not None and result.warnings and result.warnings[0]
+    ]
+    return blocks
 
 
 def files(report: ReportResult, output: Path) -> dict[Path, bytes]:

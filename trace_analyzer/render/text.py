@@ -20,6 +20,7 @@ from trace_analyzer.analyses.ops import OpsResult
 from trace_analyzer.analyses.results import RunResult, RunResults
 from trace_analyzer.analyses.trend import TrendResult
 from trace_analyzer.render import text_gaps
+from trace_analyzer.render.safe import plain, shown, warning_block
 from trace_analyzer.render.tables import (
     MARKDOWN,
     TABLE,
@@ -49,10 +50,24 @@ def render_markdown(result: RunResults[Any], *, options: View = View()) -> str:
 
 
 def _render(result: RunResults[Any], style: Style, view: View) -> str:
+    docs = result.to_json()["runs"]
     return (
-        "\n\n".join("\n".join(layout_of(run)(run.to_json(), style, view)) for run in result.runs)
+        "\n\n".join(
+            "\n".join(_run_lines(run, doc, style, view))
+            for run, doc in zip(result.runs, docs, strict=True)
+        )
         + "\n"
     )
+
+
+def _run_lines(run: RunResult, doc: dict[str, Any], style: Style, view: View) -> list[str]:
+    """Return the lines of one run: its layout, opened (after its heading) by the run's
+    warnings when the command gave them (info shows its own)."""
+    lines = layout_of(run)(doc, style, view)
+    if isinstance(run, InfoResult) or not doc.get("warnings"):
+        return lines
+    rest = lines[2:] if len(lines) > 1 and lines[1] == "" else lines[1:]
+    return [*lines[:1], *warning_block(doc["warnings"], style), "", *rest]
 
 
 def layout_of(run: RunResult) -> Layout:
@@ -89,8 +104,26 @@ def _info(run: dict[str, Any], style: Style) -> list[str]:
             ]
         )
         lines += section("NEFF/NTFF files (not decoded)", pairs, style)
+    lines += _neff_advice(run, style)
     notes = run["notes"] + [f"{s['path']}: {n}" for s in run["sources"] for n in s["notes"]]
-    return lines + bullets("warnings", run["warnings"], style) + bullets("notes", notes, style)
+    warned = warning_block(run["warnings"], style)
+    return lines + warned + bullets("notes", [shown(n, style) for n in notes], style)
+
+
+def _neff_advice(run: dict[str, Any], style: Style) -> list[str]:
+    """Return the lines that list the unpaired NEFF/NTFF files and the device export
+    commands of an info ``run`` (none when it has neither)."""
+    lone = run.get("unpaired") or {}
+    names = [f"NTFF without a NEFF: {n}" for n in lone.get("ntff", [])]
+    names += [f"NEFF without an NTFF: {n}" for n in lone.get("neff", [])]
+    lines = bullets("unpaired NEFF/NTFF files", [shown(n, style) for n in names], style)
+    commands = [plain(c) for c in run.get("device_export") or []]
+    if not commands:
+        return lines
+    title = "device export (Neuron Explorer commands)"
+    if style == MARKDOWN:
+        return lines + ["", heading(title, style, 3), "", "```sh", *commands, "```"]
+    return lines + ["", heading(title, style, 3), "", *(f"    {c}" for c in commands)]
 
 
 def _sources(sources: list[dict[str, Any]]) -> pl.DataFrame:

@@ -1,0 +1,92 @@
+"""Text from a trace is data: how the renderers make it inert, and how they show warnings.
+
+Names, warnings and notes can hold anything a trace file holds. For a terminal, control
+characters (ANSI escapes, bells, bidirectional overrides) are removed and line breaks become
+spaces; Markdown also backslash-escapes the characters that would make markup (``<`` and
+``&`` of raw HTML, ``|`` of a table, ``*``, the backtick, ``[``, ``]``, ``~`` and the
+backslash); HTML escapes with ``html.escape``. A warning that says events were dropped (the
+word "dropped", whether the export says it or traceana does) is emphasised and says that gaps
+may be missing events: bold in Markdown and HTML, marked ``!!`` in a terminal.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+from trace_analyzer.render.tables import MARKDOWN, Style, heading
+
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+BREAKS = re.compile("[\t\n\r]")
+MARKUP = re.compile(r"([\\`*\[\]<>|&~])")
+DROPPED = re.compile(r"\bdropped\b", re.IGNORECASE)
+MISSING = "gaps may be missing events"
+
+
+def plain(text: object) -> str:
+    """Return ``text`` with control characters removed and line breaks as spaces."""
+    return CONTROL.sub("", BREAKS.sub(" ", str(text)))
+
+
+def markdown(text: object) -> str:
+    """Return ``text`` as inert Markdown: ``plain``, then markup characters escaped."""
+    return MARKUP.sub(r"\\\1", plain(text))
+
+
+def html_text(text: object) -> str:
+    """Return ``text`` as inert HTML: ``plain``, then HTML-escaped."""
+    return html.escape(plain(text))
+
+
+def shown(text: object, style: Style) -> str:
+    """Return ``text`` made inert for ``style`` (Markdown, or a terminal)."""
+    return markdown(text) if style == MARKDOWN else plain(text)
+
+
+def warning(text: str) -> tuple[str, bool]:
+    """Return a warning as shown (``plain``; one that says events were dropped ends by saying
+    that gaps may be missing events) and whether it is emphasised (it says so)."""
+    text = plain(text)
+    if not DROPPED.search(text):
+        return text, False
+    return (text if MISSING in text else f"{text}; {MISSING}"), True
+
+
+def warning_items(warnings: Sequence[str], style: Style) -> list[str]:
+    """Return the list lines of ``warnings`` in ``style``, the emphasised ones bold
+    (Markdown) or marked ``!!`` (a terminal)."""
+    lines = []
+    for w in warnings:
+        text, loud = warning(w)
+        if style == MARKDOWN:
+            lines.append(f"- **{markdown(text)}**" if loud else f"- {markdown(text)}")
+        else:
+            lines.append(f"- !! {text}" if loud else f"- {text}")
+    return lines
+
+
+def warning_block(warnings: Sequence[str], style: Style, title: str = "warnings") -> list[str]:
+    """Return the titled list of ``warnings`` a report opens with (none without warnings)."""
+    if not warnings:
+        return []
+    return ["", heading(title, style, 3), "", *warning_items(warnings, style)]
+
+
+def warnings_html(warnings: Sequence[str], title: str = "Warnings") -> str:
+    """Return the page's section of ``warnings`` (nothing without warnings)."""
+    if not warnings:
+        return ""
+    items = []
+    for w in warnings:
+        text, loud = warning(w)
+        items.append(
+            f"<li><strong>{html.escape(text)}</strong></li>"
+            if loud
+            else f"<li>{html.escape(text)}</li>"
+        )
+    return (
+        f'<section class="warnings"><h2>{html.escape(title)}</h2><ul>'
+        + "".join(items)
+        + "</ul></section>"
+    )
