@@ -134,7 +134,7 @@ def test_reader_shortcuts_give_what_the_shared_code_gives(export):
     for raw in (gen_raw, odd_rows().select(gen_raw.columns).cast(gen_raw.schema)):
         cols = ep._columns(raw)
         for key, col in neuron.EXTRA_COLUMNS.items():
-            expect = raw["extra_attributes_json"].str.json_path_match(f"$.{key}").cast(pl.Int64, strict=False)
+            expect = raw["extra_attributes_json"].str.json_path_match(f"$['{key}']").cast(pl.Int64, strict=False)
             assert cols[col].equals(expect, null_equal=True), key
         labelled = neuron.label(cols)
         assert ep._label(cols).equals(labelled, null_equal=True)

@@ -17,6 +17,9 @@ from trace_analyzer.core.profile import Profile
 from trace_analyzer.units import glob_regex
 
 GRAPH_REPLAY = "graph replay"  # the op of kernels replayed from a graph no op launched
+PYTHON_LAUNCH = "python launch"  # the op of kernels launched from Python outside every op
+# link methods whose parent is a Python caller, not an op: the op is named after it
+CALLERS = {"graph": GRAPH_REPLAY, "python": PYTHON_LAUNCH}
 MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
 SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
 
@@ -61,7 +64,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         .agg(op_dispatch_ns=pl.col("start_ns").min())
     )
     out = (
-        out.join(_runtime_starts(events), on=["rt_pid", "seq_id"], how="left")
+        out.join(_runtime_starts(events, edges), on="rt_event_id", how="left")
         .join(launched, on="op_event_id", how="left")
         .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
     )
@@ -104,7 +107,7 @@ def _nearest_ancestors(
         pl.col("kind").is_in(["framework_dispatch", "runtime"]) & (pl.col("src") != "neuron_rt"),
         dispatch_start_ns="start_ns",
     )
-    runtime = nearest(pl.col("src") == "neuron_rt", seq_id="seq_id", rt_pid="pid")
+    runtime = nearest(pl.col("src") == "neuron_rt", rt_event_id="ancestor")
     runtime_call = nearest(pl.col("kind") == "runtime", runtime="name")
     return (
         hw.select(
@@ -128,17 +131,21 @@ def _op_of(nearest: Callable[..., pl.DataFrame]) -> pl.DataFrame:
     """Return per hardware event its op: the nearest framework op among its ancestors, or the
     function a graph launch was replayed from, named ``graph replay (<function>)``."""
     op = nearest(
-        (pl.col("kind") == "framework_op") | (pl.col("link_method") == "graph"),
+        (pl.col("kind") == "framework_op") | pl.col("link_method").is_in(list(CALLERS)),
         op="name",
         op_event_id="ancestor",
         op_start_ns="start_ns",
         op_depth="depth",
-        replay="link_method",
+        caller="link_method",
     )
-    replayed = pl.format(f"{GRAPH_REPLAY} ({{}})", "op")
-    return op.with_columns(
-        op=pl.when(pl.col("replay") == "graph").then(replayed).otherwise("op")
-    ).drop("replay")
+    named = pl.col("op")
+    for method, label in CALLERS.items():
+        named = (
+            pl.when(pl.col("caller") == method)
+            .then(pl.format(f"{label} ({{}})", "op"))
+            .otherwise(named)
+        )
+    return op.with_columns(op=named).drop("caller")
 
 
 def us(start: str, end: str) -> pl.Expr:
@@ -188,12 +195,33 @@ def _weakest(ancestors: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _runtime_starts(events: pl.DataFrame) -> pl.DataFrame:
-    """Return per (pid, nrt_sequence_id) when the runtime scheduled and submitted it."""
-    rt = events.filter(pl.col("source") == "neuron_rt", pl.col("seq_id").is_not_null())
-    return rt.group_by(rt_pid="pid", seq_id="seq_id").agg(
+def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return per Neuron runtime event when the runtime scheduled and submitted its execution.
+
+    The runtime events of one execution are those that link to the same framework event, or,
+    where none links (a capture without the framework side), share an ``nrt_sequence_id``.
+    """
+    up = edges.filter(pl.col("hop").is_in(["runtime", "runtime_op"])).select(
+        event_id="dst", framework="src"
+    )
+    rt = (
+        events.filter(pl.col("source") == "neuron_rt")
+        .select("event_id", "pid", "seq_id", "name", "start_ns")
+        .join(up, on="event_id", how="left")
+        .with_columns(
+            execution=pl.when(pl.col("framework").is_not_null())
+            .then(pl.format("f{}", "framework"))
+            .when(pl.col("seq_id").is_not_null())
+            .then(pl.format("s{}:{}", "pid", "seq_id"))
+        )
+        .filter(pl.col("execution").is_not_null())
+    )
+    starts = rt.group_by("execution").agg(
         schedule_start_ns=pl.col("start_ns").filter(pl.col("name") == SCHEDULE).min(),
         submit_start_ns=pl.col("start_ns").filter(pl.col("name") == SUBMIT).min(),
+    )
+    return rt.join(starts, on="execution").select(
+        "schedule_start_ns", "submit_start_ns", rt_event_id="event_id"
     )
 
 

@@ -8,11 +8,16 @@ Every event gets at most one parent, found by the most trusted key the input car
 Hops, each tried key by key in order of trust (METHODS):
 - ``device`` Kineto device op (kernel, memcpy, memset, sync) -> its launch (runtime or
   PrivateUse1 dispatch): shared ac2g flow id, then equal ``correlation``.
-- ``hardware`` Neuron ``neuron_hw`` event -> the runtime event of its execution: shared
-  ``flow_id``, then equal ``exec_id``, then the innermost runtime call with a sequence id
-  that contains it on the same logical core (time).
-- ``runtime`` Neuron runtime event -> framework Stream event: shared ``flow_id``, then
-  equal ``nrt_sequence_id``.
+- ``runtime`` Neuron runtime event -> the framework Stream event of its execution: a shared
+  framework-side flow id, then equal ``nrt_sequence_id``, then a flow id of one equal to the
+  other's ``nrt_sequence_id`` (the framework-side flow id is the sequence id, §3.5).
+- ``runtime_op`` the same keys, to a framework op or dispatch, for a runtime event no Stream
+  event matches (an export whose framework side is the op rows alone).
+- ``hardware`` Neuron ``neuron_hw`` event -> the runtime event of its execution: a shared
+  flow id, then equal ``exec_id``, then a flow id of one equal to the other's ``exec_id``,
+  then the innermost runtime call that links upward (or has a sequence id) containing it on
+  the same logical core (time). Among several runtime events with the key, the one that
+  links on to the framework side (the bridging ``kbl_exec_wait``) wins.
 - ``stream`` framework Stream event -> its PrivateUse1 dispatch: shared flow id, then equal
   ``correlation``.
 - ``launch`` runtime launch or dispatch -> its framework op: ``External id``, then
@@ -24,6 +29,16 @@ Hops, each tried key by key in order of trust (METHODS):
   contains (a replay called from Python, as vLLM and SGLang do) -> the innermost Python
   function or annotation containing it on its thread (method ``graph``); its kernels then
   belong to ``graph replay (<function>)`` (analyses/chain.py).
+- ``python`` any other launch no op contains (a custom or Triton kernel launched from
+  Python, outside every aten op) -> the innermost Python function or annotation containing
+  it on its thread, built-in frames, Triton's launcher and ``ProfilerStep#N`` skipped
+  (method ``python``); its kernels
+  belong to ``python launch (<function>)``. Only launches of a device op are linked so.
+
+The Neuron hops are the Dependency Chain Viewer's model (docs/graph.md): events that share
+a flow id are connected, whatever their lane and however many flow ids they hold; the keys
+stand in where flows are absent. A runtime event's hardware-side flow ids (those a
+``neuron_hw`` event also holds) are not used to find its framework parent.
 """
 
 from __future__ import annotations
@@ -33,10 +48,24 @@ from typing import Literal, NamedTuple, TypeAlias
 
 import polars as pl
 
-from trace_analyzer.core.intervals import innermost
+from trace_analyzer.core.link_time import caller, launch_to_op, within_core
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
-METHODS = ("flow_id", "seq_id", "exec_id", "external_id", "correlation", "time", "graph")
+METHODS = (
+    "flow_id",
+    "seq_id",
+    "exec_id",
+    "external_id",
+    "correlation",
+    "time",
+    "graph",
+    "python",
+)
+# Frames that do not name who launched a kernel: Python built-ins (Triton's ``launch``), the
+# frames of Triton's own launcher (triton/runtime, triton/backends, triton/compiler: jit.py
+# ``run``, driver.py ``__call__``), and the profiler's step (its number differs from step to
+# step and from run to run).
+NOT_CALLERS = r"^<built-in|^ProfilerStep#\d+$|(^|[/\\])triton[/\\](runtime|backends|compiler)[/\\]"
 # The runtime calls that replay a captured CUDA/HIP graph.
 GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
 EDGE_SCHEMA = pl.Schema(
@@ -72,8 +101,15 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
         "flow_ids",
     ).with_columns(pl.col("lane_kind").cast(pl.String))
     edges: list[pl.DataFrame] = []
+    names: list[str] = []
     for h in _hops():
         done = pl.concat(edges)["dst"] if edges else pl.Series("dst", [], pl.Int64)
+        if h.parents_of is not None:  # children: the parents of that hop's edges only
+            parents = edges[names.index(h.parents_of)]["src"].unique()
+            done = pl.concat(
+                [done, ev.filter(~pl.col("event_id").is_in(parents.implode()))["event_id"]]
+            )
+        names.append(h.name)
         edges.append(_hop(ev, done, h).with_columns(hop=pl.lit(h.name)))
     out = pl.concat(edges) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
     starts = ev.select("event_id", "start_ns")
@@ -91,6 +127,22 @@ Key: TypeAlias = Literal["flow_id"] | tuple[str, str]
 TimeLink: TypeAlias = Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]
 
 
+# The Neuron keys: a runtime event to its framework event, a hardware event to its runtime
+# event. A ``flow_ids`` side matches any of the event's flow ids (docs/graph.md).
+TO_FRAMEWORK: list[Key] = [
+    "flow_id",
+    ("seq_id", "seq_id"),
+    ("flow_ids", "seq_id"),
+    ("seq_id", "flow_ids"),
+]
+TO_RUNTIME: list[Key] = [
+    "flow_id",
+    ("exec_id", "exec_id"),
+    ("flow_ids", "exec_id"),
+    ("exec_id", "flow_ids"),
+]
+
+
 class Hop(NamedTuple):
     """One hop: which events are children, which their parents, and how they are matched."""
 
@@ -99,6 +151,13 @@ class Hop(NamedTuple):
     parent: pl.Expr
     keys: list[Key]
     time: TimeLink | None = None
+    # events whose flow ids, held by a child too, are not the child's link to this parent
+    other_side: pl.Expr | None = None
+    # parents that link on upward (a child of an earlier hop) win over those that do not;
+    # the time rule considers only them and runtime calls with a sequence id
+    prefer_linked: bool = False
+    # only events that are parents in this earlier hop's edges are children here
+    parents_of: str | None = None
 
 
 def _hops() -> list[Hop]:
@@ -113,18 +172,21 @@ def _hops() -> list[Hop]:
             host_call,
             ["flow_id", ("correlation", "correlation")],
         ),
+        Hop("runtime", neuron_rt, kind == "framework_stream", TO_FRAMEWORK, other_side=neuron_hw),
+        Hop(
+            "runtime_op",
+            neuron_rt,
+            kind.is_in(["framework_op", "framework_dispatch"]),
+            TO_FRAMEWORK,
+            other_side=neuron_hw,
+        ),
         Hop(
             "hardware",
             neuron_hw,
-            neuron_rt & pl.col("seq_id").is_not_null(),
-            ["flow_id", ("exec_id", "exec_id")],
-            time=_within_core,
-        ),
-        Hop(
-            "runtime",
-            neuron_rt & pl.col("seq_id").is_not_null(),
-            kind == "framework_stream",
-            ["flow_id", ("seq_id", "seq_id")],
+            neuron_rt,
+            TO_RUNTIME,
+            time=within_core,
+            prefer_linked=True,
         ),
         Hop(
             "stream",
@@ -132,7 +194,7 @@ def _hops() -> list[Hop]:
             kind == "framework_dispatch",
             ["flow_id", ("correlation", "correlation")],
         ),
-        Hop("launch", host_call, kind == "framework_op", [], time=_launch_to_op),
+        Hop("launch", host_call, kind == "framework_op", [], time=launch_to_op),
         Hop(
             "stream_op",
             kind == "framework_stream",
@@ -144,7 +206,17 @@ def _hops() -> list[Hop]:
             host_call & pl.col("name").str.contains(GRAPH_LAUNCH),
             (kind == "annotation") & (src == "framework"),
             [],
-            time=_graph_to_function,
+            time=caller("graph"),
+        ),
+        Hop(
+            "python",
+            host_call,
+            (kind == "annotation")
+            & (src == "framework")
+            & ~pl.col("name").str.contains(NOT_CALLERS),
+            [],
+            time=caller("python"),
+            parents_of="device",
         ),
     ]
 
@@ -153,117 +225,108 @@ def _hop(ev: pl.DataFrame, done: pl.Series, hop: Hop) -> pl.DataFrame:
     """Return the edges of one hop: each child not yet linked (not in ``done``) to its parent,
     by the hop's keys in turn, then by time."""
     kids = ev.filter(hop.child & ~pl.col("event_id").is_in(done.implode()))
-    found = _by_keys(kids, ev.filter(hop.parent), hop.keys)
+    parents = ev.filter(hop.parent)
+    if kids.is_empty() or parents.is_empty():
+        return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
+    # (pid, flow) pairs the children's flows may not link by: the other side's
+    other = None
+    if hop.other_side is not None:
+        other = _flows(ev.filter(hop.other_side)).select("pid", "flow").unique()
+    linked = done if hop.prefer_linked else None
+    found = _by_keys(kids, parents, hop.keys, other, linked)
     if hop.time is not None:
         rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
-        found = pl.concat([found, hop.time(rest, ev.filter(hop.parent))])
+        if linked is not None:
+            parents = parents.filter(
+                pl.col("event_id").is_in(linked.implode()) | pl.col("seq_id").is_not_null()
+            )
+        found = pl.concat([found, hop.time(rest, parents)])
     return found
 
 
-def _by_keys(kids: pl.DataFrame, parents: pl.DataFrame, keys: list[Key]) -> pl.DataFrame:
-    """Return edges found by each key in turn; a child keeps the first key that finds it."""
+def _by_keys(
+    kids: pl.DataFrame,
+    parents: pl.DataFrame,
+    keys: list[Key],
+    other: pl.DataFrame | None,
+    linked: pl.Series | None,
+) -> pl.DataFrame:
+    """Return edges found by each key in turn; a child keeps the first key that finds it.
+
+    A key side named ``flow_ids`` matches any of the event's flow ids; the method is then
+    named after the other side's key (the flow stands for it)."""
     found = pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
     for key in keys:
         rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
         if rest.is_empty():
             break
         if isinstance(key, str):  # "flow_id"
-            hits = _shared_flow(rest, parents)
-            method = "flow_id"
+            child_col, parent_col = "flow", "flow"
         else:
-            child_col, parent_col = key
-            hits = (
-                rest.filter(pl.col(child_col).is_not_null())
-                .join(
-                    parents.filter(pl.col(parent_col).is_not_null()),
-                    left_on=["pid", child_col],
-                    right_on=["pid", parent_col],
-                    suffix="_p",
-                )
-                .select(src="event_id_p", dst="event_id")
+            child_col, parent_col = (("flow" if c == "flow_ids" else c) for c in key)
+        left = (
+            _flows(rest, other)
+            if child_col == "flow"
+            else rest.select("event_id", "pid", child_col)
+        )
+        right = (
+            _flows(parents)
+            if parent_col == "flow"
+            else parents.select("event_id", "pid", parent_col)
+        )
+        hits = (
+            left.drop_nulls(child_col)
+            .join(
+                right.drop_nulls(parent_col),
+                left_on=["pid", child_col],
+                right_on=["pid", parent_col],
+                suffix="_p",
             )
-            method = child_col
-        hits = _one_parent(hits)
+            .filter(pl.col("event_id") != pl.col("event_id_p"))
+            .select(src="event_id_p", dst="event_id")
+        )
+        method = (
+            "flow_id"
+            if child_col == parent_col == "flow"
+            else (parent_col if child_col == "flow" else child_col)
+        )
+        hits = _one_parent(hits, linked, kids, parents)
         found = pl.concat([found, hits.with_columns(link_method=pl.lit(method))])
     return found
 
 
-def _shared_flow(kids: pl.DataFrame, parents: pl.DataFrame) -> pl.DataFrame:
-    def flows(df: pl.DataFrame) -> pl.DataFrame:
-        return (
-            df.select("event_id", "pid", "flow_ids")
-            .explode("flow_ids")
-            .drop_nulls("flow_ids")
-            .rename({"flow_ids": "flow"})
-        )
+def _flows(df: pl.DataFrame, other: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Return (event_id, pid, flow): one row per flow id of each event, less ``other``'s."""
+    out = (
+        df.select("event_id", "pid", "flow_ids")
+        .explode("flow_ids")
+        .drop_nulls("flow_ids")
+        .rename({"flow_ids": "flow"})
+    )
+    return out if other is None else out.join(other, on=["pid", "flow"], how="anti")
 
+
+def _one_parent(
+    hits: pl.DataFrame,
+    linked: pl.Series | None = None,
+    kids: pl.DataFrame | None = None,
+    parents: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Return one parent per child: the earliest-listed (lowest event id, i.e. earliest
+    start); with ``linked``, first one that links on upward, then one whose span holds the
+    child's start (the runtime call that waits for a hardware execution)."""
+    if linked is None or kids is None or parents is None:
+        return hits.sort("dst", "src").unique(subset="dst", keep="first", maintain_order=True)
+    t = kids.select(dst="event_id", t="start_ns")
+    span = parents.select(src="event_id", s0="start_ns", s1="end_ns")
     return (
-        flows(kids)
-        .join(flows(parents), on=["pid", "flow"], suffix="_p")
-        .filter(pl.col("event_id") != pl.col("event_id_p"))
-        .select(src="event_id_p", dst="event_id")
-    )
-
-
-def _one_parent(hits: pl.DataFrame) -> pl.DataFrame:
-    """Return one parent per child: the earliest-listed (lowest event id, i.e. earliest start)."""
-    return hits.sort("dst", "src").unique(subset="dst", keep="first", maintain_order=True)
-
-
-def _within_core(kids: pl.DataFrame, parents: pl.DataFrame) -> pl.DataFrame:
-    """Return hardware events -> the innermost runtime call enclosing them on the same core."""
-    found = innermost(
-        parents.select("pid", "device", start="start_ns", end="end_ns", id="event_id"),
-        kids.select("pid", "device", t="start_ns", id="event_id"),
-        ["pid", "device"],
-    )
-    return _edges(found, "time")
-
-
-def _launch_to_op(kids: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """Return launches -> their op: the op named by External id or correlation when that op
-    encloses the launch on its thread, else the innermost op that does."""
-    named = (
-        ops.filter(pl.col("external_id").is_not_null())
-        .unique(subset=["pid", "external_id"], keep="last", maintain_order=True)
-        .select(
-            "pid", "external_id", op="event_id", op_tid="tid", op_start="start_ns", op_end="end_ns"
+        hits.join(t, on="dst")
+        .join(span, on="src")
+        .with_columns(
+            _loose=~pl.col("src").is_in(linked.implode()),
+            _outside=~pl.col("t").is_between(pl.col("s0"), pl.col("s1")),
         )
+        .sort("dst", "_loose", "_outside", "src")
+        .unique(subset="dst", keep="first", maintain_order=True)
+        .select("src", "dst")
     )
-    found, rest = (
-        [],
-        kids.select("event_id", "pid", "tid", "start_ns", "external_id", "correlation"),
-    )
-    for col in ("external_id", "correlation"):
-        hits = (
-            rest.join(named, left_on=["pid", col], right_on=["pid", "external_id"])
-            .filter(
-                (pl.col("tid") == pl.col("op_tid"))
-                & pl.col("start_ns").is_between(pl.col("op_start"), pl.col("op_end"))
-            )
-            .select(src="op", dst="event_id", link_method=pl.lit(col))
-        )
-        found.append(hits)
-        rest = rest.filter(~pl.col("event_id").is_in(hits["dst"].implode()))
-    inner = innermost(
-        ops.select("pid", "tid", start="start_ns", end="end_ns", id="event_id"),
-        rest.select("pid", "tid", t="start_ns", id="event_id"),
-        ["pid", "tid"],
-    )
-    found.append(_edges(inner, "time"))
-    return pl.concat(found).cast({"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
-
-
-def _graph_to_function(kids: pl.DataFrame, functions: pl.DataFrame) -> pl.DataFrame:
-    """Return graph launches -> the innermost Python function or annotation containing them
-    on their thread."""
-    found = innermost(
-        functions.select("pid", "tid", start="start_ns", end="end_ns", id="event_id"),
-        kids.select("pid", "tid", t="start_ns", id="event_id"),
-        ["pid", "tid"],
-    )
-    return _edges(found, "graph")
-
-
-def _edges(found: pl.DataFrame, method: str) -> pl.DataFrame:
-    return found.select(src="parent", dst="id", link_method=pl.lit(method, pl.String))

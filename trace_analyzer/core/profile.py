@@ -214,12 +214,14 @@ def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:
         (fmt == "explorer-json") & procs("explorer-parquet", pl.lit(True)),
         "events of the legacy JSON export also in the Parquet export: kept the Parquet copy",
     )
-    drop(
+    copies = (
         fmt.str.starts_with("explorer")
         & (src == "framework")
-        & procs("kineto-json", pl.col("lane_kind").is_in(FRAMEWORK_KINDS)),
-        "framework events of the Explorer export also in trace.json: kept trace.json's",
+        & procs("kineto-json", pl.col("lane_kind").is_in(FRAMEWORK_KINDS))
     )
+    exported = procs("explorer-parquet", pl.lit(True)) | procs("explorer-json", pl.lit(True))
+    df = carry_keys(df, copies, (fmt == "kineto-json") & exported)
+    drop(copies, "framework events of the Explorer export also in trace.json: kept trace.json's")
     drop(
         (fmt == "kineto-json")
         & (src == "privateuse1")
@@ -230,3 +232,56 @@ def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:
         "device events of trace.json also on Explorer's neuron_hw lanes: kept Explorer's",
     )
     return df.drop("_fmt"), notes
+
+
+CARRY_TOLERANCE_NS = 1_000  # trace.json's µs with three decimals against Explorer's ns
+
+
+def carry_keys(df: pl.DataFrame, copies: pl.Expr, kept: pl.Expr) -> pl.DataFrame:
+    """Return ``df`` with the link keys of Explorer's framework copies given to the trace.json
+    events they copy, before the copies are dropped.
+
+    Explorer's copy of a trace.json event can hold what trace.json does not: its Neuron flow
+    ids (the framework side of the dependency chain, docs/graph.md) and keys lifted from its
+    attributes. A copy is the kept event of the same process, lane kind and name that starts
+    nearest it, within 1 µs. The kept event keeps its own keys and gains the copy's flow ids.
+    """
+    rows = df.with_row_index("_row")
+    have = pl.col("flow_ids").is_not_null() | pl.col("seq_id").is_not_null()
+    source = rows.filter(copies & (have | pl.col("exec_id").is_not_null())).select(
+        "pid", "lane_kind", "name", "start_ns", c_flows="flow_ids", c_seq="seq_id", c_exec="exec_id"
+    )
+    if source.is_empty():
+        return df
+    found = (
+        rows.filter(kept)
+        .select("_row", "pid", "lane_kind", "name", "start_ns")
+        .sort("start_ns")
+        .join_asof(
+            source.sort("start_ns"),
+            on="start_ns",
+            by=["pid", "lane_kind", "name"],
+            strategy="nearest",
+            tolerance=CARRY_TOLERANCE_NS,
+            check_sortedness=False,  # sorted by start_ns above; polars cannot check within groups
+        )
+        .filter(
+            pl.col("c_flows").is_not_null()
+            | pl.col("c_seq").is_not_null()
+            | pl.col("c_exec").is_not_null()
+        )
+        .select("_row", "c_flows", "c_seq", "c_exec")
+    )
+    if found.is_empty():
+        return df
+    both = pl.concat_list(pl.col("flow_ids").fill_null([]), pl.col("c_flows").fill_null([]))
+    merged = both.list.unique(maintain_order=True)
+    return (
+        rows.join(found, on="_row", how="left")
+        .with_columns(
+            flow_ids=pl.when(merged.list.len() > 0).then(merged),
+            seq_id=pl.col("seq_id").fill_null(pl.col("c_seq")),
+            exec_id=pl.col("exec_id").fill_null(pl.col("c_exec")),
+        )
+        .drop("_row", "c_flows", "c_seq", "c_exec")
+    )

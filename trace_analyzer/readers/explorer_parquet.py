@@ -127,7 +127,10 @@ def _columns(raw: pl.DataFrame) -> pl.DataFrame:
         # letters) cannot match, so only the other rows are parsed: same values, half the time.
         maybe = extra.str.contains(key, literal=True) | extra.str.contains("\\u", literal=True)
         return (
-            pl.when(maybe).then(extra).str.json_path_match(f"$.{key}").cast(pl.Int64, strict=False)
+            pl.when(maybe)
+            .then(extra)
+            .str.json_path_match(f"$.{key}" if key.isidentifier() else f"$['{key}']")
+            .cast(pl.Int64, strict=False)
         )
 
     return raw.select(

@@ -17,8 +17,15 @@ TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_ten
 EXECUTIONS = ("nc_exec_running", "cc_running")
 HW_SYNC = ("cc_exec_barrier",)
 FRAMEWORK_SUFFIX = r" \[trace\.json\]$"
-# Keys of extra_attributes_json (or top-level JSON keys) that become columns.
-EXTRA_COLUMNS = {"exec_id": "exec_id", "nrt_sequence_id": "seq_id"}
+# Keys of extra_attributes_json (or top-level JSON keys) that become columns. The last two
+# are the Kineto args of Explorer's copies of trace.json events (§3.2), which link a Stream
+# event to its dispatch and op where no flow does.
+EXTRA_COLUMNS = {
+    "exec_id": "exec_id",
+    "nrt_sequence_id": "seq_id",
+    "correlation": "correlation",
+    "External id": "external_id",
+}
 
 
 def label(df: pl.DataFrame) -> pl.DataFrame:
