@@ -10,6 +10,7 @@ module and one line in ``REGISTRY``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
@@ -64,13 +65,40 @@ def read_source(
                 return result
     if not any(f.read is not None for f in formats):
         raise InputError(str(src.path), f"no reader takes a {src.kind} source")
+    if not src.named and _empty(src):  # `traceana gaps P --format json > P/gaps.json`
+        return ReadResult.skipped(src, "json", EMPTY)
     doc = load_json(src.path, max_bytes=max_bytes)
     if isinstance(doc, dict):
         for fmt in formats:
             if fmt.sniff is not None and fmt.read is not None and fmt.sniff(doc):
                 return fmt.read(src, doc)
     what = "a JSON object" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
-    problem = f"{what} without traceEvents (nor trace_event): not a trace"
+    problem = own_output(doc) or f"{what} without traceEvents (nor trace_event): not a trace"
     if src.named:
         raise InputError(str(src.path), problem)
     return ReadResult.skipped(src, "json", problem)
+
+
+EMPTY = "an empty file (one being written, as by a redirect into this folder?): not read"
+
+
+def _empty(src: Source) -> bool:
+    """True when a source found in a folder is a plain file of no bytes."""
+    if not isinstance(src.path, Path):  # an archive member: read and judged as it is
+        return False
+    try:
+        return src.path.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def own_output(doc: object) -> str | None:
+    """Return what traceana output ``doc`` is, when it is one of traceana's own JSON outputs
+    (``--format json`` of an analysis, ``traceana graph``'s node-link JSON), else None."""
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("runs"), list) and "schema_version" in doc and "path" in doc:
+        return "traceana's own JSON output (`--format json` of an analysis): not a trace"
+    if {"directed", "nodes", "edges"} <= doc.keys() and isinstance(doc["nodes"], list):
+        return "a graph in node-link JSON (as `traceana graph` writes): not a trace"
+    return None
