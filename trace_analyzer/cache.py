@@ -31,6 +31,7 @@ import orjson
 import polars as pl
 
 from trace_analyzer._version import __version__
+from trace_analyzer.analyses.causes import LATENCY_NS
 from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
 from trace_analyzer.atomic import write_atomic
 from trace_analyzer.core.profile import (
@@ -50,8 +51,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # traceana version (2: zero-length executions at the window's edges counted by gaps;
 # 3: keyed by the shared run fingerprint; 4: legacy JSON timestamp_unit, warnings and
 # metadata, NEFF/NTFF pairs by stem; 5: links as the flow
-# graph, Explorer's keys carried to trace.json, launches from Python).
-FORMAT = 5
+# graph, Explorer's keys carried to trace.json, launches from Python; 6: the active span and
+# its idle % per device and lane, traces far apart in time refused).
+FORMAT = 6
 
 TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -150,9 +152,16 @@ class Cache:
         span: tuple[int, int] | None = None,
         min_gap_ns: int = 0,
         lanes: str | None = None,
+        latency_ns: int = LATENCY_NS,
     ) -> GapsResult:
         """``analyses.gaps.gaps`` with its result kept beside the run's entry, per options."""
-        options = {"step": step, "span": span, "min_gap_ns": min_gap_ns, "lanes": lanes}
+        options = {
+            "step": step,
+            "span": span,
+            "min_gap_ns": min_gap_ns,
+            "lanes": lanes,
+            "latency_ns": latency_ns,
+        }
         entry = self._entries.get(str(profile.root))
         if entry is None:
             return gaps(profile, **options)  # type: ignore[arg-type]
@@ -295,7 +304,10 @@ def _read_gaps(entry: Entry, options: dict[str, Any]) -> GapsResult | None:
         }
         w = meta["window"]
         return GapsResult(
-            window=None if w is None else Window(**w), summary=meta["summary"], **frames
+            window=None if w is None else Window(**w),
+            summary=meta["summary"],
+            hints=tuple(meta["hints"]),
+            **frames,
         )
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
         return None
@@ -306,7 +318,13 @@ def _write_gaps(entry: Entry, options: dict[str, Any], result: GapsResult) -> bo
     w = result.window
     window = None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns, "origin": w.origin}
     body = orjson.dumps(
-        {"window": window, "summary": result.summary, "frames": list(FRAMES), "key": entry.key}
+        {
+            "window": window,
+            "summary": result.summary,
+            "hints": list(result.hints),
+            "frames": list(FRAMES),
+            "key": entry.key,
+        }
     )
     try:
         for f in FRAMES:

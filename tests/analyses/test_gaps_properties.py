@@ -92,6 +92,10 @@ def model(intervals: list[tuple[int, int]], w0: int, w1: int) -> dict:
         while t not in cells:
             t += 1
         found.append((start, t))
+    # a gap of at most the clock's resolution (1 ns, docs/gaps.md) is no gap: its ns are busy
+    short = [(s, e) for s, e in found if e - s <= 1]
+    cells |= {t for s, e in short for t in range(s, e)}
+    found = [g for g in found if g not in short]
     return dict(busy_ns=len(cells), idle_ns=sum(e - s for s, e in found), leading_ns=lo - w0,
                 trailing_ns=w1 - hi, window_ns=W, gaps=found)
 

@@ -21,7 +21,8 @@ import trace_analyzer
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 NAIVE = FIXTURES / "rmsnorm_naive"
-CAUSES = {"host_dispatch", "transfer", "sync", "runtime", "uncorrelated", "other"}
+CAUSES = {"host_dispatch", "launch_latency", "transfer", "sync", "graph", "collective", "runtime",
+          "uncorrelated", "other"}  # docs/gaps.md, "The gap model"
 
 
 @functools.cache
@@ -314,12 +315,24 @@ CASES = {
           device=GPU, stream=STREAM, correlation=12),
         op("aten::b", 140, 20, 3), launch(145, 13, 3), kernel("k2", 350, 50, 13)],
         (250, 350), "aten::b"),
-    # the host sits in cudaDeviceSynchronize for 95 of the 100 µs (and dispatches k2 after
-    # the lane fell idle: sync comes first)
+    # k2 was queued at 145 µs, long before the lane fell idle, and the stream waits on an
+    # event (a device-side cuda_sync on the same stream) for 90 of the 100 µs
     "sync": (first_kernel() + [
+        op("aten::b", 140, 20, 3), launch(145, 13, 3),
+        X("cuda_sync", "Stream Wait Event", 255, 90, pid=GPU, tid=STREAM, device=GPU,
+          stream=STREAM),
+        kernel("k2", 350, 50, 13)],
+        (250, 350), "aten::b"),
+    # the host sits in cudaDeviceSynchronize for 95 of the 100 µs and launches k2 only after
+    # the lane fell idle: the host was late (host_dispatch), and its split says where it was
+    "host_dispatch_despite_a_host_sync": (first_kernel() + [
         X("cuda_runtime", "cudaDeviceSynchronize", 250, 95, pid=HOST, tid=HOST),
         op("aten::b", 346, 20, 3), launch(348, 13, 3), kernel("k2", 350, 50, 13)],
         (250, 350), "aten::b"),
+    # k2 was queued before k1 ended and starts 3 µs after it: the device's launch latency
+    "launch_latency": (first_kernel() + [
+        op("aten::b", 130, 20, 3), launch(135, 13, 3), kernel("k2", 253, 50, 13)],
+        (250, 253), "aten::b"),
     # k2 has no launch and no correlation: nothing links it to an op (aten::b runs in the
     # gap but launches nothing)
     "uncorrelated": (first_kernel() + [op("aten::b", 260, 20, 3), kernel("k2", 300, 50)],
@@ -359,3 +372,8 @@ def test_each_cause_on_a_tiny_kineto_trace(tmp_path, case):
     s = run["summary"]
     assert s["idle_by_cause_ns"][gap["cause"]] == s["idle_ns"] == gap["duration_ns"]
     assert s["executions"] == 2
+    if case == "host_dispatch_despite_a_host_sync":  # late 250..348 µs: the sync call to 345,
+        # nothing 345..346, aten::b from 346 to the launch at 348
+        assert (gap["host_sync_ns"], gap["host_untraced_ns"], gap["host_framework_ns"],
+                gap["host_runtime_ns"]) == (95_000, 1_000, 2_000, 0)
+        assert gap["evidence"].startswith("next launched 98.0 µs after the lane went idle")

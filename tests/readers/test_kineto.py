@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import X, info_json, kineto, write_trace
+from conftest import X, info_json, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
 
@@ -67,9 +67,12 @@ def test_no_base_and_small_ts_warns(tmp_path):
 def test_clock_warning_names_the_file(tmp_path):
     write_trace(tmp_path / "rank0.json", kineto([X("cpu_op", "a", 10.5, 2)], baseTimeNanoseconds=BASE))
     bad = write_trace(tmp_path / "rank1.json", kineto([X("cpu_op", "a", 10.5, 2, pid=7, tid=7)]))
-    run = info_json(tmp_path)["runs"][0]
+    run = info_json(bad)["runs"][0]
     clock = [w for w in run["warnings"] if "baseTimeNanoseconds" in w]
     assert clock and all(str(bad) in w for w in clock), clock
+    # beside an epoch-aligned rank, its unknown origin puts it decades away: not one run
+    code, _, err = run_cli("info", str(tmp_path))
+    assert code == 2 and "rank0.json" in err and "rank1.json" in err and "not one run" in err
 
 
 # --- categories ----------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_every_summary_number_is_the_json_s(pages):
     run = expected["runs"][0]
     in_json = numbers_in(run)
     rows = parse(pages["base"]).rows
-    assert len(rows) == 20  # window, devices, lanes, 11 times and counts, 6 causes
+    assert len(rows) == 25  # window, devices, lanes, 13 times, counts and percentages, 9 causes
     for row in rows:
         label, shown, unit = row["cells"]
         value = lookup(run, row["key"])

@@ -7,6 +7,8 @@ Definitions (docs/gaps.md):
   time between two consecutive busy intervals. Idle before the first and after the last busy
   interval is leading and trailing idle, reported apart, not gaps. So, per lane or device:
   busy + idle + leading + trailing = window, and idle % = idle / window.
+- The active span of a lane or device is its own first execution start to its last execution
+  end in the window: busy + idle = active, and active idle % = idle / active.
 """
 
 from __future__ import annotations
@@ -70,12 +72,19 @@ def device_of(lane: pl.Expr) -> pl.Expr:
     return lane.str.replace(r"/stream:[^/]+$", "").str.replace(r"(/neuron_hw/NC\d+):\d+$", "$1")
 
 
-def merge(iv: pl.DataFrame, key: str) -> pl.DataFrame:
+def merge(iv: pl.DataFrame, key: str, tolerance_ns: int = 0) -> pl.DataFrame:
     """Return the union of the intervals ``iv`` (hardware events) per ``key`` column: start,
-    end, first and last event, event count."""
+    end, first and last event, event count. Intervals apart by at most ``tolerance_ns`` (the
+    clock's resolution) are one."""
     iv = iv.sort(key, "start_ns", "end_ns")
     reach = pl.col("end_ns").cum_max().shift(1).over(key)
-    block = (pl.col("start_ns") > reach).fill_null(True).cast(pl.Int32).cum_sum().over(key)
+    block = (
+        (pl.col("start_ns") > reach + tolerance_ns)
+        .fill_null(True)
+        .cast(pl.Int32)
+        .cum_sum()
+        .over(key)
+    )
     pid = [] if key == "pid" else [pl.col("pid").first()]
     return (
         iv.with_columns(block=block)
@@ -117,7 +126,7 @@ def between(merged: pl.DataFrame, key: str) -> pl.DataFrame:
 def stats(
     merged: pl.DataFrame, gaps: pl.DataFrame, keys: pl.DataFrame, key: str, w: Window
 ) -> pl.DataFrame:
-    """Return per ``key``: busy, idle, leading, trailing, idle %, executions, gap statistics.
+    """Return per ``key``: busy, idle, leading, trailing, both idle %, executions, gap statistics.
 
     ``merged``: the busy intervals (``merge``); ``keys``: every key to report (one column,
     ``key``), busy or not; ``w``: the window. ``gaps`` are the gaps that count (at least
@@ -137,26 +146,33 @@ def stats(
         gap_max_ns=pl.col("duration_ns").max(),
     )
     out = keys.join(busy, on=key, how="left").join(g, on=key, how="left")
+    out = out.with_columns(
+        *(pl.col(c).round(0).cast(pl.Int64) for c in ("gap_p50_ns", "gap_p90_ns", "gap_p99_ns")),
+    )
+    new = ("first_ns", "last_ns", "active_ns", "active_idle_pct")  # after the older columns
+    out = _idle(out, w)
+    return out.select(pl.exclude(new), *new).sort(key)
+
+
+def _idle(out: pl.DataFrame, w: Window) -> pl.DataFrame:
+    """Return ``out`` (busy, first and last execution per key) with leading, trailing, idle,
+    the active span (``active_ns``) and both idle percentages: ``idle_pct`` over the window,
+    ``active_idle_pct`` over the key's own active span (None where it has none)."""
     W = w.duration_ns
     out = out.with_columns(
         pl.col("busy_ns", "executions", "gap_count").fill_null(0),
         leading_ns=(pl.col("first_ns") - w.start_ns).fill_null(W),
         trailing_ns=(w.end_ns - pl.col("last_ns")).fill_null(0),
         window_ns=pl.lit(W, pl.Int64),
+        active_ns=(pl.col("last_ns") - pl.col("first_ns")).fill_null(0),
     ).with_columns(
         idle_ns=pl.col("window_ns")
         - pl.col("busy_ns")
         - pl.col("leading_ns")
         - pl.col("trailing_ns")
     )
-    return (
-        out.with_columns(
-            *(
-                pl.col(c).round(0).cast(pl.Int64)
-                for c in ("gap_p50_ns", "gap_p90_ns", "gap_p99_ns")
-            ),
-            idle_pct=(100 * pl.col("idle_ns") / W).round(2) if W else pl.lit(None, pl.Float64),
-        )
-        .drop("first_ns", "last_ns")
-        .sort(key)
+    active = pl.col("active_ns")
+    return out.with_columns(
+        idle_pct=(100 * pl.col("idle_ns") / W).round(2) if W else pl.lit(None, pl.Float64),
+        active_idle_pct=pl.when(active > 0).then((100 * pl.col("idle_ns") / active).round(2)),
     )

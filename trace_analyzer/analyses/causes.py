@@ -1,127 +1,160 @@
 """Why the hardware was idle: each gap's neighbours, its next op, and one cause.
 
-Every gap's cause comes from ``cause()``, the one place the rules live (docs/gaps.md).
+Every gap's cause comes from ``cause()``, the one place the rules live (docs/gaps.md, "The gap
+model"); the numbers that decide it are columns of the gap row (``gap_evidence.py`` adds the
+host's time split and the sentence that says it).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import merge
+from trace_analyzer.analyses.busy import device_of
+from trace_analyzer.analyses.gap_evidence import covered, host_split, launches, sentence
 
-CAUSES = ("host_dispatch", "transfer", "sync", "runtime", "uncorrelated", "other")
+CAUSES = (
+    "host_dispatch",
+    "launch_latency",
+    "transfer",
+    "sync",
+    "graph",
+    "collective",
+    "runtime",
+    "uncorrelated",
+    "other",
+)
 # A transfer or sync explains a gap when it covers at least this share of it.
 COVER_SHARE = 0.5
-SYNC_NAMES = r"(?i)synchroni[sz]e"
 UNLINKED = "(unlinked)"
+# A kernel queued before the previous one ended that starts within this much of its end
+# waited only for the device's own launch latency (HTA's kernel_wait). Set from the corpus:
+# docs/gaps.md, "launch_latency".
+LATENCY_NS = 5_000
+# Gaps of at most this many ns are not gaps: below the clock's resolution (docs/gaps.md).
+RESOLUTION_NS = 1
+# Communication kernels: NCCL/RCCL, and Neuron's collectives on the hardware lane.
+COLLECTIVE_NAMES = r"(?i)(nccl|rccl|^cc_running$)"
+# Where a gap's copies and syncs must run to explain it: its own stream, or its NeuronCore
+# (Neuron's host-side copies sit on the runtime lane of the core they feed).
+NEURON_CORE = r"/neuron_(?:hw|rt)/NC:?(\d+)(?::\d+)?$"
 
 
-def cause() -> pl.Expr:
+def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
     """Return the cause of each gap; every rule is here, in order of precedence.
 
-    Columns used: transfer_ns and sync_ns (how much of the gap a host<->device transfer or a
-    synchronisation covers), next_op (the framework op the next execution links to) and
-    next_dispatch_ns (when the host dispatched it: the PrivateUse1 dispatch or runtime launch,
-    else the op's start).
+    Columns used: ``comm_lane`` (the gap's lane carries communication kernels),
+    ``neuron`` (the next execution is a Neuron one), ``transfer_ns`` and ``sync_ns`` (how much
+    of the gap a copy or a device-side synchronisation on the gap's own stream or core
+    covers), ``launch_ns`` (when the host launched the next execution: its runtime launch or
+    PrivateUse1 dispatch, else its op's start), ``same_graph`` (both executions come from one
+    graph launch), ``next_collective`` (the next execution is a communication kernel).
     """
     gap = pl.col("duration_ns")
+    covers = pl.col("transfer_ns") >= COVER_SHARE * gap
     return (
-        pl.when(pl.col("transfer_ns") >= COVER_SHARE * gap)
+        pl.when(pl.col("comm_lane"))
+        .then(pl.lit("collective"))
+        # On Neuron the runtime copies host tensors on the host while it submits the next
+        # execution (nrt_tensor_write between schedule and submit): the copy is the wait.
+        .when(pl.col("neuron") & covers)
+        .then(pl.lit("transfer"))
+        .when(pl.col("launch_ns").is_null())
+        .then(pl.lit("uncorrelated"))
+        .when(pl.col("launch_ns") >= pl.col("start_ns"))
+        .then(pl.lit("host_dispatch"))
+        .when(pl.col("same_graph"))
+        .then(pl.lit("graph"))
+        .when(gap <= latency_ns)
+        .then(pl.lit("launch_latency"))
+        .when(covers)
         .then(pl.lit("transfer"))
         .when(pl.col("sync_ns") >= COVER_SHARE * gap)
         .then(pl.lit("sync"))
-        .when(pl.col("next_op").is_null())
-        .then(pl.lit("uncorrelated"))
-        .when(pl.col("next_dispatch_ns") >= pl.col("start_ns"))
-        .then(pl.lit("host_dispatch"))
-        .when(pl.col("next_dispatch_ns") < pl.col("start_ns"))
-        .then(pl.lit("runtime"))
-        .otherwise(pl.lit("other"))
+        .when(pl.col("next_collective"))
+        .then(pl.lit("collective"))
+        .otherwise(pl.lit("runtime"))
     )
 
 
-def covered(gaps: pl.DataFrame, marks: pl.DataFrame, name: str) -> pl.DataFrame:
-    """Return ``gaps`` with ``<name>_ns``: how much of each gap the intervals of ``marks``
-    cover (per pid), and ``<name>_event``: the name of the last mark that starts before the
-    gap ends."""
-    if marks.is_empty():
-        return gaps.with_columns(
-            pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
-        )
-    m = (
-        merge(marks, "pid")
-        .sort("pid", "start_ns")
-        .with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
-    )
-    m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over("pid"))
-
-    def upto(t: str) -> pl.DataFrame:  # covered time from the pid's first mark up to t
-        probe = gaps.with_row_index("_g").select("_g", "pid", t=pl.col(t)).sort("t")
-        hit = probe.join_asof(
-            m.sort("start_ns"), left_on="t", right_on="start_ns", by="pid", check_sortedness=False
-        )
-        value = pl.col("before") + (pl.col("t") - pl.col("start_ns")).clip(0, pl.col("length"))
-        return hit.select("_g", value.fill_null(0).alias("c")).sort("_g")
-
-    cover = (upto("end_ns")["c"] - upto("start_ns")["c"]).alias(f"{name}_ns")
-    last = (
-        gaps.with_row_index("_g")
-        .sort("end_ns")
-        .join_asof(
-            marks.select("pid", "start_ns", "end_ns", "name").sort("start_ns"),
-            left_on="end_ns",
-            right_on="start_ns",
-            by="pid",
-            suffix="_m",
-            check_sortedness=False,
-        )
-        .sort("_g")
-        .select(
-            pl.when(pl.col("end_ns_m") > pl.col("start_ns"))
-            .then(pl.col("name"))
-            .alias(f"{name}_event")
-        )
-    )
-    return gaps.with_columns(cover, last.to_series())
+def core_of(lane: pl.Expr) -> pl.Expr:
+    """Return the place a lane's copies and syncs count for: a GPU stream lane as it is, a
+    Neuron lane (runtime or hardware) as its process and NeuronCore."""
+    return lane.str.replace(NEURON_CORE, "/NC$1")
 
 
-def attribute(gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame) -> pl.DataFrame:
-    """Return ``gaps`` with the executions around them, the next op, its dispatch, and a
-    cause; ``events``: the run's events, ``chain``: their chains (``chain.chain_table``)."""
-    names = events.select("event_id", "name")
+def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
+    """Return the hardware lanes that carry communication: most of their executions are
+    NCCL/RCCL kernels or Neuron collectives (one column, ``lane``)."""
+    hw = events.filter(pl.col("lane_kind") == "hardware")
+    share = hw.group_by("lane").agg(comm=pl.col("name").str.contains(COLLECTIVE_NAMES).mean())
+    return share.filter(pl.col("comm") >= 0.5).select("lane")
+
+
+def attribute(
+    gaps: pl.DataFrame,
+    events: pl.DataFrame,
+    chain: pl.DataFrame,
+    edges: pl.DataFrame,
+    key: str = "lane",
+    latency_ns: int = LATENCY_NS,
+) -> pl.DataFrame:
+    """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
+    next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
+    their chains (``chain.chain_table``), ``edges``: their links."""
+    out = _neighbours(gaps, events, chain, launches(events, edges))
+    out = out.with_columns(_at=core_of(pl.col(key)))
+    kind = pl.col("lane_kind")
+    place = core_of(pl.col("lane") if key == "lane" else device_of(pl.col("lane")))
+    copies = events.filter(kind == "transfer").with_columns(_at=place)
+    syncs = events.filter(kind == "sync").with_columns(_at=place)
+    out = covered(out, copies, "transfer", by="_at")
+    out = covered(out, syncs, "sync", by="_at")
+    comm = comm_lanes(events)["lane"]
+    on_comm = pl.col(key).is_in(comm.implode()) if key == "lane" else pl.lit(False)
+    out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
+    return sentence(host_split(out, events), latency_ns).drop("_at")
+
+
+def _neighbours(
+    gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame, launch: pl.DataFrame
+) -> pl.DataFrame:
+    """Return ``gaps`` with the names, ops, runtime calls and launches of the executions
+    before and after each."""
+    names = events.select("event_id", "name", "source")
     nxt = chain.select(
         next_event="hw_event_id",
         next_op="op",
         next_runtime="runtime",
         link_method="link_method",
         next_dispatch_ns=pl.coalesce("dispatch_start_ns", "op_start_ns"),
-    )
-    kind = pl.col("lane_kind")
-    transfers = events.filter(kind == "transfer")
-    syncs = events.filter(
-        (kind == "sync")
-        | (
-            kind.is_in(["runtime", "framework_op", "framework_dispatch"])
-            & pl.col("name").str.contains(SYNC_NAMES)
-        )
+        next_op_event="op_event_id",
     )
     out = (
         gaps.join(
-            names.rename({"event_id": "prev_event", "name": "prev_name"}),
-            on="prev_event",
-            how="left",
+            names.select(prev_event="event_id", prev_name="name"), on="prev_event", how="left"
         )
         .join(
-            names.rename({"event_id": "next_event", "name": "next_name"}),
+            names.select(next_event="event_id", next_name="name", next_source="source"),
             on="next_event",
             how="left",
         )
         .join(nxt, on="next_event", how="left")
         .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left")
+        .join(launch.rename({"event_id": "next_event"}), on="next_event", how="left")
+        .join(
+            launch.select(prev_event="event_id", prev_launch="launch_event"),
+            on="prev_event",
+            how="left",
+        )
     )
-    out = covered(out, transfers, "transfer")
-    out = covered(out, syncs, "sync")
-    return out.with_columns(cause=cause())
+    return out.with_columns(
+        launch_ns=pl.coalesce("launch_start_ns", "next_dispatch_ns"),
+        neuron=(pl.col("next_source") == "neuron_hw").fill_null(False),
+        same_graph=(
+            pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
+        ).fill_null(False),
+        next_collective=pl.col("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
+    ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
 
 
 def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
@@ -134,6 +167,7 @@ def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
                 "idle_before_ns": pl.Int64,
                 "gaps": pl.UInt32,
                 **{f"{c}_ns": pl.Int64 for c in CAUSES},
+                "transfers": pl.String,
             }
         )
     per_cause = [

@@ -14,8 +14,17 @@ from typing import Any
 import polars as pl
 
 from trace_analyzer.analyses.busy import Window, between, device_of, merge, stats, window_of
-from trace_analyzer.analyses.causes import CAUSES, UNLINKED, attribute, by_op
+from trace_analyzer.analyses.causes import (
+    CAUSES,
+    LATENCY_NS,
+    RESOLUTION_NS,
+    UNLINKED,
+    attribute,
+    by_op,
+    comm_lanes,
+)
 from trace_analyzer.analyses.chain import chain_table
+from trace_analyzer.analyses.hints import hints
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.core.link import link
@@ -55,6 +64,7 @@ class GapsResult(RunResult):
     chain: pl.DataFrame | None = None
     root: str | None = None
     failed: tuple[str, ...] = ()
+    hints: tuple[dict[str, Any], ...] = ()
 
     csv_table = "gaps"
 
@@ -77,6 +87,7 @@ class GapsResult(RunResult):
             "gaps": Rows(self.gaps),
             "device_gaps": Rows(self.device_gaps),
             "ops": self.ops.to_dicts(),
+            "hints": list(self.hints),
             "failed": list(self.failed),
         }
 
@@ -107,6 +118,7 @@ def gaps(
     span: tuple[int, int] | None = None,
     min_gap_ns: int = 0,
     lanes: str | None = None,
+    latency_ns: int = LATENCY_NS,
 ) -> GapsResult:
     """Return the idle gaps of one run.
 
@@ -114,12 +126,15 @@ def gaps(
     only. ``span``: (start, end) in ns after the run's first event. ``min_gap_ns``: leave
     shorter gaps out of the gap lists and counts (their time stays idle). ``lanes``: a glob;
     only the hardware lanes it matches. Without step or span the window is the hardware span.
+    ``latency_ns``: a queued execution starting within this of the previous end waited only
+    for the launch latency (cause ``launch_latency``).
     """
     events = profile.events if isinstance(profile, Profile) else profile
     root = str(profile.root) if isinstance(profile, Profile) else None
     hw = events.filter(pl.col("lane_kind") == "hardware")
-    if min_gap_ns < 0:
-        raise UsageError("{param} must not be negative", param="min_gap_ns")
+    for name, value in (("min_gap_ns", min_gap_ns), ("latency_ns", latency_ns)):
+        if value < 0:
+            raise UsageError("{param} must not be negative", param=name)
     if lanes:
         hw = hw.filter(pl.col("lane").str.contains(glob_regex(lanes)))
         if hw.is_empty():
@@ -128,7 +143,8 @@ def gaps(
     if w is None or hw.is_empty():
         return _empty(w, root)
     edges = profile.edges if isinstance(profile, Profile) else link(events)
-    return _measure(events, hw, w, chain_table(events, edges), min_gap_ns, root)
+    chain = chain_table(events, edges)
+    return _measure(events, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
 
 
 def _in_window(w: Window) -> pl.Expr:
@@ -144,10 +160,15 @@ def _measure(
     events: pl.DataFrame,
     hw: pl.DataFrame,
     w: Window,
-    chain: pl.DataFrame,
-    min_gap_ns: int,
+    links: tuple[pl.DataFrame, pl.DataFrame],
+    limits: tuple[int, int],
     root: str | None,
 ) -> GapsResult:
+    """Return the gaps of ``hw`` in ``w``: ``links`` the chains and edges, ``limits`` the
+    --min-gap and --latency in ns. Communication lanes are gaps of their own and take no part
+    in their device's idle (docs/gaps.md)."""
+    (chain, edges), (min_gap_ns, latency_ns) = links, limits
+    comm = comm_lanes(hw)["lane"].implode()
     clipped = (
         hw.filter(_in_window(w))
         .select(
@@ -162,8 +183,11 @@ def _measure(
     keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
     parts = {}
     for key in ("lane", "device"):
-        merged = merge(clipped.select(key, "pid", "event_id", "start_ns", "end_ns"), key)
-        found = attribute(between(merged, key), events, chain)
+        part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
+        merged = merge(
+            part.select(key, "pid", "event_id", "start_ns", "end_ns"), key, RESOLUTION_NS
+        )
+        found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
         if key == "lane":
             found = found.join(keys, on="lane", how="left")
         kept = found.filter(pl.col("duration_ns") >= max(min_gap_ns, 1))
@@ -185,10 +209,14 @@ def _measure(
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
         chain=chain,
         root=root,
+        hints=tuple(hints(all_device_gaps, bool(hw["source"].eq("neuron_hw").any()))),
     )
 
 
-TOTALS = ("busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "executions", "gap_count")
+TOTALS = (
+    "busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "active_ns", "executions",
+    "gap_count",
+)  # fmt: skip
 
 
 def _summary(
@@ -203,10 +231,11 @@ def _summary(
         return int(round(float(value))) if len(d) and value is not None else None
 
     by_cause = {c: int(all_gaps.filter(pl.col("cause") == c)["duration_ns"].sum()) for c in CAUSES}
-    window = total["window_ns"]
+    window, active = total["window_ns"], total["active_ns"]
     return {
         **total,
         "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
+        "active_idle_pct": round(100 * total["idle_ns"] / active, 2) if active else None,
         "gap_p50_ns": q(0.5),
         "gap_p90_ns": q(0.9),
         "gap_p99_ns": q(0.99),
@@ -220,7 +249,8 @@ def _summary(
 def _empty(w: Window | None, root: str | None) -> GapsResult:
     none = pl.DataFrame()
     summary: dict[str, Any] = dict.fromkeys(TOTALS, 0)  # the window × 0 devices
-    summary.update(dict.fromkeys(("idle_pct", "gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
+    summary.update(dict.fromkeys(("idle_pct", "active_idle_pct"), None))
+    summary.update(dict.fromkeys(("gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
     summary.update(gap_max_ns=None, idle_by_cause_ns=dict.fromkeys(CAUSES, 0), devices=0, lanes=0)
     return GapsResult(
         window=w,
@@ -237,10 +267,12 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
 # --fail-on metrics, read from a run's summary (µs for people, like the reports).
 METRICS = {
     "idle_pct": "idle % of the window (gaps only; leading and trailing idle apart)",
+    "active_idle_pct": "idle % of the devices' own active spans (first to last execution)",
     "busy_us": "busy time",
     "idle_us": "idle time in gaps",
     "leading_us": "leading idle",
     "trailing_us": "trailing idle",
+    "active_us": "the devices' active spans, added up",
     "gap_count": "number of gaps",
     "executions": "executions",
     "gap_p50_us": "median gap",
@@ -259,10 +291,13 @@ def metrics(summary: dict[str, Any]) -> dict[str, float | None]:
 
     out: dict[str, float | None] = {
         "idle_pct": summary["idle_pct"],
+        "active_idle_pct": summary["active_idle_pct"],
         "gap_count": summary["gap_count"],
         "executions": summary["executions"],
     }
-    for name in ("busy", "idle", "leading", "trailing", "gap_p50", "gap_p90", "gap_p99", "gap_max"):
+    for name in (
+        "busy", "idle", "leading", "trailing", "active", "gap_p50", "gap_p90", "gap_p99", "gap_max",
+    ):  # fmt: skip
         out[f"{name}_us"] = us(summary[f"{name}_ns"])
     for c, ns in summary["idle_by_cause_ns"].items():
         out[f"idle_{c}_us"] = us(ns)

@@ -80,6 +80,14 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     metavar="DURATION",
     help="Leave shorter gaps out of the gap list and counts (their time stays idle).",
 )
+@click.option(
+    "--latency",
+    default="5us",
+    show_default=True,
+    metavar="DURATION",
+    help="A kernel queued before the previous ended that starts within this of its end waited "
+    "only for the launch latency (cause launch_latency).",
+)
 @TOP
 @click.option("--lane", "lane_glob", metavar="GLOB", help="Only hardware lanes matching GLOB.")
 @click.option(
@@ -104,6 +112,7 @@ def gaps(
     step: int | None,
     span: str | None,
     min_gap: str,
+    latency: str,
     top: int,
     lane_glob: str | None,
     by: str,
@@ -114,7 +123,8 @@ def gaps(
 ) -> None:
     """Every idle gap on the hardware lanes, attributed to the op that ended it and a cause.
 
-    Causes: host_dispatch, transfer, sync, runtime, uncorrelated, other (docs/gaps.md).
+    Causes: host_dispatch, launch_latency, transfer, sync, graph, collective, runtime,
+    uncorrelated (docs/gaps.md), each with its evidence and a next step.
     Durations take units: 5us, 1.2ms, 300ns. --fail-on metrics: idle_pct, gap_max_us,
     gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
     leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.
@@ -125,10 +135,18 @@ def gaps(
     """
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
+    latency_ns = parse_duration(latency)
     profiles = loading.runs(path)
     results = [
         gate(
-            loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob),
+            loading.cache.gaps(
+                p,
+                step=step,
+                span=window,
+                min_gap_ns=min_gap_ns,
+                lanes=lane_glob,
+                latency_ns=latency_ns,
+            ),
             conditions,
         )
         for p in profiles

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from trace_analyzer.core.clocks import refuse_far_apart
 from trace_analyzer.core.link import link
 from trace_analyzer.core.schema import check_events, empty_events
 from trace_analyzer.errors import InputError, UsageError
@@ -151,6 +152,7 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
     reads = [
         r for r in (read_source(s, args, max_bytes=max_bytes) for s in run.sources) if r is not None
     ]
+    refuse_far_apart(run.root, reads)  # unrelated traces in one folder: not one run
     events, notes = deduplicate(reads)
     events, dropped = check_events(events)
     events = events.sort("start_ns", "end_ns").with_columns(

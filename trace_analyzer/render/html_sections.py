@@ -12,6 +12,7 @@ from typing import Any
 
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.render.plotting import CAUSE_COLOURS
+from trace_analyzer.render.text_idle import idle_phrase
 
 # ---- numbers: shown as the JSON holds them (times in µs are the JSON's ns / 1000, exact)
 
@@ -89,7 +90,7 @@ def headline(run: dict[str, Any]) -> str:
         return "No hardware executions in the window: nothing to measure."
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
     text = (
-        f"{s['devices']} device(s) idle {num(s['idle_pct'])} % of the {w['origin']}: "
+        f"{s['devices']} device(s) {idle_phrase(s, w['origin'], num)}: "
         f"{us(s['idle_ns'])} µs in {s['gap_count']} gaps"
     )
     if s["gap_count"]:
@@ -201,7 +202,9 @@ SUMMARY = [  # (label, key in the run, unit)
     ("hardware lanes", "summary.lanes", ""),
     ("busy", "summary.busy_ns", "µs"),
     ("idle in gaps", "summary.idle_ns", "µs"),
-    ("idle", "summary.idle_pct", "%"),
+    ("idle, of the window", "summary.idle_pct", "%"),
+    ("idle, of the active spans", "summary.active_idle_pct", "%"),
+    ("active spans", "summary.active_ns", "µs"),
     ("leading idle", "summary.leading_ns", "µs"),
     ("trailing idle", "summary.trailing_ns", "µs"),
     ("executions", "summary.executions", ""),
@@ -348,11 +351,18 @@ def gaps_section(run: dict[str, Any]) -> str:
         f"<td>{esc(g['device'])}</td>{_u(g['start_ns'] - origin)}{_u(g['duration_ns'])}"
         f"{_cause(g['cause'])}<td>{esc(g['prev_op'] or '(' + str(g['prev_name']) + ')')}</td>"
         f"<td>{esc(g['next_op'] or '(unlinked)')}</td><td>{esc(g['next_runtime'])}</td>"
-        f"<td>{esc(g.get(str(g['cause']) + '_event'))}</td><td>{esc(g['link_method'])}</td>"
+        f"<td>{esc(g.get('evidence'))}</td><td>{esc(g['link_method'])}</td>"
         for g in gaps
     ]
+    steps = "".join(
+        f"<li><b>{esc(h['cause'] if h['op'] is None else h['op'] + ' (' + h['cause'] + ')')}"
+        f"</b>, {us(h['idle_ns'])} µs: {esc(h['hint'])}</li>"
+        for h in run.get("hints") or []
+    )
     return (
-        '<section id="gaps"><h2>Gaps</h2><p class="note">Every device gap (the whole device '
+        '<section id="gaps"><h2>Gaps</h2>'
+        + (f'<h3>Next steps</h3><ul class="hints">{steps}</ul>' if steps else "")
+        + '<p class="note">Every device gap (the whole device '
         "idle), in time order; click a column to sort. The per-lane gaps are in the gaps "
         "JSON.</p>"
         + _table(

@@ -24,11 +24,14 @@ WIDTH_IN = 12.0
 # Okabe-Ito colours: told apart with the common colour-vision deficiencies.
 CAUSE_COLOURS = {
     "host_dispatch": "#E69F00",
+    "launch_latency": "#F0E442",
     "transfer": "#56B4E9",
     "sync": "#CC79A7",
+    "graph": "#009E73",
+    "collective": "#0072B2",
     "runtime": "#D55E00",
     "uncorrelated": "#999999",
-    "other": "#F0E442",
+    "other": "#000000",
 }
 BUSY_COLOUR = "#1F3A5F"
 OP_COLOUR, OP_EDGE = "#DCE3EE", "#7A8BA6"

@@ -9,9 +9,11 @@ import polars as pl
 
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.render.safe import shown
 from trace_analyzer.render.tables import (
     MARKDOWN,
     Style,
+    bullets,
     first,
     frame_text,
     heading,
@@ -20,6 +22,7 @@ from trace_analyzer.render.tables import (
     signed,
     us,
 )
+from trace_analyzer.render.text_idle import idle_cells, idle_phrase
 
 
 def _verdict(run: dict[str, Any]) -> str:
@@ -32,7 +35,7 @@ def _verdict(run: dict[str, Any]) -> str:
     top = max(causes, key=lambda c: causes[c]) if causes else None
     longest = f", longest {us(s['gap_max_ns'])} µs" if s["gap_count"] else ""
     text = (
-        f"{s['devices']} device(s) idle {s['idle_pct']} % of the {w['origin']} "
+        f"{s['devices']} device(s) {idle_phrase(s, w['origin'], str)} "
         f"({us(s['idle_ns'])} µs in {s['gap_count']} gaps{longest})"
     )
     if top:
@@ -56,10 +59,7 @@ def _aggregate(run: dict[str, Any], by: str, top: int) -> pl.DataFrame:
             {
                 AGGREGATE[by][1]: r[AGGREGATE[by][1]],
                 "busy µs": us(r["busy_ns"]),
-                "idle µs": us(r["idle_ns"]),
-                "idle %": r["idle_pct"],
-                "leading µs": us(r["leading_ns"]),
-                "trailing µs": us(r["trailing_ns"]),
+                **idle_cells(r),
                 "executions": r["executions"],
                 "gaps": r["gap_count"],
                 "p50 µs": us(r["gap_p50_ns"]),
@@ -97,7 +97,7 @@ def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int) -> pl.Dat
                 "cause": g["cause"],
                 "after op": g["prev_op"] or f"({g['prev_name']})",
                 "next op": g["next_op"] or "(unlinked)",
-                "evidence": g.get(f"{g['cause']}_event") or "",
+                "evidence": g.get("evidence") or "",
             }
             for g in gaps
         ]
@@ -112,6 +112,7 @@ def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) 
     ]
     if not run["summary"]["executions"]:
         return lines
+    lines += bullets("next steps", next_steps(run.get("hints") or [], style), style)
     origin = run["window"]["start_ns"]
     table = _aggregate(run, by, top)
     if table.height:
@@ -143,6 +144,18 @@ def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) 
             "</details>",
         ]
     return lines
+
+
+def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
+    """Return the hints of a gaps result as list items: per cause, then per op (names from
+    the trace shown inert)."""
+    out = []
+    for h in hints:
+        where = h["cause"] if h["op"] is None else f"{shown(h['op'], style)} ({h['cause']})"
+        n = h["gaps"]
+        gaps = f"{n} gap" if n == 1 else f"{n} gaps"
+        out.append(f"{where}, {us(h['idle_ns'])} µs in {gaps}: {shown(h['hint'], style)}")
+    return out
 
 
 def _diff(run: dict[str, Any], style: Style, top: int = 10) -> list[str]:

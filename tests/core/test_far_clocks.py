@@ -1,0 +1,91 @@
+"""Traces far apart in time in one folder are refused, not merged into one window (issue 16;
+core/clocks.py, docs/formats.md "Layouts and runs")."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import trace_analyzer as ta
+from conftest import X, kineto, run_cli, write_trace
+from trace_analyzer.core.clocks import FAR_APART_NS
+from trace_analyzer.core.profile import read_run
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.discover import discover
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+DLRM = SHARED / "real/param/dlrm_kineto"
+DAY_NS = 86_400 * 1_000_000_000
+BASE = 1_700_000_000 * 1_000_000_000  # baseTimeNanoseconds of the first rank (epoch ns)
+
+
+def _rank(folder: Path, name: str, base_ns: int) -> Path:
+    """A one-GPU Kineto trace: two kernels 100 µs apart, the last ending at 160 µs after base."""
+    events = [
+        X("kernel", "k0", 0, 40, pid=0, tid=7, device=0, stream=7),
+        X("kernel", "k1", 140, 20, pid=0, tid=7, device=0, stream=7),
+    ]
+    return write_trace(folder / name, kineto(events, baseTimeNanoseconds=base_ns))
+
+
+def _refused(folder: Path, *names: str) -> None:
+    code, out, err = run_cli("gaps", folder, "--no-cache")
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for name in names:
+        assert name in lines[0]
+    with pytest.raises(InputError):
+        ta.load(folder)
+
+
+def test_two_traces_200_days_apart_are_refused_and_each_reads_alone(tmp_path):
+    a = _rank(tmp_path, "rank0.json", BASE)
+    b = _rank(tmp_path, "rank1.json", BASE + 200 * DAY_NS)
+    _refused(tmp_path, "rank0.json", "rank1.json")
+    for f, base in ((a, BASE), (b, BASE + 200 * DAY_NS)):
+        g = ta.gaps(ta.load(f))  # named alone, a file is its own run with its own window
+        assert g.window is not None
+        assert (g.window.start_ns, g.window.end_ns) == (base, base + 160_000)
+        assert g.summary["idle_ns"] == 100_000
+
+
+@pytest.mark.parametrize("apart", [FAR_APART_NS, FAR_APART_NS + 1])
+def test_the_threshold(tmp_path, apart):
+    _rank(tmp_path, "rank0.json", BASE)
+    _rank(tmp_path, "rank1.json", BASE + 160_000 + apart)  # rank1 starts `apart` after rank0 ends
+    if apart > FAR_APART_NS:
+        _refused(tmp_path, "rank0.json", "rank1.json")
+        return
+    g = ta.gaps(ta.load(tmp_path))
+    assert g.window is not None and g.window.duration_ns == 2 * 160_000 + apart
+
+
+def test_a_corpus_rank_copied_200_days_later_is_refused(tmp_path):
+    if not DLRM.is_dir():
+        pytest.skip(f"../shared/corpus is absent: no {DLRM}")
+    src = sorted(DLRM.glob("*.json.gz"))[0]
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    (tmp_path / "early.json.gz").write_bytes(src.read_bytes())
+    shift_us = 200 * DAY_NS // 1000  # this trace's ts are epoch µs (no baseTimeNanoseconds)
+    assert "baseTimeNanoseconds" not in doc
+    for e in doc["traceEvents"]:
+        if isinstance(e.get("ts"), (int, float)):
+            e["ts"] += shift_us
+    write_trace(tmp_path / "late.json.gz", doc)
+    _refused(tmp_path, "early.json.gz", "late.json.gz")
+
+
+def test_every_multi_file_corpus_run_stays_one_run():
+    if not SHARED.is_dir():
+        pytest.skip(f"../shared/corpus is absent: no {SHARED}")
+    seen = 0
+    for top in (SHARED / "real", SHARED / "hta"):
+        for run in discover(top):
+            if len(run.sources) > 1:
+                seen += 1
+                read_run(run)  # raises when its files are far apart
+    assert seen >= 2  # the 8 DLRM ranks and HTA's trace_filter ranks at least

@@ -1,0 +1,202 @@
+"""The evidence of each gap: the next execution's launch, what the host did while it was late,
+and the sentence that says why (docs/gaps.md, "Evidence").
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.analyses.busy import merge
+from trace_analyzer.core.link import GRAPH_LAUNCH
+
+SYNC_NAMES = r"(?i)synchroni[sz]e"
+# What a host thread records, by what it was doing (the first that holds wins, nested calls
+# inside an op count for the call): a synchronize, a runtime or driver call (or a Neuron
+# host-side copy), a framework op. Python frames and nothing recorded are "untraced".
+HOST_KINDS = ("framework_op", "framework_dispatch", "runtime", "transfer")
+HOST_SPLIT = ("host_sync_ns", "host_runtime_ns", "host_framework_ns", "host_untraced_ns")
+
+
+def covered(
+    gaps: pl.DataFrame,
+    marks: pl.DataFrame,
+    name: str,
+    by: str = "pid",
+    end: str = "end_ns",
+    last_event: bool = True,
+) -> pl.DataFrame:
+    """Return ``gaps`` with ``<name>_ns``: how much of each gap, from ``start_ns`` to
+    ``end`` (a column), the intervals of ``marks`` with the same ``by`` value cover, and
+    ``<name>_event``: the name of the last mark that starts before that end."""
+    if marks.is_empty():
+        return gaps.with_columns(
+            pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
+        )
+    keyed = marks.select(by, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
+    m = (
+        merge(keyed, by)
+        .sort(by, "start_ns")
+        .with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
+    )
+    m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over(by))
+
+    def upto(t: str) -> pl.Series:  # covered time from the key's first mark up to t
+        probe = gaps.with_row_index("_g").select("_g", by, t=pl.col(t)).sort("t")
+        hit = probe.join_asof(
+            m.sort("start_ns"), left_on="t", right_on="start_ns", by=by, check_sortedness=False
+        )
+        value = pl.col("before") + (pl.col("t") - pl.col("start_ns")).clip(0, pl.col("length"))
+        return hit.select("_g", value.fill_null(0).alias("c")).sort("_g")["c"]
+
+    cover = (upto(end) - upto("start_ns")).clip(lower_bound=0).alias(f"{name}_ns")
+    if not last_event:
+        return gaps.with_columns(cover)
+    last = (
+        gaps.with_row_index("_g")
+        .sort(end)
+        .join_asof(
+            marks.select(by, "start_ns", "name", end_m="end_ns").sort("start_ns"),
+            left_on=end,
+            right_on="start_ns",
+            by=by,
+            suffix="_m",
+            check_sortedness=False,
+        )
+        .sort("_g")
+        .select(
+            pl.when(pl.col("end_m") > pl.col("start_ns"))
+            .then(pl.col("name"))
+            .alias(f"{name}_event")
+        )
+    )
+    return gaps.with_columns(cover, last.to_series())
+
+
+def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return per hardware event its launch (the runtime call its ``device`` link names):
+    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread."""
+    calls = events.select(
+        launch_event="event_id",
+        launch_start_ns="start_ns",
+        launch_is_graph=pl.col("name").str.contains(GRAPH_LAUNCH),
+        launch_pid="pid",
+        launch_tid="tid",
+    )
+    return (
+        edges.filter(pl.col("hop") == "device")
+        .select(event_id="dst", launch_event="src")
+        .join(calls, on="launch_event")
+    )
+
+
+def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with, for each ``host_dispatch`` gap, how the host's late time (from
+    the gap's start to the next launch) went on the launching thread: ``host_sync_ns``,
+    ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns`` (null for other causes).
+
+    The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
+    its op's thread)."""
+    dispatch = pl.col("cause") == "host_dispatch"
+    late_rows = gaps.with_row_index("_r").filter(dispatch)
+    if late_rows.is_empty():
+        return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
+    ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
+    g = late_rows.join(ops, on="next_op_event", how="left").with_columns(
+        _thread=pl.format(
+            "{}:{}",
+            pl.coalesce("launch_pid", "op_pid"),
+            pl.coalesce("launch_tid", "op_tid"),
+        ),
+        _late_end=pl.min_horizontal("launch_ns", "end_ns"),
+    )
+    host = events.filter(
+        pl.col("lane_kind").is_in(HOST_KINDS)
+        & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
+    ).with_columns(_thread=pl.format("{}:{}", "pid", "tid"))
+    sync = host.filter(pl.col("name").str.contains(SYNC_NAMES))
+    calls = host.filter(
+        pl.col("lane_kind").is_in(["runtime", "transfer"]) | pl.col("name").str.contains(SYNC_NAMES)
+    )
+    late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
+    for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
+        g = covered(g, marks, name, by="_thread", end="_late_end", last_event=False)
+    split = {
+        "host_sync_ns": pl.col("_s_ns"),
+        "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
+        "host_framework_ns": pl.col("_a_ns") - pl.col("_c_ns"),
+        "host_untraced_ns": late - pl.col("_a_ns"),
+    }
+    found = g.select("_r", **{k: v.clip(lower_bound=0) for k, v in split.items()})
+    return (
+        gaps.with_row_index("_r").join(found, on="_r", how="left", maintain_order="left").drop("_r")
+    )
+
+
+def span(ns: pl.Expr) -> pl.Expr:
+    """Return a duration in ns as words: ``850 ns``, ``12.3 µs``, ``1.73 ms``."""
+    return (
+        pl.when(ns.abs() < 1_000)
+        .then(pl.format("{} ns", ns))
+        .when(ns.abs() < 1_000_000)
+        .then(pl.format("{} µs", (ns / 1_000).round(1)))
+        .otherwise(pl.format("{} ms", (ns / 1_000_000).round(2)))
+    )
+
+
+def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
+    """Return ``gaps`` with ``evidence``: the numbers that decided each cause, in words."""
+    start, launch, end = pl.col("start_ns"), pl.col("launch_ns"), pl.col("end_ns")
+    pct = (100 * pl.col("transfer_ns") / pl.col("duration_ns")).round(0).cast(pl.Int64)
+    spct = (100 * pl.col("sync_ns") / pl.col("duration_ns")).round(0).cast(pl.Int64)
+    host = pl.format(
+        "next launched {} after the lane went idle (host: {} in framework ops, {} in runtime "
+        "calls, {} in synchronize, {} untraced)",
+        span(launch - start),
+        span(pl.col("host_framework_ns")),
+        span(pl.col("host_runtime_ns")),
+        span(pl.col("host_sync_ns")),
+        span(pl.col("host_untraced_ns")),
+    )
+    queued = span(start - launch)
+    text = (
+        pl.when(pl.col("cause") == "collective")
+        .then(
+            pl.when(pl.col("comm_lane"))
+            .then(pl.lit("a communication lane: it waits for its peers, not for the host"))
+            .otherwise(
+                pl.format("next is a collective, queued {} before: waiting for peers", queued)
+            )
+        )
+        .when(pl.col("cause") == "transfer")
+        .then(
+            pl.format(
+                "{} covers {} % of the gap ({})", "transfer_event", pct, span(pl.col("transfer_ns"))
+            )
+        )
+        .when(pl.col("cause") == "uncorrelated")
+        .then(pl.lit("no launch recorded for the next execution"))
+        .when(pl.col("cause") == "host_dispatch")
+        .then(host)
+        .when(pl.col("cause") == "graph")
+        .then(pl.lit("between two kernels of one graph replay"))
+        .when(pl.col("cause") == "launch_latency")
+        .then(
+            pl.format(
+                "queued {} before, started {} after the previous (≤ {})",
+                queued,
+                span(end - start),
+                span(pl.lit(latency_ns)),
+            )
+        )
+        .when(pl.col("cause") == "sync")
+        .then(pl.format("{} covers {} % of the gap", "sync_event", spct))
+        .when(pl.col("cause") == "runtime")
+        .then(
+            pl.format(
+                "launched {} before the lane went idle, started {} after it",
+                queued,
+                span(end - start),
+            )
+        )
+    )
+    return gaps.with_columns(evidence=text)
