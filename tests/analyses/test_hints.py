@@ -43,3 +43,19 @@ def test_every_output_carries_the_next_steps(tmp_path):
     (run,) = json.loads(out)["runs"]
     assert {h["cause"] for h in run["hints"]} == {"transfer", "host_dispatch", "runtime"}
     assert all(g["evidence"] for g in run["gaps"])
+
+
+def test_by_step_gives_one_row_per_profiler_step():
+    """--by step: the naive profile's one ProfilerStep holds every gap before its executions
+    (truth.json: the step and the gaps the generator made)."""
+    truth = json.loads((FIXTURES / "rmsnorm_naive" / "truth.json").read_text())
+    step = int(truth["profiler_step"]["name"].rsplit("#", 1)[1])
+    gaps = truth["gaps"]
+    g = ta.gaps(ta.load(FIXTURES / "rmsnorm_naive", cache=False))
+    assert g.steps["step"].to_list() == [step]
+    assert g.steps["idle_ns"].to_list() == [sum(x["duration_ns"] for x in gaps)]
+    assert g.steps["gaps"].to_list() == [len(gaps)]
+    from conftest import run_cli
+    code, out, err = run_cli("gaps", FIXTURES / "rmsnorm_naive", "--by", "step", "--no-cache")
+    assert code == 0, err
+    assert "by step (µs)" in out and f"|    {step} |" in out

@@ -235,10 +235,10 @@ def test_default_cache_is_inside_the_named_folder_and_nothing_else_is_written(na
     run_files = [Path(p).name for p in cache_files if "-gaps-" not in p]
     suffixes = sorted(name.split(".", 1)[1] for name in run_files)
     assert suffixes == ["TAG", "edges.parquet", "events.parquet", "json"]  # CACHEDIR.TAG + entry
-    # and the gaps result beside it: its five tables and its meta
+    # and the gaps result beside it: its six tables and its meta
     gaps_files = sorted(Path(p).name.split(".", 1)[1] for p in cache_files if "-gaps-" in p)
     assert gaps_files == sorted(["devices.parquet", "device_gaps.parquet", "gaps.parquet",
-                                 "lanes.parquet", "ops.parquet", "json"])
+                                 "lanes.parquet", "ops.parquet", "steps.parquet", "json"])
     after = listing(tmp_path)  # what was there is untouched (but the named folder's mtime)
     kept = [p for p in before if p != "naive"]
     assert {p: after[p] for p in kept} == {p: before[p] for p in kept}

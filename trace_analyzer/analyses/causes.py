@@ -192,3 +192,46 @@ def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("idle_before_ns", "op", descending=[True, False])
     )
+
+
+STEP = r"^ProfilerStep#(\d+)$"
+
+
+def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return per ProfilerStep the device gaps before the executions it launched (a gap
+    belongs to the step its next execution was launched in; the device may run behind the
+    host, past the step's end): ``idle_ns``, ``gaps`` and the idle per cause
+    (``--by step``). Gaps whose next execution no step launched are left out."""
+    schema = {
+        "step": pl.Int64,
+        "idle_ns": pl.Int64,
+        "gaps": pl.UInt32,
+        **{f"{c}_ns": pl.Int64 for c in CAUSES},
+    }
+    if device_gaps.is_empty():
+        return pl.DataFrame(schema=schema)
+    steps = (
+        events.filter(pl.col("name").str.contains(STEP))
+        .select(
+            "start_ns",
+            step_end="end_ns",
+            step=pl.col("name").str.extract(STEP).cast(pl.Int64, strict=False),
+        )
+        .drop_nulls("step")
+        .sort("start_ns")
+    )
+    if steps.is_empty():
+        return pl.DataFrame(schema=schema)
+    placed = (
+        device_gaps.select("duration_ns", "cause", start_ns=pl.coalesce("launch_ns", "start_ns"))
+        .sort("start_ns")
+        .join_asof(steps, on="start_ns", strategy="backward")
+        .filter(pl.col("start_ns") < pl.col("step_end"))
+    )
+    per_cause = [
+        pl.col("duration_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
+    ]
+    out = placed.group_by("step").agg(
+        pl.col("duration_ns").sum().alias("idle_ns"), pl.len().alias("gaps"), *per_cause
+    )
+    return out.sort("step").cast(schema)  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ together into ``GapsResult`` and evaluates ``--fail-on`` conditions (docs/gaps.m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -21,6 +21,7 @@ from trace_analyzer.analyses.causes import (
     UNLINKED,
     attribute,
     by_op,
+    by_step,
     comm_lanes,
 )
 from trace_analyzer.analyses.chain import chain_table
@@ -37,7 +38,7 @@ __all__ = [
     "gaps", "gaps_runs", "gate", "merge", "metrics", "stats", "window_of",
 ]  # fmt: skip
 
-FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops")
+FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
 
 
 @dataclass(frozen=True, repr=False)
@@ -62,6 +63,7 @@ class GapsResult(RunResult):
     ops: pl.DataFrame
     summary: dict[str, Any]
     chain: pl.DataFrame | None = None
+    steps: pl.DataFrame = field(default_factory=pl.DataFrame)
     root: str | None = None
     failed: tuple[str, ...] = ()
     hints: tuple[dict[str, Any], ...] = ()
@@ -87,6 +89,7 @@ class GapsResult(RunResult):
             "gaps": Rows(self.gaps),
             "device_gaps": Rows(self.device_gaps),
             "ops": self.ops.to_dicts(),
+            "steps": self.steps.to_dicts(),
             "hints": list(self.hints),
             "failed": list(self.failed),
         }
@@ -206,6 +209,7 @@ def _measure(
         gaps=parts["lane"][1],
         device_gaps=device_gaps,
         ops=by_op(all_device_gaps),
+        steps=by_step(all_device_gaps, events),
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
         chain=chain,
         root=root,
@@ -259,6 +263,7 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
         gaps=none,
         device_gaps=none,
         ops=by_op(none),
+        steps=by_step(none, none),
         summary=summary,
         root=root,
     )

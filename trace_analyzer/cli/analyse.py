@@ -92,10 +92,10 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
 @click.option("--lane", "lane_glob", metavar="GLOB", help="Only hardware lanes matching GLOB.")
 @click.option(
     "--by",
-    type=click.Choice(["device", "lane", "op"]),
+    type=click.Choice(["device", "lane", "op", "step"]),
     default="device",
     show_default=True,
-    help="The table the text reports lead with.",
+    help="The table the text reports lead with (step: one row per ProfilerStep).",
 )
 @click.option(
     "--fail-on",

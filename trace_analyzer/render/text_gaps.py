@@ -47,6 +47,7 @@ AGGREGATE = {  # --by: which table, and its first column
     "device": ("devices", "device"),
     "lane": ("lanes", "lane"),
     "op": ("ops", "op"),
+    "step": ("steps", "step"),
 }
 
 
@@ -54,6 +55,8 @@ def _aggregate(run: dict[str, Any], by: str, top: int) -> pl.DataFrame:
     rows = run[AGGREGATE[by][0]]
     if by == "op":
         return _ops_idle(rows[:top])
+    if by == "step":
+        return _steps_idle(rows)
     return pl.DataFrame(
         [
             {
@@ -81,6 +84,20 @@ def _ops_idle(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
                 "gaps": r["gaps"],
                 **{c: us(r[f"{c}_ns"]) for c in CAUSES},
                 "transfers": r["transfers"] or "",
+            }
+            for r in rows
+        ]
+    )
+
+
+def _steps_idle(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [
+            {
+                "step": r["step"],
+                "idle µs": us(r["idle_ns"]),
+                "gaps": r["gaps"],
+                **{c: us(r[f"{c}_ns"]) for c in CAUSES},
             }
             for r in rows
         ]
