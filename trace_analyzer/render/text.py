@@ -19,7 +19,7 @@ from trace_analyzer.analyses.info import InfoResult
 from trace_analyzer.analyses.ops import OpsResult
 from trace_analyzer.analyses.results import RunResult, RunResults
 from trace_analyzer.analyses.trend import TrendResult
-from trace_analyzer.render import text_gaps
+from trace_analyzer.render import text_diff, text_gaps
 from trace_analyzer.render.safe import plain, shown, warning_block
 from trace_analyzer.render.tables import (
     MARKDOWN,
@@ -229,6 +229,6 @@ LAYOUTS: tuple[tuple[type, Layout], ...] = (
     (OpsResult, lambda run, style, view: _ops(run, style)),
     (ChainResult, lambda run, style, view: _chain(run, style)),
     (GapsResult, lambda run, style, view: text_gaps._gaps(run, style, view.by, view.top)),
-    (DiffResult, lambda run, style, view: text_gaps._diff(run, style, view.top)),
+    (DiffResult, lambda run, style, view: text_diff._diff(run, style, view.top)),
     (TrendResult, lambda run, style, view: text_gaps._trend(run, style)),
 )

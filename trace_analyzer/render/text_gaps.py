@@ -14,12 +14,9 @@ from trace_analyzer.render.tables import (
     MARKDOWN,
     Style,
     bullets,
-    first,
     frame_text,
     heading,
-    num,
     section,
-    signed,
     us,
 )
 from trace_analyzer.render.text_idle import idle_cells, idle_phrase
@@ -173,68 +170,6 @@ def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
         gaps = f"{n} gap" if n == 1 else f"{n} gaps"
         out.append(f"{where}, {us(h['idle_ns'])} µs in {gaps}: {shown(h['hint'], style)}")
     return out
-
-
-def _diff(run: dict[str, Any], style: Style, top: int = 10) -> list[str]:
-    verdict = ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + run[
-        "verdict_text"
-    ]
-    lines = [
-        heading(f"diff: {run['root']}", style),
-        "",
-        f"**{verdict}**" if style == MARKDOWN else verdict,
-    ]
-    shown = [m for m in run["metrics"] if m["base"] or m["head"]]
-    metrics = pl.DataFrame(
-        [
-            {
-                "metric": m["what"],
-                "base": num(m["base"]),
-                "head": num(m["head"]),
-                "change": signed(m["delta"]),
-                "change %": signed(m["pct_delta"]),
-            }
-            for m in shown
-        ]
-    )
-    lines += section("key numbers (head − base)", metrics, style)
-    changed = [
-        o
-        for o in run["ops"]
-        if o["device_us_delta"] or o["calls_delta"] or o["idle_before_us_delta"]
-    ][:top]
-    if changed:
-        lines += section(
-            f"ops that changed most (device µs; top {len(changed)})", _op_changes(changed), style
-        )
-    for title, ops in (
-        ("ops added in head", run["added"]),
-        ("ops removed in head", run["removed"]),
-    ):
-        if ops:
-            names = ", ".join(
-                f"{o['name']} ({num(first(o['device_us_head'], o['device_us_base']))} µs)"
-                for o in ops[:top]
-            )
-            more = f", and {len(ops) - top} more" if len(ops) > top else ""
-            lines += ["", f"{title}: {names}{more}"]
-    return lines
-
-
-def _op_changes(ops: list[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [
-            {
-                "op": o["name"],
-                "calls": f"{num(o['calls_base'])} → {num(o['calls_head'])}",
-                "device base": num(o["device_us_base"]),
-                "device head": num(o["device_us_head"]),
-                "device Δ": signed(o["device_us_delta"]),
-                "idle before Δ": signed(o["idle_before_us_delta"]),
-            }
-            for o in ops
-        ]
-    )
 
 
 def _trend(run: dict[str, Any], style: Style) -> list[str]:
