@@ -20,7 +20,8 @@ import pytest
 
 RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "base": {
-        "holds": ("trace_analyzer.errors", "trace_analyzer.units", "trace_analyzer.atomic",
+        "holds": ("trace_analyzer.errors", "trace_analyzer.units", "trace_analyzer.numbers",
+                  "trace_analyzer.atomic",
                   "trace_analyzer._version"),
         "may_import": (),  # base only (units imports errors)
     },

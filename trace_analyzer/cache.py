@@ -52,8 +52,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # 3: keyed by the shared run fingerprint; 4: legacy JSON timestamp_unit, warnings and
 # metadata, NEFF/NTFF pairs by stem; 5: links as the flow graph, Explorer's keys carried to
 # trace.json, launches from Python; 6: the gap model of issue 16 with evidence and hints, the
-# active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep).
-FORMAT = 7
+# active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep;
+# 8: evidence and hints written with numbers.duration).
+FORMAT = 8
 
 TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"

@@ -1,4 +1,5 @@
-"""Durations with units (``5us``, ``1.2ms``, ``300ns``) and ``--fail-on`` expressions."""
+"""Durations with units (``5us``, ``1.2ms``, ``300ns``; ``0`` alone) and ``--fail-on``
+expressions (``gap_max_us>100``: the metric's unit is in its name, the number has none)."""
 
 from __future__ import annotations
 
@@ -18,16 +19,27 @@ def glob_regex(pattern: str) -> str:
 
 NS_PER = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 DURATION = re.compile(r"^\s*(-?\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|ms|s)\s*$")
+ZERO = re.compile(r"^\s*[+-]?(0+(\.0*)?|\.0+)\s*$")
+BARE = re.compile(r"^\s*(-?\d+(?:\.\d*)?|\.\d+)\s*$")
 
 
 def parse_duration(text: str) -> int:
-    """Return a duration with a unit as integer ns; a bare number is an error (which unit?)."""
+    """Return a duration with a unit (``5us``, ``1.2ms``, ``300ns``, ``2s``) as integer ns;
+    ``0`` needs no unit; any other bare number is an error (which unit?)."""
+    if ZERO.match(text):
+        return 0
     m = DURATION.match(text)
-    if not m:
+    if m:
+        return round(float(m[1]) * NS_PER[m[2]])
+    if BARE.match(text):
+        n = text.strip()
         raise UsageError(
-            f"{text!r} is not a duration: give a number and a unit, e.g. 5us, 1.2ms, 300ns"
+            f"{text!r} has no unit: give one of ns, us (or µs), ms, s, e.g. {n}us or {n}ms "
+            "(0 alone needs none)"
         )
-    return round(float(m[1]) * NS_PER[m[2]])
+    raise UsageError(
+        f"{text!r} is not a duration: give a number and a unit, e.g. 5us, 1.2ms, 300ns"
+    )
 
 
 OPERATORS: dict[str, Callable[[Any, float], bool]] = {
@@ -58,10 +70,11 @@ class Condition:
 def parse_condition(text: str, known: Mapping[str, object], hint: str | None = None) -> Condition:
     """Return the parsed condition; its metric must be one of ``known`` (name -> meaning).
 
-    ``hint`` replaces the list of known names in the error (when it is long)."""
+    ``hint`` replaces the list of known names in the error (when it is long). A number with a
+    unit is refused, saying the metric's unit (it is in the metric's name)."""
     m = CONDITION.match(text)
     if not m:
-        raise UsageError(f"--fail-on {text!r}: expected METRIC OP NUMBER, e.g. 'idle_pct>20'")
+        raise UsageError(_condition_problem(text))
     if m[1] not in known:
         raise UsageError(
             f"--fail-on {text!r}: unknown metric {m[1]!r}; known: "
@@ -70,12 +83,59 @@ def parse_condition(text: str, known: Mapping[str, object], hint: str | None = N
     return Condition(text=text.strip(), metric=m[1], op=m[2], value=float(m[3]))
 
 
-def failed(conditions: list[Condition], metrics: Mapping[str, Any]) -> list[str]:
-    """Return a line for each condition that holds (a failed gate), with the measured value."""
+UNITS = {"_ns": "ns", "_us": "µs", "_ms": "ms", "_pct": "%"}  # a metric's unit: its name's end
+WITH_UNIT = re.compile(
+    r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|!=|>|<)\s*(-?\d+(?:\.\d*)?)\s*(ns|us|µs|ms|s|%)\s*$"
+)
+
+
+def _condition_problem(text: str) -> str:
+    """Return why ``text`` is not a condition: a number with a unit (the metric's unit is in
+    its name: write the number in it), or not ``METRIC OP NUMBER`` at all."""
+    m = WITH_UNIT.match(text)
+    if not m:
+        return f"--fail-on {text!r}: expected METRIC OP NUMBER, e.g. 'idle_pct>20'"
+    metric, op, number, unit = m[1], m[2], m[3], {"us": "µs"}.get(m[4], m[4])
+    mine = _unit_of(metric)
+    if mine is None:
+        return f"--fail-on {text!r}: {metric} is a plain number: write '{metric}{op}{number}'"
+    if mine in NS_PER and unit in NS_PER:  # 1ms for a metric in µs: 1000
+        number = f"{float(number) * NS_PER[unit] / NS_PER[mine]:.12g}"
+    return (
+        f"--fail-on {text!r}: the metric's unit is in its name ({metric} is in {mine}): "
+        f"write '{metric}{op}{number}'"
+    )
+
+
+def _unit_of(metric: str) -> str | None:
+    """Return the unit a metric's name ends in (``gap_max_us``: µs; a diff's ``_pct_delta``:
+    %; its ``_delta``, ``_base`` and ``_head`` keep the metric's); None for a count."""
+    if metric.endswith("_pct_delta"):
+        return "%"
+    for suffix in ("_delta", "_base", "_head"):
+        metric = metric.removesuffix(suffix)
+    return next((u for end, u in UNITS.items() if metric.endswith(end)), None)
+
+
+def failed(
+    conditions: list[Condition],
+    metrics: Mapping[str, Any],
+    undefined: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Return a line for each condition that holds (a failed gate), with the measured value,
+    and for each whose metric is undefined (None or absent in ``metrics``): a gate that
+    cannot be measured fails rather than passes, its line saying why (``undefined``: metric
+    -> reason, e.g. ``no hardware executions``)."""
     out = []
     for c in conditions:
         value = metrics.get(c.metric)
-        if value is not None and c.holds(metrics):
+        if value is None:
+            why = (undefined or {}).get(c.metric)
+            out.append(
+                f"--fail-on '{c.text}' failed: {c.metric} is undefined"
+                + (f" ({why})" if why else "")
+            )
+        elif c.holds(metrics):
             out.append(f"--fail-on '{c.text}' failed: {c.metric} = {value}")
     return out
 

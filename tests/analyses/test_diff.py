@@ -124,10 +124,64 @@ def test_bad_usage_is_exit_2_with_one_line(args):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_a_folder_of_several_runs_is_not_one_profile():
-    code, _, err = run_cli("diff", str(FIXTURES), str(FUSED))
-    assert code == 2
-    assert "runs found" in err and len(err.strip().splitlines()) == 1
+def test_a_folder_of_several_runs_is_a_side_of_several_samples():
+    code, d, err = diff_json(FIXTURES, FUSED)
+    assert code == 0, err
+    (run,) = d["runs"]
+    roots = sorted(str(p) for p in FIXTURES.glob("rmsnorm_*"))
+    assert sorted(run["base_samples"]) == roots and run["head_samples"] == [str(FUSED)]
+    m = {r["metric"]: r for r in run["metrics"]}
+    execs = [len(truth(Path(p))["executions"]) for p in roots]
+    assert m["executions"]["base_runs"] == 4 and m["executions"]["head_runs"] == 1
+    assert m["executions"]["base"] == pytest.approx(sum(execs) / 4)
+    assert run["noise"] == "head has one run (base 4): no noise estimate"
+
+
+def test_json_is_version_2_with_spread_and_signals():
+    _, d, _ = diff_json(NAIVE, FUSED)
+    assert d["schema_version"] == 2
+    (run,) = d["runs"]
+    row = run["metrics"][0]
+    for key in ("base_runs", "head_runs", "base_sd", "head_sd", "t", "df", "t_critical",
+                "significant"):
+        assert key in row
+    assert row["base_runs"] == row["head_runs"] == 1 and row["base_sd"] is None
+    assert row["significant"] is None  # one run per side: not tested
+    assert run["noise"] == "one run per side: no noise estimate"
+    assert [s["metric"] for s in run["signals"]] == ["step_time_us", "device_time", "idle_pct"]
+    assert run["base_source"] == run["head_source"] == "trace"
+
+
+def step_ns(path: Path) -> int:
+    s = truth(path)["profiler_step"]
+    return s["end_ns"] - s["start_ns"]
+
+
+def test_the_verdict_weighs_the_step_time_and_says_so():
+    # both fixtures hold ProfilerStep#3; the step is the host span of the one iteration
+    _, d, _ = diff_json(NAIVE, FUSED)
+    (run,) = d["runs"]
+    assert run["time_metric"] == "step_time_us"
+    m = {r["metric"]: r for r in run["metrics"]}
+    assert m["step_time_us"]["base"] == pytest.approx(step_ns(NAIVE) / 1000)
+    assert m["step_time_us"]["head"] == pytest.approx(step_ns(FUSED) / 1000)
+    pct = 100 * (step_ns(FUSED) - step_ns(NAIVE)) / step_ns(NAIVE)
+    assert run["verdict_text"].startswith(f"step time {pct:+.1f} %")
+    _, d, _ = diff_json(NAIVE, FUSED, "--step", "3")
+    (run,) = d["runs"]
+    assert run["time_metric"] == "window_us"
+    assert run["verdict_text"].startswith("ProfilerStep#3 -")
+
+
+def test_the_text_report_leads_with_the_verdict():
+    code, out, _ = run_cli("diff", str(NAIVE), str(FUSED))
+    assert code == 0
+    lines = out.splitlines()
+    pct = 100 * (step_ns(FUSED) - step_ns(NAIVE)) / step_ns(NAIVE)
+    assert lines[2].endswith(": better") and lines[2].startswith(f"step time {pct:+.1f} %")
+    assert lines[4] == "one run per side: no noise estimate."
+    # published device times, 2,354.9 µs and 403.3 µs, auto-scaled
+    assert "device time" in lines[2] and "(2.35 ms → 403.3 µs)" in lines[2]
 
 
 def test_missing_head_is_exit_2_naming_it(tmp_path):

@@ -5,6 +5,7 @@ expected figures come from the fixture generator's record (fixtures/*/truth.json
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,8 @@ def test_the_naive_profile_says_what_to_change(variant):
     (fusion,) = [h for h in g.hints if h["op"] is None and h["cause"] == "host_dispatch"]
     assert fusion["gaps"] == len(late)
     assert fusion["idle_ns"] == sum(x["duration_ns"] for x in late)
-    assert f"{sum(x['duration_ns'] for x in late) / 1000:,.1f} µs" in fusion["hint"]
-    assert "fusing" in fusion["hint"] and "2,355 µs to 376 µs" in fusion["hint"]
+    assert f"{sum(x['duration_ns'] for x in late) / 1000:.1f} µs" in fusion["hint"]
+    assert "fusing" in fusion["hint"] and "2.35 ms to 376 µs" in fusion["hint"]
 
 
 def test_every_output_carries_the_next_steps(tmp_path):
@@ -58,4 +59,4 @@ def test_by_step_gives_one_row_per_profiler_step():
     from conftest import run_cli
     code, out, err = run_cli("gaps", FIXTURES / "rmsnorm_naive", "--by", "step", "--no-cache")
     assert code == 0, err
-    assert "by step (µs)" in out and f"|    {step} |" in out
+    assert "by step" in out and re.search(rf"\|\s+{step} \|", out), out

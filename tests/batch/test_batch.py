@@ -305,7 +305,7 @@ def test_trend_table_by_variant(batched):
     assert [r["time"] for r in naive] == sorted(r["time"] for r in naive)
     assert {r["idle_pct"] for r in naive} == {11.92}
     code, text, _ = run_cli("trend", out)
-    assert code == 0 and "2 failed runs left out" in text and "idle_pct" in text
+    assert code == 0 and "2 failed runs left out" in text and "idle %" in text
     code, text, _ = run_cli("trend", out, "--format", "csv")
     assert text.splitlines()[0].startswith("group,time,run_id,idle_pct,device_time_ms")
 

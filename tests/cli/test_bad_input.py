@@ -136,3 +136,15 @@ def test_unwritable_output_is_exit_2(tmp_path):
     trace = write_trace(tmp_path / "trace.json", GOOD)
     code, _, _ = run_cli("info", trace, "-o", tmp_path / "missing_dir" / "out.json")
     assert code == 2
+
+
+@pytest.mark.parametrize("command", ["info", "gaps", "ops", "chain", "diff"])
+def test_an_output_extension_naming_no_format_is_refused_before_reading(tmp_path, command):
+    target = tmp_path / "out.xlsx"
+    missing = tmp_path / "no_such_trace.json"
+    sides = (missing, missing) if command == "diff" else (missing,)
+    code, out, err = run_cli(command, *sides, "-o", target)
+    assert (code, out) == (2, "")  # the -o is refused first: the missing input is not read
+    (line,) = err.splitlines()
+    assert line.startswith(f"traceana: error: -o {target}: the extension names no output format")
+    assert "--format" in line and not target.exists()

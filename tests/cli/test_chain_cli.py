@@ -232,7 +232,7 @@ def test_chain_text_formats_parse_back(fmt):
     assert code == 0, err
     rows = pipe_table(out)
     assert collections.Counter(r["op"] for r in rows) == NAIVE_CALLS
-    assert "6 of 6" in out and "100.0 %" in out  # the coverage line
+    assert "6 of 6" in out and "(100 %)" in out  # the coverage line
     if fmt == "markdown":
         assert out.startswith("## ")
 
@@ -434,3 +434,24 @@ def test_graph_on_several_runs_is_exit_2_with_one_line(tmp_path):
     assert len(err.strip().splitlines()) == 1
     assert "runs" in err
     assert not out.exists()
+
+
+# --- --top N: one name for "how many rows" in every command (its old name --limit still works)
+
+
+@pytest.mark.parametrize("command", ["chain", "ops"])
+def test_top_and_its_old_name_limit_are_one_option(command):
+    top = cli_json(command, NAIVE, "--top", "2")["runs"][0]["rows"]
+    assert len(top) == 2
+    assert cli_json(command, NAIVE, "--limit", "2")["runs"][0]["rows"] == top
+    help_text = run_cli(command, "--help")[1]
+    assert "--top, --limit N" in help_text
+
+
+def test_chain_markdown_shows_the_top_rows_and_counts_the_rest():
+    code, out, err = run_cli("chain", NAIVE, "--format", "markdown", "--top", "6")
+    assert code == 0, err
+    assert len(pipe_table(out)) == 6 and "more executions" not in out
+    code, out, err = run_cli("ops", NAIVE, "--format", "markdown", "--top", "3")
+    assert code == 0, err
+    assert len(pipe_table(out)) == 3 and "more ops" not in out  # the result has 3 rows

@@ -83,27 +83,52 @@ def test_library_call_gives_the_same_summary_as_the_json():
 
 # --- Markdown -----------------------------------------------------------------------------------
 
-def test_markdown_leads_with_the_verdict_and_folds_the_gap_list():
+def test_markdown_leads_with_the_verdict_then_the_top_gaps_and_no_dump():
     code, out, err = cli(str(NAIVE), "--format", "markdown")
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("#")
     verdict = next(line for line in lines[1:] if line.strip())
     assert "idle" in verdict and f"{round(naive_idle_pct(), 2)} %" in verdict
-    start = lines.index(next(line for line in lines if line.startswith("<details>")))
-    end = lines.index("</details>")
-    assert start < end
-    outside = lines[:start] + lines[end + 1:]
-    assert len(outside) < 60  # well under 80 lines without the folded list
-    inside = lines[start:end + 1]
-    rows = [line for line in inside if line.startswith("|") and not set(line) <= set("|-: ")]
+    assert "<details>" not in out  # no unbounded list of every gap
+    assert len(lines) < 60
+    titles = [line for line in lines if line.startswith("### ")]
+    assert titles == ["### by device", "### longest gaps (device idle; at = time after the "
+                      "window start)", "### idle before each op (by cause)", "### next steps"]
+    start = lines.index(titles[1]) + 2
+    table = lines[start:lines.index("", start)]
+    assert table[1].startswith("|---") and "---:|" in table[1]  # numbers right-aligned
+    rows = table[2:]
     t = truth(NAIVE)
-    assert len(rows) == 1 + len(t["gaps"])  # a header, then one row per gap
+    assert len(rows) == len(t["gaps"])  # 5 gaps: all of them (--top 10), the longest first
     for g in t["gaps"]:
-        assert any(g["next_op"] in row and g["lane"] in row for row in rows[1:])
+        assert any(g["next_op"] in row for row in rows)
+    assert "more gaps" not in out
 
 
-# --- CSV ----------------------------------------------------------------------------------------
+def test_markdown_says_how_many_gaps_it_leaves_out():
+    code, out, err = cli(str(NAIVE), "--format", "markdown", "--top", "2")
+    assert code == 0, err
+    n = len(truth(NAIVE)["gaps"])
+    assert f"… and {n - 2} more gaps: `--top N` shows more, `--format json` has them all" in out
+    assert "… and 2 more ops: `--top N` shows more" in out  # 4 ops, 2 shown
+
+
+def test_text_reports_write_numbers_with_units_and_no_null():
+    for fmt in ("table", "markdown"):
+        code, out, err = cli(str(NAIVE), "--format", fmt)
+        assert code == 0, err
+        assert "172.1 µs" in out  # the longest gap, auto-scaled
+        lines = out.splitlines()
+        headers = [a for a, b in zip(lines, lines[1:], strict=False) if b.startswith("|---")]
+        assert len(headers) == 3 and not any("µs" in h or " ms" in h for h in headers)
+        assert "null" not in out and "None" not in out
+        # the columns of causes that left no idle are hidden (graph, collective, ...)
+        header = next(ln for ln in out.splitlines() if ln.startswith("| op "))
+        assert "transfer" in header and "collective" not in header and "graph" not in header
+
+
+# # --- CSV ----------------------------------------------------------------------------------------
 
 def test_csv_has_one_row_per_gap():
     code, out, err = cli(str(NAIVE), "--format", "csv")
@@ -139,14 +164,43 @@ def test_a_duration_without_a_unit_is_a_usage_error(text):
 
 
 @pytest.mark.parametrize("window,message", [
-    ("2ms", "--window wants START:END, e.g. 0.5ms:2ms"),
-    ("2:3", "'2' is not a duration: give a number and a unit, e.g. 5us, 1.2ms, 300ns"),
+    ("2ms", "--window wants START:END, e.g. 0:2ms or 0.5ms:2ms"),
+    ("2:3", "'2' has no unit: give one of ns, us (or µs), ms, s, e.g. 2us or 2ms (0 alone "
+     "needs none)"),
+    ("0:junk", "'junk' is not a duration: give a number and a unit, e.g. 5us, 1.2ms, 300ns"),
     ("2ms:1ms", "--window START:END needs START < END"),
     ("1ms:1ms", "--window START:END needs START < END"),
 ])
 def test_a_bad_window_is_a_usage_error(window, message):
     line = one_line_error(*cli(str(NAIVE), "--window", window, "--no-cache"))
     assert line == f"traceana: error: {message}"
+
+
+@pytest.mark.parametrize("window", ["0:100ms", "0:2.5ms", "0ms:2.5ms", "0.0:100ms"])
+def test_zero_alone_is_a_duration(window):
+    code, out, err = cli(str(NAIVE), "--window", window, "--format", "json", "--no-cache")
+    assert code == 0, err
+    assert json.loads(out)["runs"][0]["window"]["origin"] == "--window"
+    code, out, err = cli(str(NAIVE), "--min-gap", "0", "--format", "json")
+    assert code == 0 and json.loads(out)["min_gap_ns"] == 0, err
+
+
+def test_a_bare_number_is_refused_naming_the_units():
+    line = one_line_error(*cli(str(NAIVE), "--min-gap", "40"))
+    assert line == ("traceana: error: '40' has no unit: give one of ns, us (or µs), ms, s, "
+                    "e.g. 40us or 40ms (0 alone needs none)")
+
+
+@pytest.mark.parametrize("expr,says", [
+    ("gap_max_us>100us", "the metric's unit is in its name (gap_max_us is in µs): "
+                         "write 'gap_max_us>100'"),
+    ("gap_max_us>1ms", "(gap_max_us is in µs): write 'gap_max_us>1000'"),
+    ("idle_pct>20%", "(idle_pct is in %): write 'idle_pct>20'"),
+    ("gap_count>5us", "gap_count is a plain number: write 'gap_count>5'"),
+])
+def test_a_fail_on_number_with_a_unit_says_the_metric_unit(expr, says):
+    line = one_line_error(*cli(str(NAIVE), "--fail-on", expr))
+    assert line.startswith(f"traceana: error: --fail-on '{expr}': ") and line.endswith(says)
 
 
 def test_fail_on_prints_the_report_then_exits_1():
@@ -186,9 +240,52 @@ def test_unknown_metric_is_named():
     assert "'bogus'" in line and "idle_pct" in line  # names it and lists the known ones
 
 
-def test_absent_step_is_a_usage_error():
+def test_absent_step_is_a_usage_error_listing_the_steps():
+    step = int(truth(NAIVE)["profiler_step"]["name"].rsplit("#", 1)[1])
     line = one_line_error(*cli(str(NAIVE), "--step", "99"))
-    assert "99" in line
+    assert line == f"traceana: error: no ProfilerStep#99 in this profile; its steps: {step}"
+
+
+def test_absent_step_in_a_profile_without_steps(tmp_path):
+    path = write_trace(tmp_path / "trace.json", kineto(first_kernel() + [
+        op("aten::b", 270, 20, 3), launch(275, 13, 3), kernel("k2", 300, 50, 13)],
+        baseTimeNanoseconds=BASE))
+    line = one_line_error(*run_cli("gaps", path, "--step", "1", "--no-cache"))
+    assert line.endswith("no ProfilerStep#1 in this profile; it has no ProfilerStep annotations")
+
+
+def test_absent_step_names_runs_of_steps(tmp_path):
+    steps = [X("user_annotation", f"ProfilerStep#{n}", 100 * n, 90, pid=HOST, tid=HOST)
+             for n in (4, 5, 6, 9)]
+    path = write_trace(tmp_path / "trace.json", kineto(steps + first_kernel(),
+                                                      baseTimeNanoseconds=BASE))
+    line = one_line_error(*run_cli("gaps", path, "--step", "1", "--no-cache"))
+    assert line.endswith("no ProfilerStep#1 in this profile; its steps: 4–6, 9")
+
+
+@pytest.mark.parametrize("name,fmt", [("out.xlsx", None), ("out", None), ("out.xlsx", "table")])
+def test_an_output_extension_that_names_no_format(tmp_path, name, fmt):
+    target = tmp_path / name
+    args = ("gaps", NAIVE, "-o", target, "--no-cache") + (("--format", fmt) if fmt else ())
+    if fmt is None:
+        line = one_line_error(*run_cli(*args))
+        assert line.startswith(f"traceana: error: -o {target}: the extension names no output "
+                               "format (.txt (table), .md/.markdown (markdown), .json (json), .csv (csv))")
+        assert line.endswith("give --format to write another name")
+        assert not target.exists()
+    else:
+        code, out, err = run_cli(*args)
+        assert (code, out) == (0, ""), err
+        assert target.read_text().startswith("gaps: ")
+
+
+@pytest.mark.parametrize("ext,start", [(".txt", "gaps: "), (".md", "## gaps: "),
+                                       (".json", "{"), (".csv", "lane,")])
+def test_the_output_extension_names_the_format(tmp_path, ext, start):
+    target = tmp_path / f"out{ext}"
+    code, _, err = run_cli("gaps", NAIVE, "-o", target, "--no-cache")
+    assert code == 0, err
+    assert target.read_text().startswith(start)
 
 
 def test_make_demo_command_exits_0():
@@ -376,4 +473,4 @@ def test_each_cause_on_a_tiny_kineto_trace(tmp_path, case):
         # nothing 345..346, aten::b from 346 to the launch at 348
         assert (gap["host_sync_ns"], gap["host_untraced_ns"], gap["host_framework_ns"],
                 gap["host_runtime_ns"]) == (95_000, 1_000, 2_000, 0)
-        assert gap["evidence"].startswith("next launched 98.0 µs after the lane went idle")
+        assert gap["evidence"].startswith("next launched 98 µs after the lane went idle")

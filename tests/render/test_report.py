@@ -8,6 +8,7 @@ browser test loads the page in Debian's chromium, headless and without network.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
@@ -17,13 +18,16 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import polars as pl
 import pytest
-from conftest import run_cli
+from conftest import X, gaps_doc, kineto, run_cli, write_trace
 from PIL import Image  # matplotlib's own dependency
 
 from trace_analyzer import load
+from trace_analyzer.analyses import timeline as timeline_module
+from trace_analyzer.analyses.timeline import TOP_GAPS
 from trace_analyzer.render import plots
-from conftest import gaps_doc
+from trace_analyzer.numbers import duration, instant
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
@@ -77,9 +81,10 @@ class Page(HTMLParser):
             self._table = a.get("id")
             self.tables[self._table] = []
         elif tag == "tr":
-            self._row = {"key": a.get("data-key"), "cells": []}
+            self._row = {"key": a.get("data-key"), "cells": [], "sorts": []}
         elif tag in ("td", "th") and self._row is not None:
             self._cell = []
+            self._row["sorts"].append(a.get("data-sort"))
 
     def handle_endtag(self, tag):
         if tag == "script":
@@ -170,29 +175,113 @@ def test_the_ops_table_is_the_ops_json(pages):
     columns = ["name", "calls", "self_cpu_us", "cpu_total_us", "device_us", "device_pct",
                "executions", "executions_per_call", "mean_dispatch_to_hw_us"]
     assert len(table) == len(ops) == 4
-    for row, op in zip(table, ops):
+    for row, op in zip(table, ops, strict=True):
         assert row["cells"][0] == op["name"]
         assert [number(c) for c in row["cells"][1:]] == [op[c] for c in columns[1:]]
 
 
 def test_the_gaps_table_lists_every_device_gap(pages):
     run = cli_json("gaps", NAIVE)["runs"][0]
+    origin = run["window"]["start_ns"]
     table = parse(pages["alone"]).tables["gaps-table"][1:]
-    assert [(round(number(r["cells"][2]) * 1000), r["cells"][3]) for r in table] == \
-        [(g["duration_ns"], g["cause"]) for g in run["device_gaps"]]
+    assert [(int(r["sorts"][1]), int(r["sorts"][2]), r["cells"][3]) for r in table] == \
+        [(g["start_ns"] - origin, g["duration_ns"], g["cause"]) for g in run["device_gaps"]]
+    # at and gap as every text output writes a duration (trace_analyzer/numbers.py)
+    assert [(r["cells"][1], r["cells"][2]) for r in table] == \
+        [(instant(g["start_ns"], origin), duration(g["duration_ns"])) for g in run["device_gaps"]]
+    assert "Every device gap" in pages["alone"].read_text()
 
 
-@pytest.mark.parametrize("name, plots_shown", [("alone", 2), ("base", 3)])
-def test_the_page_holds_its_plots(pages, name, plots_shown):
+@pytest.mark.parametrize("name", ["alone", "base"])
+def test_the_page_holds_its_histogram_and_a_canvas_per_timeline(pages, name):
+    text = pages[name].read_text(encoding="utf-8")
     imgs = parse(pages[name]).imgs
-    assert len(imgs) == plots_shown and all(i["alt"] for i in imgs)
-    for img in imgs:
-        data = base64.b64decode(img["src"].split(",", 1)[1])
-        width, height = png_size(data)
-        assert width == plots.WIDTH_IN * plots.DPI and 100 < height < 1500
-        assert len(data) > 5000
+    assert [i["id"] for i in imgs] == ["plot-histogram"] and imgs[0]["alt"]
+    data = base64.b64decode(imgs[0]["src"].split(",", 1)[1])
+    width, height = png_size(data)
+    assert width == plots.WIDTH_IN * plots.DPI and 100 < height < 1500 and len(data) > 5000
+    canvases = re.findall(r'<div class="tl" id="([\w-]+)" data-for="traceana-([\w-]+)"', text)
+    assert canvases == ([("timeline", "timeline")] if name == "alone" else
+                        [("timeline", "timeline"), ("base-timeline", "base-timeline")])
+    assert text.count("<canvas") == len(canvases)
 
 
+# ---- a long trace: a page of bounded size
+
+
+def many_gaps_trace(folder: Path) -> Path:
+    """200,000 kernels on four streams of one GPU, the device idle between every 97th, and
+    1,500 framework ops (more than a timeline lists one by one), their names markup."""
+    events, t = [], 0.0
+    for i in range(200_000):
+        dur = 2 + i % 7
+        events.append(X("kernel", f"k{i % 50}", round(t, 3), dur, pid=0, tid=7 + i % 4,
+                        device=0, stream=7 + i % 4))
+        t += dur / 4 + (0.5 if i % 97 else 30 + (i * 7919 % 900))
+    events += [X("cpu_op", f"aten::op{j % 13}</script><b>&\u2028", j * t / 1500, t / 3000,
+                 pid=100, tid=100) for j in range(1500)]
+    return write_trace(folder / "trace.json", kineto(events))
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("long")
+    trace = many_gaps_trace(folder / "run")
+    page = folder / "long.html"
+    code, _, err = run_cli("report", trace.parent, "-o", page, "--no-cache")
+    assert code == 0, err
+    return page
+
+
+@pytest.fixture(scope="module")
+def long_gaps(long_page):
+    """The gaps of the long trace, from the library (not the page)."""
+    import trace_analyzer as ta
+
+    return ta.gaps(load(long_page.parent / "run"))
+
+
+def test_the_page_of_a_long_trace_is_small_and_lists_the_longest_gaps(long_page, long_gaps):
+    assert long_page.stat().st_size <= 5_000_000
+    page = parse(long_page)
+    doc = json.loads(page.blocks["traceana-gaps"])
+    run = doc["runs"][0]
+    total = run["summary"]["gap_count"]
+    assert total > 1500 and run["listed"]["device_gaps"] == {"listed": TOP_GAPS, "of": total}
+    assert run["listed"]["gaps"]["listed"] == TOP_GAPS == len(run["gaps"])
+    table = page.tables["gaps-table"][1:]
+    assert len(table) == TOP_GAPS
+    shown = [int(r["sorts"][2]) for r in table]  # the longest, in time order
+    starts = [int(r["sorts"][1]) for r in table]
+    assert starts == sorted(starts)
+    everything = long_gaps.device_gaps["duration_ns"].to_list()
+    assert len(everything) == total
+    longest = sorted(everything, reverse=True)
+    assert sorted(shown, reverse=True) == longest[:TOP_GAPS]
+    text = long_page.read_text(encoding="utf-8")
+    left = re.search(r'<span id="gaps-left-out">([\d,]+)</span>', text)[1]
+    assert int(left.replace(",", "")) == total - TOP_GAPS
+    # the timeline is bucketed: a bounded number of buckets per lane, the ops too
+    t = json.loads(page.blocks["traceana-timeline"])["runs"][0]
+    assert t["buckets"] <= 4000 and all(len(lane["busy"]) == t["buckets"] for lane in t["lanes"])
+    assert t["op_count"] == 1500 and t["framework_ops"] == [] and t["op_rows"]
+    # names from the trace stay data: no markup, and the JSON blocks cannot be closed early
+    assert "<b>&" not in text and text.count("</script>") == text.count("<script")
+    assert not any(c in raw for raw in page.blocks.values() for c in "<>&\u2028\u2029")
+    assert t["op_names"] and all(n.endswith("</script><b>&\u2028") for n in t["op_names"])
+
+
+def test_bucketed_lanes_add_up_to_their_busy_time(long_page):
+    t = json.loads(parse(long_page).blocks["traceana-timeline"])["runs"][0]
+    for lane in t["lanes"]:
+        assert not lane["exact"] and lane["gaps"]  # the lane's longest gaps, listed
+        busy = sum(lane["busy"]) * t["bucket_ns"] / 1000
+        rounding = t["buckets"] * t["bucket_ns"] / 2000  # half a per mille of each bucket
+        assert abs(busy - lane["busy_ns"]) <= rounding
+        assert all(b + i <= 1001 for b, i in zip(lane["busy"], lane["idle"], strict=True))
+
+
+# ---- Markdown
 # ---- Markdown
 
 
@@ -209,10 +298,32 @@ def test_markdown_writes_the_md_and_its_plots_beside_it_and_nothing_else(tmp_pat
         assert f"]({png})" in md
         data = (out / png).read_bytes()
         assert png_size(data)[0] == plots.WIDTH_IN * plots.DPI and len(data) > 5000
+    assert "a pull-request comment or a CI summary cannot show them" in md and "--no-images" in md
     # the existing Markdown renderers, as the CLI prints them
     for args in (("gaps", NAIVE), ("ops", NAIVE), ("diff", FUSED, NAIVE)):
         code, text, _ = run_cli(*args, "--format", "markdown")
         assert text.strip() in md, args
+
+
+def test_markdown_with_no_images_writes_the_md_alone_and_needs_no_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails
+    code, _, err = run_cli("report", NAIVE, "--no-images", "-o", tmp_path / "r.md")
+    assert code == 0, err
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"]
+    md = (tmp_path / "r.md").read_text()
+    assert "![" not in md and ".png" not in md and "--no-images" in md
+    code, _, err = run_cli("report", NAIVE, "--no-images", "-o", tmp_path / "r.html")
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    assert "<img" not in page and "<canvas" in page
+
+
+def test_markdown_of_a_long_trace_leaves_out_the_per_lane_gaps(long_page, tmp_path):
+    run = long_page.parent / "run"
+    code, _, err = run_cli("report", run, "--no-images", "-o", tmp_path / "r.md")
+    assert code == 0, err
+    md = (tmp_path / "r.md").read_text()
+    assert "gaps, per lane</summary>" not in md and len(md) < 60_000  # fits a PR comment
 
 
 def test_markdown_without_a_base_has_two_plots(tmp_path):
@@ -259,20 +370,21 @@ def test_matplotlib_is_imported_only_to_draw():
 # ---- the plots' geometry
 
 
-def test_busy_blocks_and_gaps_fill_the_window():
+def test_busy_blocks_and_gaps_fill_the_window(pages):
     run = gaps_doc([load(NAIVE)], str(NAIVE))["runs"][0]
-    (lane,) = run["lanes"]
-    blocks = plots.busy_blocks(lane, run["gaps"], run["window"])
+    t = json.loads(parse(pages["alone"]).blocks["traceana-timeline"])["runs"][0]
+    (lane,) = t["lanes"]
+    assert lane["exact"] and len(lane["gaps"]) == len(run["gaps"]) == 5  # few: listed one by one
+    blocks = plots.busy_blocks(lane)
     assert len(blocks) == lane["executions"] == 6  # no two executions touch in this run
-    assert sum(e - s for s, e in blocks) == lane["busy_ns"]
-    assert blocks[0][0] == run["window"]["start_ns"] and blocks[-1][1] == run["window"]["end_ns"]
+    assert sum(e - s for s, e in blocks) == run["lanes"][0]["busy_ns"]
+    assert blocks[0][0] == 0 and blocks[-1][1] == run["window"]["duration_ns"] == t["to_ns"]
 
 
 def test_nested_framework_ops_go_one_row_down():
-    ops = [{"name": "outer", "start_ns": 0, "end_ns": 100}, {"name": "inner", "start_ns": 10,
-           "end_ns": 90}, {"name": "next", "start_ns": 100, "end_ns": 120}]
-    assert [[o["name"] for o in row] for row in plots.op_rows(ops)] == [["outer", "next"],
-                                                                        ["inner"]]
+    ops = pl.DataFrame({"name": ["outer", "inner", "next"], "start_ns": [0, 10, 100],
+                        "end_ns": [100, 90, 120]})
+    assert timeline_module.packed(ops)["row"].to_list() == [0, 1, 0]
 
 
 def test_the_timeline_shows_the_op_that_launched_the_first_execution(pages):
@@ -295,12 +407,15 @@ def test_short_lane_names_drop_the_shared_prefix():
 # ---- in a real browser
 
 
-def chromium(profile: Path, page: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run Debian's chromium headless on ``page``, with no way to reach a network."""
+def chromium(profile: Path, page: Path, *args: str,
+             fragment: str = "") -> subprocess.CompletedProcess:
+    """Run Debian's chromium headless on ``page`` (its URL ending in ``fragment``), with no
+    way to reach a network."""
     cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-           "--host-resolver-rules=MAP * ~NOTFOUND", "--no-proxy-server", *args, page.as_uri()]
+           "--host-resolver-rules=MAP * ~NOTFOUND", "--no-proxy-server", *args,
+           page.as_uri() + fragment]
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -310,23 +425,35 @@ def chromium(profile: Path, page: Path, *args: str) -> subprocess.CompletedProce
     return done
 
 
-def test_in_a_browser_the_page_loads_and_shows_its_plots(pages, tmp_path):
+def needs_chromium():
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is absent: apt-get install chromium (.ci/run does, as "
                     "root) to run the browser test of the report")
+
+
+def html_attrs(dom: str) -> dict[str, str]:
+    root = re.search(r"<html[^>]*>", dom)[0]
+    return {k: html.unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', root)}
+
+
+def test_in_a_browser_the_page_loads_and_shows_its_plots(pages, tmp_path):
+    needs_chromium()
     page = pages["base"]
     dom = chromium(tmp_path / "profile", page, "--dump-dom").stdout
-    root = re.search(r"<html[^>]*>", dom)[0]
-    attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', root))
+    attrs = html_attrs(dom)
     assert attrs.get("data-ready") == "yes"  # the inline script ran to its end
-    assert attrs["data-images"] == attrs["data-images-loaded"] == "3"  # decoded and laid out
+    assert attrs["data-images"] == attrs["data-images-loaded"] == "1"  # decoded and laid out
     assert attrs["data-json-blocks"] == "6"  # every JSON block parsed
+    assert attrs["data-timelines"] == "2" and "data-errors" not in attrs
     assert len(re.findall(r'<a [^>]*download="', dom)) == 6
     srcs = re.findall(r'<img [^>]*src="([^"]*)"', dom)
-    assert len(srcs) == 3
-    for src in srcs:
-        assert src.startswith("data:image/png;base64,")
-        png_size(base64.b64decode(src.split(",", 1)[1]))
+    assert len(srcs) == 1
+    png_size(base64.b64decode(srcs[0].split(",", 1)[1]))
+    run = cli_json("gaps", NAIVE)["runs"][0]
+    shown = re.search(r'<div class="tl" id="timeline"[^>]*>', dom)[0]
+    start = int(re.search(r'data-visible-start-ns="(-?\d+)"', shown)[1])
+    end = int(re.search(r'data-visible-end-ns="(-?\d+)"', shown)[1])
+    assert start < 0 and end - start >= run["window"]["duration_ns"]  # the whole run
 
     shot = tmp_path / "shot.png"
     chromium(tmp_path / "profile2", page, f"--screenshot={shot}", "--window-size=1400,2000")
@@ -334,9 +461,43 @@ def test_in_a_browser_the_page_loads_and_shows_its_plots(pages, tmp_path):
     assert image.size == (1400, 2000)
     colours = dict((c, n) for n, c in image.getcolors(1 << 24))
     assert len(colours) > 200  # text, tables and plots, not a blank page
-    # the timeline is on screen: its busy blocks and its transfer gap, in their own colours
+    # the timeline is on screen, drawn on its canvas: busy time and the transfer gap
     rgb = lambda h: tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))  # noqa: E731
-    assert colours.get(rgb(plots.BUSY_COLOUR), 0) > 20_000
-    assert colours.get(rgb(plots.CAUSE_COLOURS["transfer"]), 0) > 1_000
+    timeline_only = dict((c, n) for n, c in image.crop((0, 700, 1400, 1200)).getcolors(1 << 24))
+    assert timeline_only.get(rgb(plots.BUSY_COLOUR), 0) > 8_000
+    assert timeline_only.get(rgb(plots.CAUSE_COLOURS["transfer"]), 0) > 500
     top = image.crop((0, 0, 1400, 300)).getcolors(1 << 24)
     assert len(top) > 20  # the header's text is drawn
+
+
+@pytest.mark.parametrize("which", ["fixture", "long"])
+def test_in_a_browser_the_timeline_zooms_pans_and_names_a_gap_s_cause(which, pages, long_page,
+                                                                       long_gaps, tmp_path):
+    """The page's test hook (#test-zoom) hovers the longest gap it lists, then zooms with the
+    wheel and the + button, drags, and resets; it writes what it saw on <html>."""
+    needs_chromium()
+    page = pages["base"] if which == "fixture" else long_page
+    dom = chromium(tmp_path / "profile", page, "--dump-dom", fragment="#test-zoom").stdout
+    attrs = html_attrs(dom)
+    assert attrs.get("data-ready") == "yes" and "data-errors" not in attrs
+    ranges = json.loads(attrs["data-test-ranges"])
+    spans = [hi - lo for lo, hi in ranges]
+    assert spans[1] < spans[0] and spans[2] < spans[1]  # the wheel zoomed in, then +
+    assert spans[3] == spans[2] and ranges[3][0] < ranges[2][0]  # dragged right: earlier
+    assert ranges[4] == ranges[0]  # reset: the whole run
+    # the hovered gap: the longest the gaps JSON lists, its cause, duration and evidence
+    gaps = cli_json("gaps", NAIVE)["runs"][0] if which == "fixture" else long_gaps.to_json()
+    origin = gaps["window"]["start_ns"]
+    at, length, cause = json.loads(attrs["data-test-gap"])
+    assert length == max(g["duration_ns"] for g in gaps["gaps"])
+    (g,) = [g for g in gaps["gaps"] if g["start_ns"] - origin == at and g["duration_ns"] == length]
+    assert cause == g["cause"]
+    tip = attrs["data-test-tooltip"]
+    assert tip.startswith(f"gap: {g['cause']} | duration {duration(g['duration_ns'])} | "
+                          f"at {instant(g['start_ns'], origin)} after the window start | ")
+    assert g["evidence"] in tip and g["lane"] in tip
+    # the page writes durations as trace_analyzer/numbers.py does
+    cases = [0, 38, 999, 1000, 1125, 100250, 172125, 999960, 999999, 1809250, 5630000,
+             5630000000, 12345678901, -23000, -0.4]
+    assert json.loads(attrs["data-test-format"]) == {
+        "duration": [duration(n) for n in cases], "instant": [instant(n, 0) for n in cases]}

@@ -54,7 +54,9 @@ def window_of(
     if step is not None:
         s = events.filter(pl.col("name") == f"ProfilerStep#{step}")
         if s.is_empty():
-            raise UsageError(f"no ProfilerStep#{step} in this profile", param="step")
+            raise UsageError(
+                f"no ProfilerStep#{step} in this profile; {_steps(events)}", param="step"
+            )
         return Window(_ns(s["start_ns"].min()), _ns(s["end_ns"].max()), f"ProfilerStep#{step}")
     if span is not None:
         origin = _ns(events["start_ns"].min())
@@ -65,6 +67,32 @@ def window_of(
     if hw.is_empty():
         return None
     return Window(_ns(hw["start_ns"].min()), _ns(hw["end_ns"].max()), "hardware span")
+
+
+def _steps(events: pl.DataFrame, most: int = 20) -> str:
+    """Return which ProfilerStep annotations ``events`` has, for the error about a missing
+    one: ``its steps: 4, 5, 6`` (runs of consecutive numbers as ``4–9``, at most ``most``
+    parts), or that it has none."""
+    found = (
+        events.select(pl.col("name").str.extract(r"^ProfilerStep#(\d+)$").cast(pl.Int64))
+        .drop_nulls()
+        .unique()
+        .sort("name")["name"]
+        .to_list()
+    )
+    if not found:
+        return "it has no ProfilerStep annotations"
+    parts: list[str] = []
+    start = prev = found[0]
+    for n in [*found[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if n is not None:
+            start = prev = n
+    shown = ", ".join(parts[:most]) + (", …" if len(parts) > most else "")
+    return f"its steps: {shown}"
 
 
 def device_of(lane: pl.Expr) -> pl.Expr:

@@ -8,6 +8,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import merge
 from trace_analyzer.core.link import GRAPH_LAUNCH
+from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
 # What a host thread records, by what it was doing (the first that holds wins, nested calls
@@ -133,31 +134,39 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
 
 
 def span(ns: pl.Expr) -> pl.Expr:
-    """Return a duration in ns as words: ``850 ns``, ``12.3 µs``, ``1.73 ms``."""
-    return (
-        pl.when(ns.abs() < 1_000)
-        .then(pl.format("{} ns", ns))
-        .when(ns.abs() < 1_000_000)
-        .then(pl.format("{} µs", (ns / 1_000).round(1)))
-        .otherwise(pl.format("{} ms", (ns / 1_000_000).round(2)))
-    )
+    """Return a duration in ns as words, as every text output writes one: ``850 ns``,
+    ``12.3 µs``, ``1.73 ms`` (``numbers.duration_expr``)."""
+    return duration_expr(ns)
+
+
+HOST_SPLIT = ("host_framework_ns", "host_runtime_ns", "host_sync_ns", "host_untraced_ns")
+
+
+def _worded(gaps: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """Return ``gaps`` with each duration the sentences quote written once per gap (columns,
+    not one expression per branch), and the names of those columns."""
+    start, launch, end = pl.col("start_ns"), pl.col("launch_ns"), pl.col("end_ns")
+    words = {
+        "_late": launch - start,  # (the ns columns are null where no launch is recorded)
+        "_queued": start - launch,
+        "_after": end - start,
+        **{f"_{c}": pl.col(c) for c in HOST_SPLIT + ("transfer_ns",)},
+    }
+    return gaps.with_columns(**{k: span(v) for k, v in words.items()}), list(words)
 
 
 def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
     """Return ``gaps`` with ``evidence``: the numbers that decided each cause, in words."""
-    start, launch, end = pl.col("start_ns"), pl.col("launch_ns"), pl.col("end_ns")
+    gaps, words = _worded(gaps)
     pct = (100 * pl.col("transfer_ns") / pl.col("duration_ns")).round(0).cast(pl.Int64)
     spct = (100 * pl.col("sync_ns") / pl.col("duration_ns")).round(0).cast(pl.Int64)
     host = pl.format(
         "next launched {} after the lane went idle (host: {} in framework ops, {} in runtime "
         "calls, {} in synchronize, {} untraced)",
-        span(launch - start),
-        span(pl.col("host_framework_ns")),
-        span(pl.col("host_runtime_ns")),
-        span(pl.col("host_sync_ns")),
-        span(pl.col("host_untraced_ns")),
+        pl.col("_late"),
+        *(pl.col(f"_{c}") for c in HOST_SPLIT),
     )
-    queued = span(start - launch)
+    queued, after = pl.col("_queued"), pl.col("_after")
     text = (
         pl.when(pl.col("cause") == "collective")
         .then(
@@ -170,7 +179,7 @@ def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
         .when(pl.col("cause") == "transfer")
         .then(
             pl.format(
-                "{} covers {} % of the gap ({})", "transfer_event", pct, span(pl.col("transfer_ns"))
+                "{} covers {} % of the gap ({})", "transfer_event", pct, pl.col("_transfer_ns")
             )
         )
         .when(pl.col("cause") == "uncorrelated")
@@ -184,8 +193,8 @@ def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
             pl.format(
                 "queued {} before, started {} after the previous (≤ {})",
                 queued,
-                span(end - start),
-                span(pl.lit(latency_ns)),
+                after,
+                pl.lit(duration(latency_ns)),
             )
         )
         .when(pl.col("cause") == "sync")
@@ -195,8 +204,8 @@ def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
             pl.format(
                 "launched {} before the lane went idle, started {} after it",
                 queued,
-                span(end - start),
+                after,
             )
         )
     )
-    return gaps.with_columns(evidence=text)
+    return gaps.with_columns(evidence=text).drop(words)

@@ -309,9 +309,22 @@ def metrics(summary: dict[str, Any]) -> dict[str, float | None]:
     return out
 
 
+GAP_STATS = ("gap_p50_us", "gap_p90_us", "gap_p99_us", "gap_max_us")
+
+
 def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
-    """Return ``result`` with ``failed``: the conditions (``units.parse_condition``) that hold."""
-    return replace(result, failed=tuple(failed(conditions, metrics(result.summary))))
+    """Return ``result`` with ``failed``: the conditions (``units.parse_condition``) that
+    hold, and those on a metric that is undefined, which fail too: with no hardware
+    executions every metric but ``executions`` is. A run with executions and no gaps has
+    gap statistics of 0 here (no gap is longer)."""
+    measured = metrics(result.summary)
+    why: dict[str, str] = {}
+    if not result.summary["executions"]:
+        measured = {k: (v if k == "executions" else None) for k, v in measured.items()}
+        why = dict.fromkeys(METRICS, "no hardware executions")
+    elif not result.summary["gap_count"]:
+        measured.update(dict.fromkeys(GAP_STATS, 0.0))
+    return replace(result, failed=tuple(failed(conditions, measured, why)))
 
 
 def gaps_runs(

@@ -8,6 +8,8 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.numbers import duration, from_us
+
 # The RMSNorm example the fusion hint quotes (docs/gaps.md): naive PyTorch, torch.compile.
 FUSED_FROM_US, FUSED_TO_US = 2355, 376
 
@@ -91,9 +93,9 @@ def hints(device_gaps: pl.DataFrame, neuron: bool, top: int = 5) -> list[dict[st
         # (one long stall is not what fusion fixes; its op's hint says where the host was)
         if c == "host_dispatch" and n >= 3 and 2 * longest <= idle:
             text = (
-                f"{n} separate dispatches leave the device idle {idle / 1000:,.1f} µs between "
+                f"{n:,} separate dispatches leave the device idle {duration(idle)} between "
                 f"them: fusing the ops removes up to that (the RMSNorm example went from "
-                f"{FUSED_FROM_US:,} µs to {FUSED_TO_US:,} µs this way)"
+                f"{from_us(FUSED_FROM_US)} to {from_us(FUSED_TO_US)} this way)"
             )
         out.append({"op": None, "cause": c, "idle_ns": int(idle), "gaps": int(n), "hint": text})
     return out + _per_op(device_gaps, neuron, top)

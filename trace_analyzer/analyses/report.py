@@ -1,21 +1,30 @@
 """``traceana report``: the results one page shows, for one run and an optional base.
 
 A report is the ``gaps`` and ``ops`` results of the run (with the run's warnings, which the
-report opens with), the framework ops its timeline draws (``timeline``), and with a base the
-``diff`` (base → run) and the base's ``gaps`` (with its warnings) and ``timeline``. The
-renderers (render/report.py, render/html.py) show nothing else (docs/report.md).
+report opens with), what its timeline and gap histogram draw (``timeline``: bounded, however
+long the trace), and with a base the ``diff`` (base → run) and the base's ``gaps`` (with its
+warnings) and ``timeline``, whose histogram shares the run's bins. The renderers
+(render/report.py, render/html.py) show nothing else (docs/report.md).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
+import polars as pl
+
+from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.diff import DiffResult, diff, diff_runs
 from trace_analyzer.analyses.gaps import GapsResult, gaps, gaps_runs
 from trace_analyzer.analyses.ops import OpsResult, ops
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.timeline import TimelineResult, timeline
 from trace_analyzer.core.profile import Profile
+
+HISTOGRAM_BINS = 24
 
 
 @dataclass(frozen=True, repr=False)
@@ -48,21 +57,64 @@ def report(
     """
     label = str(head.root) if path is None else path
     g = gaps(head)
+    g_base = None if base is None else gaps(base)
+    edges = histogram_edges([g] if g_base is None else [g, g_base])  # one x scale for both
     parts = {
         "gaps": gaps_runs([g], label, warnings=[head.warnings]),
         "ops": RunResults(label, (ops(head),), warnings=[head.warnings]),
-        "timeline": RunResults(label, (timeline(head),)),
+        "timeline": RunResults(label, (timeline(head, g, histogram=gap_histogram(g, edges)),)),
     }
-    if base is None:
+    if base is None or g_base is None:
         return ReportResult(label, None, **parts)  # type: ignore[arg-type]
     b_label = str(base.root) if base_path is None else base_path
-    g_base = gaps(base)
     compared = diff(base, head, base_label=b_label, head_label=label, base_gaps=g_base, head_gaps=g)
     return ReportResult(
         label,
         b_label,
         diff=diff_runs(compared),
         base_gaps=gaps_runs([g_base], b_label, warnings=[base.warnings]),
-        base_timeline=RunResults(b_label, (timeline(base),)),
+        base_timeline=RunResults(
+            b_label, (timeline(base, g_base, histogram=gap_histogram(g_base, edges)),)
+        ),
         **parts,  # type: ignore[arg-type]
     )
+
+
+def histogram_edges(results: Sequence[GapsResult]) -> tuple[list[float], bool]:
+    """Return the bin edges (ns) of the device gap durations of ``results`` (one x scale for
+    a run and its base) and whether they are logarithmic: geometric bins where the durations
+    span over 100×, else linear from 0."""
+    found = [r.device_gaps["duration_ns"].cast(pl.Float64) for r in results if r.device_gaps.height]
+    if not found:
+        return [], False
+    d = pl.concat(found)
+    lo, hi = cast(float, d.min()), cast(float, d.max())
+    n = HISTOGRAM_BINS
+    if lo > 0 and hi / lo > 100:
+        return [lo * (hi / lo) ** (i / n) for i in range(n + 1)], True
+    top = hi if hi > 0 else 1.0
+    return [top * i / n for i in range(n + 1)], False
+
+
+def gap_histogram(g: GapsResult, edges: tuple[list[float], bool]) -> dict[str, Any]:
+    """Return the histogram of the device gap durations of ``g`` on ``edges``: ``edges_ns``,
+    ``log`` and the count per bin of each cause present (``counts``)."""
+    bins, log, device_gaps = *edges, g.device_gaps
+    counts: dict[str, list[int]] = {}
+    if len(bins) > 1 and device_gaps.height:
+        n, lo, hi = len(bins) - 1, bins[0], bins[-1]
+        d = pl.col("duration_ns").cast(pl.Float64)
+        scaled = (d / lo).log() / math.log(hi / lo) if log else d / (hi or 1.0)
+        found = (
+            device_gaps.select("cause", b=(scaled * n).floor().clip(0, n - 1).cast(pl.Int64))
+            .group_by("cause", "b")
+            .len()
+        )
+        for cause in CAUSES:
+            mine = found.filter(pl.col("cause") == cause)
+            if mine.height:
+                row = [0] * n
+                for b, k in mine.select("b", "len").rows():
+                    row[b] = k
+                counts[cause] = row
+    return {"edges_ns": bins, "log": log, "counts": counts}

@@ -1,8 +1,14 @@
-"""The commands that analyse runs and print results: info, gaps, ops, chain."""
+"""The commands that analyse runs and print results: info, gaps, ops, chain.
+
+One option name per meaning (docs/output.md): ``--top N`` is how many rows (gaps, ops,
+executions) a command shows; ``--limit`` is its old name in ops and chain, still taken.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -13,6 +19,7 @@ from trace_analyzer.analyses.ops import ops as ops_of
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cli.common import (
     Loading,
+    check_output,
     cli,
     emit,
     exit_on_failures,
@@ -24,13 +31,30 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.render import View
 from trace_analyzer.units import parse_condition, parse_duration
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 TOP = click.option(
     "--top",
     type=click.IntRange(min=1),
     default=10,
     show_default=True,
-    help="How many gaps and ops the text reports show.",
+    help="How many gaps and ops the text reports show (JSON and CSV have them all).",
 )
+MARKDOWN_TOP = 10  # rows of an ops or chain Markdown report without --top
+
+
+def top_option(what: str) -> Callable[[F], F]:
+    """--top N (its old name --limit still taken) of ops and chain: only the first N rows, in
+    every format; without it every row, the Markdown report showing the first 10."""
+    return click.option(
+        "--top",
+        "--limit",
+        "top",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help=f"Only the first N {what} (every format; without it all of them, Markdown "
+        f"showing the first {MARKDOWN_TOP}).",
+    )
 
 
 @cli.command()
@@ -47,17 +71,19 @@ def info(path: Path, fmt: str | None, output: Path | None, loading: Loading) -> 
     Example:
         traceana info ./profile_out --format json
     """
+    check_output(fmt, output)
     profiles = loading.runs(path)
     emit(RunResults(str(path), tuple(describe(p) for p in profiles)), fmt, output)
 
 
 def parse_window(text: str | None) -> tuple[int, int] | None:
-    """Return --window START:END as (start, end) ns after the run's first event."""
+    """Return --window START:END as (start, end) ns after the run's first event (each a
+    duration with its unit, or 0)."""
     if text is None:
         return None
     start, sep, end = text.partition(":")
     if not sep:
-        raise UsageError("--window wants START:END, e.g. 0.5ms:2ms")
+        raise UsageError("--window wants START:END, e.g. 0:2ms or 0.5ms:2ms")
     return parse_duration(start), parse_duration(end)
 
 
@@ -68,7 +94,7 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     "--window",
     "span",
     metavar="START:END",
-    help="Window: from START to END after the run's first event, e.g. 0.5ms:2ms.",
+    help="Window: from START to END after the run's first event, e.g. 0:100ms, 0.5ms:2ms.",
 )
 @click.option(
     "--min-gap",
@@ -99,7 +125,8 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     "fail_on",
     multiple=True,
     metavar="EXPR",
-    help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500'.",
+    help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500' (the "
+    "metric's unit is in its name: gap_max_us is in µs).",
 )
 @output_options
 @load_options
@@ -122,7 +149,7 @@ def gaps(
 
     Causes: host_dispatch, launch_latency, transfer, sync, graph, collective, runtime,
     uncorrelated (docs/gaps.md), each with its evidence and a next step.
-    Durations take units: 5us, 1.2ms, 300ns. --fail-on metrics: idle_pct, gap_max_us,
+    Durations take units: 5us, 1.2ms, 300ns (0 needs none). --fail-on metrics: idle_pct, gap_max_us,
     gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
     leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.
 
@@ -130,6 +157,7 @@ def gaps(
     Example:
         traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
     """
+    check_output(fmt, output)
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
     latency_ns = parse_duration(latency)
@@ -156,12 +184,12 @@ def gaps(
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N ops.")
+@top_option("ops")
 @output_options
 @load_options
 @handle_errors
 def ops(
-    path: Path, limit: int | None, fmt: str | None, output: Path | None, loading: Loading
+    path: Path, top: int | None, fmt: str | None, output: Path | None, loading: Loading
 ) -> None:
     """The offline key_averages(): per op, calls, self CPU, device time and device %.
 
@@ -172,9 +200,11 @@ def ops(
     Example:
         traceana ops ./profile_out --format markdown
     """
+    check_output(fmt, output)
     profiles = loading.runs(path)
-    results = tuple(ops_of(p, limit=limit) for p in profiles)
-    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)
+    results = tuple(ops_of(p, limit=top) for p in profiles)
+    result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
+    emit(result, fmt, output, View(top=top or MARKDOWN_TOP))
 
 
 @cli.command()
@@ -190,7 +220,7 @@ def ops(
     help="One row per hardware execution, or per op.",
 )
 @click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
-@click.option("--limit", type=click.IntRange(min=1), help="Show only the first N rows.")
+@top_option("rows")
 @output_options
 @load_options
 @handle_errors
@@ -200,7 +230,7 @@ def chain(
     step: int | None,
     by: str,
     unlinked: bool,
-    limit: int | None,
+    top: int | None,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -212,11 +242,13 @@ def chain(
 
     \b
     Example:
-        traceana chain ./profile_out --op 'aten::mul' --limit 10
+        traceana chain ./profile_out --op 'aten::mul' --top 10
     """
+    check_output(fmt, output)
     profiles = loading.runs(path)
     results = tuple(
-        chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=limit)
+        chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=top)
         for p in profiles
     )
-    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)
+    result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
+    emit(result, fmt, output, View(top=top or MARKDOWN_TOP))

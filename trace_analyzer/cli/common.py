@@ -2,12 +2,15 @@
 
 The CLI maps flags and environment variables to the library's arguments (``Loading``,
 ``View``), and words the library's errors as flags (``FLAGS``). Exit codes: 0 success, 1 a
-requested threshold failed, 2 bad usage or unusable input.
+requested threshold failed, 2 bad usage or unusable input. Option names mean one thing in
+every command (``--top N``: how many rows; docs/output.md).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -38,9 +41,10 @@ FLAGS = {
     "max_bytes": "--max-bytes",
     "strict": "--strict",
     "globs": "--glob",
-    "limit": "--limit",
+    "limit": "--top",
 }
 MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
+MIN_WIDTH = 40  # the narrowest terminal the table format fits
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,8 @@ def output_options(fn: F) -> F:
         "-o",
         "--output",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Write to this file instead of standard output.",
+        help="Write to this file instead of standard output (.txt, .md, .json, .csv: the "
+        "format from the extension unless --format is given).",
     )(fn)
     fn = click.option(
         "--format",
@@ -75,6 +80,12 @@ def output_options(fn: F) -> F:
         help="Output format (default: from the -o extension, else table).",
     )(fn)
     return fn
+
+
+def check_output(fmt: str | None, output: Path | None) -> None:
+    """Refuse, before anything is read, an -o whose extension names no format when --format
+    does not name one (a UsageError: exit 2 and one line)."""
+    for_output(fmt, None if output is None else str(output))
 
 
 def limit_options(fn: F) -> F:
@@ -142,11 +153,24 @@ def writing(path: Path) -> Iterator[None]:
         raise InputError(path, f"cannot write: {e.strerror or e}") from e
 
 
+def terminal_width(output: Path | None) -> int | None:
+    """Return the width the table format fits (docs/output.md): ``COLUMNS`` when set (at
+    least 40), else the terminal's when printing to one, else None (a pipe or a file: as wide
+    as the tables are)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return max(MIN_WIDTH, int(columns))
+    if output is None and sys.stdout.isatty():
+        return max(MIN_WIDTH, shutil.get_terminal_size().columns)
+    return None
+
+
 def emit(
     result: RunResults[Any], fmt: str | None, output: Path | None, view: View = View()
 ) -> None:
     """Render a result and print it, or write it to the one file the user named."""
-    text = for_output(fmt, str(output) if output else None)(result, options=view)
+    renderer = for_output(fmt, str(output) if output else None)
+    text = renderer(result, options=view, width=terminal_width(output))
     if output is None:
         click.echo(text, nl=False)
         return

@@ -87,13 +87,21 @@ def export(path: Path, output: Path, loading: Loading) -> None:
     "File to write: .html (one self-contained page) or .md (Markdown; the plots "
     "go beside it as <name>.<plot>.png)."
 )
+@click.option(
+    "--images/--no-images",
+    default=True,
+    show_default=True,
+    help="Draw the PNG plots (matplotlib). --no-images: a .md of text alone (a PR comment "
+    "cannot show relative images), a page without the gap histogram.",
+)
 @load_options
 @handle_errors
-def report(path: Path, base: Path | None, output: Path, loading: Loading) -> None:
+def report(path: Path, base: Path | None, output: Path, images: bool, loading: Loading) -> None:
     """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.
 
-    The page embeds the JSON of `gaps`, `ops` (and `diff`) and shows nothing else; it needs
-    no network (docs/report.md). Plots need matplotlib: pip install 'traceana[report]'.
+    The page embeds the JSON of `gaps`, `ops` (and `diff`), their long lists cut, and shows
+    nothing else; its timeline zooms, and it needs no network (docs/report.md). The PNG
+    plots need matplotlib: pip install 'traceana[report]' (or --no-images).
 
     \b
     Example:
@@ -103,11 +111,12 @@ def report(path: Path, base: Path | None, output: Path, loading: Loading) -> Non
     from trace_analyzer.render import report as report_page
 
     report_page.format_of(output)
-    plots.require()
+    if images:
+        plots.require()
     head = loading.one(path)  # several runs: a usage error naming them
     before = None if base is None else loading.one(base)
     result = report_of(head, before, path=str(path), base_path=None if base is None else str(base))
-    written = report_page.files(result, output)
+    written = report_page.files(result, output, images=images)
     for target, content in written.items():
         with writing(target):
             target.write_bytes(content)

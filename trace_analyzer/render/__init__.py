@@ -3,7 +3,9 @@
 Each takes what a command prints (a ``RunResults`` of typed per-run results) and the
 presentation options (``View``): ``render(result, *, options)``. One registry feeds
 ``--format``, the guess from an output file's extension, and the help. Adding a format is
-one module with a ``render`` function and one line here.
+one module with a ``render`` function and one line here. The terminal table also takes the
+terminal's ``width`` (``sized``); an output file's extension that implies no format is refused
+unless ``--format`` names one (``for_output``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.errors import UsageError
 from trace_analyzer.render import csv as csv_renderer
 from trace_analyzer.render import json as json_renderer
 from trace_analyzer.render import text
@@ -24,18 +27,25 @@ __all__ = ["RENDERERS", "Renderer", "View", "for_output"]
 @dataclass(frozen=True)
 class Renderer:
     """One output format: its ``name`` (``--format``), the ``extensions`` that imply it, and
-    its ``render`` function; calling it renders a result."""
+    its ``render`` function; calling it renders a result. ``sized``: ``render`` takes the
+    ``width`` of a terminal to fit (the table format)."""
 
     name: str
     extensions: tuple[str, ...]
     render: Callable[..., str]  # (result: RunResults, *, options: View) -> text
+    sized: bool = False
 
-    def __call__(self, result: RunResults[Any], *, options: View = View()) -> str:
+    def __call__(
+        self, result: RunResults[Any], *, options: View = View(), width: int | None = None
+    ) -> str:
+        """Return ``result`` rendered; ``width``: the terminal's, for a ``sized`` format."""
+        if self.sized:
+            return self.render(result, options=options, width=width)
         return self.render(result, options=options)
 
 
 RENDERERS = {
-    "table": Renderer("table", (".txt",), text.render_table),
+    "table": Renderer("table", (".txt",), text.render_table, sized=True),
     "markdown": Renderer("markdown", (".md", ".markdown"), text.render_markdown),
     "json": Renderer("json", (".json",), json_renderer.render),
     "csv": Renderer("csv", (".csv",), csv_renderer.render),
@@ -43,11 +53,17 @@ RENDERERS = {
 
 
 def for_output(fmt: str | None, output: str | None) -> Renderer:
-    """Return the renderer named by ``fmt``, else the one the output extension implies."""
+    """Return the renderer named by ``fmt``, else the one the output file's extension implies
+    (UsageError for an extension that implies none), else the table."""
     if fmt:
         return RENDERERS[fmt]
     if output:
         for r in RENDERERS.values():
             if output.lower().endswith(r.extensions):
                 return r
+        known = ", ".join(f"{'/'.join(r.extensions)} ({r.name})" for r in RENDERERS.values())
+        raise UsageError(
+            f"-o {output}: the extension names no output format ({known}); "
+            "give --format to write another name"
+        )
     return RENDERERS["table"]

@@ -2,23 +2,30 @@
 
 As pyinstrument's HTML renderer does, the page embeds the JSON renderer's output of each
 result (``<script type="application/json">``) in a static template, and every table and plot
-is drawn from that JSON parsed back, so the page never shows a number the JSON lacks. Plots
-are PNG data: URIs; the template has no external script, stylesheet, font or image.
+is drawn from that JSON parsed back, so the page never shows a number the JSON lacks. The
+page stays small whatever the trace: the gaps and the other long lists are cut to their
+longest or first rows (``CUTS``, saying so under ``listed``), and the timeline is the
+bucketed one of ``analyses.timeline``, drawn by the page's own script (assets/timeline.js)
+on a canvas, zoomable. The gap histogram is a PNG data: URI; nothing is fetched.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
 import orjson
 
 from trace_analyzer._version import __version__
+from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.report import ReportResult
-from trace_analyzer.render import json as json_renderer
-from trace_analyzer.render import plots
+from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.analyses.rows import json_default
+from trace_analyzer.analyses.timeline import MAX_LANES, TOP_GAPS, longest
+from trace_analyzer.render import plots, plotting
 from trace_analyzer.render.html_sections import (
     diff_section,
     esc,
@@ -27,39 +34,83 @@ from trace_analyzer.render.html_sections import (
     histogram_section,
     ops_section,
     summary_section,
-    timeline_section,
 )
 from trace_analyzer.render.safe import warnings_html
 
 TEMPLATE = "templates/report.html"
+ASSETS = ("assets/timeline.css", "assets/timeline.js")
 # The results a report holds (analyses/report.py), in the order the page embeds them.
 KINDS = ("gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline")
 # What each embedded result is: the command that prints the same JSON.
 COMMANDS = {
     "gaps": "traceana gaps {path} --format json",
     "ops": "traceana ops {path} --format json",
-    "timeline": "the framework ops the timeline draws (docs/report.md)",
+    "timeline": "the timeline and histogram, bucketed (docs/report.md)",
     "diff": "traceana diff {base} {path} --format json",
     "base_gaps": "traceana gaps {base} --format json",
-    "base_timeline": "the framework ops the base's timeline draws",
+    "base_timeline": "the base's timeline and histogram",
 }
+LIST_CAP = 500  # the rows of any other long list embedded: the first ones, in their order
+_GAPS = (
+    ("gaps", "gaps", TOP_GAPS, True),
+    ("device_gaps", "device_gaps", TOP_GAPS, True),
+    ("ops", "ops", LIST_CAP, False),
+    ("steps", "steps", LIST_CAP, False),
+    ("lanes", "lanes", LIST_CAP, False),
+    ("devices", "devices", LIST_CAP, False),
+)
+# per kind: (the result's frame, its JSON key, rows kept, the longest (else the first))
+CUTS: dict[str, tuple[tuple[str, str, int, bool], ...]] = {
+    "gaps": _GAPS,
+    "base_gaps": _GAPS,
+    "ops": (("table", "rows", LIST_CAP, False),),
+    "diff": tuple((k, k, LIST_CAP, False) for k in ("ops", "added", "removed")),
+}
+# what JSON text must not hold inside a <script> element: each escaped as JSON reads it
+_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def render(report: ReportResult) -> str:
+def render(report: ReportResult, *, images: bool = True) -> str:
     """Return the page of ``report`` (``analyses.report.report``): the template filled with
-    its sections and the JSON of each part."""
+    its sections and the JSON of each part; ``images``: draw the gap histogram (matplotlib)."""
     parts = {k: getattr(report, k) for k in KINDS}
-    payloads = {k: json_renderer.render(r) for k, r in parts.items() if r is not None}
+    payloads = {k: _compact(bounded(k, r)) for k, r in parts.items() if r is not None}
     shown = {k: orjson.loads(p) for k, p in payloads.items()}  # the page shows what the JSON says
     shown.update(path=report.path, base=report.base)
-    template = resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
+    package = resources.files(__package__)
+    template = package.joinpath(TEMPLATE).read_text(encoding="utf-8")
+    css, js = (package.joinpath(a).read_text(encoding="utf-8") for a in ASSETS)
     title = f"traceana report: {report.path}"
     return _fill(
         template,
         title=html.escape(title),
-        body=_body(shown),
-        data="\n".join(_data_block(k, p) for k, p in payloads.items()),
+        body=f"<style>\n{css}</style>\n" + _body(shown, images),
+        data="\n".join(_data_block(k, p) for k, p in payloads.items())
+        + f"\n<script>\n{js}</script>",
     )
+
+
+def bounded(kind: str, results: RunResults[Any]) -> dict[str, Any]:
+    """Return the JSON document of ``results``, the report's part ``kind``, with its long
+    lists cut (``CUTS``); each cut list says how many of how many under the run's
+    ``listed`` (``{"gaps": {"listed": 200, "of": 77396}}``); uncut, the command's JSON."""
+    run = results.runs[0]
+    kept, listed = {}, {}
+    for attr, key, n, by_length in CUTS.get(kind, ()):
+        frame = getattr(run, attr)
+        if frame.height > n:
+            kept[attr] = longest(frame, n) if by_length else frame.head(n)
+            listed[key] = {"listed": n, "of": frame.height}
+    if not kept:
+        return results.to_json()
+    doc = replace(results, runs=(replace(run, **kept), *results.runs[1:])).to_json()
+    doc["runs"][0]["listed"] = listed
+    return doc
+
+
+def _compact(doc: dict[str, Any]) -> str:
+    """Return ``doc`` as JSON on one line: the page embeds it unindented (its download too)."""
+    return orjson.dumps(doc, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _fill(template: str, **values: str) -> str:
@@ -67,27 +118,98 @@ def _fill(template: str, **values: str) -> str:
 
 
 def _data_block(kind: str, payload: str) -> str:
-    # "<" only occurs inside JSON strings; escaped, no op name can close the script element
-    body = payload.replace("<", "\\u003c").rstrip()
+    # these only occur inside JSON strings: escaped, no name can close the script element
+    body = re.sub("[<>&\u2028\u2029]", lambda m: _UNSAFE[m[0]], payload).rstrip()
     return (
         f'<script type="application/json" id="traceana-{kind.replace("_", "-")}" '
         f'data-file="{kind}.json">\n{body}\n</script>'
     )
 
 
-def _body(s: dict[str, Any]) -> str:
+def _body(s: dict[str, Any], images: bool) -> str:
     run = s["gaps"]["runs"][0]
-    images = {name: plots.as_png(image) for name, image in plots.figures(s).items()}
+    drawn = {"histogram": plots.as_png(plots.histogram(s))} if images else {}
     diff = s["diff"]["runs"][0] if s.get("diff") else None
     parts = [header_section(s, run, diff), *_warnings(s, run), summary_section(run)]
-    parts.append(timeline_section(s, images))
-    parts.append(histogram_section(images))
+    parts.append(timeline_section(s))
+    parts.append(histogram_section(drawn))
     if diff:
         parts.append(diff_section(diff))
     parts.append(ops_section(s["ops"]["runs"][0], run))
     parts.append(gaps_section(run))
     parts.append(_data(s))
     return "\n".join(parts)
+
+
+def timeline_section(s: dict[str, Any]) -> str:
+    """Return the timeline section: a canvas per run (and the base's, on one scale, zoomed
+    together) that assets/timeline.js draws from the embedded timeline JSON, and the legend."""
+    shown = [("run", s["path"], "timeline", s["timeline"]["runs"][0])]
+    if s.get("base_timeline"):
+        shown.append(("base", s["base"], "base-timeline", s["base_timeline"]["runs"][0]))
+    colours = {
+        "busy": plotting.BUSY_COLOUR,
+        "op": plotting.OP_COLOUR,
+        "op_edge": plotting.OP_EDGE,
+        "outside": plotting.OUTSIDE_COLOUR,
+        "causes": plotting.CAUSE_COLOURS,
+    }
+    parts = [
+        '<section id="timeline"><h2>Timeline</h2><p class="note">Hardware lanes: per pixel '
+        "column, busy time (dark, from the bottom) and idle time in gaps (coloured by the "
+        "cause with the most idle there); above them the framework ops on the host. Time "
+        "after the window start; grey: outside the window. Zoom with the mouse wheel or "
+        "the buttons, drag to pan, hover for a gap's cause and evidence.</p>",
+        f'<div class="tl-toolbar" data-colours="{esc(orjson.dumps(colours).decode())}">'
+        '<button type="button" data-zoom="in" title="zoom in">+</button>'
+        '<button type="button" data-zoom="out" title="zoom out">\u2212</button>'
+        '<button type="button" data-zoom="reset" title="the whole run">reset</button>'
+        '<span class="tl-range" aria-live="polite"></span></div>',
+    ]
+    for who, path, name, t in shown:
+        labels = plots.short_names([lane["lane"] for lane in t["lanes"]])
+        more = t["lane_count"] - len(t["lanes"])
+        title = f"{who} <code>{esc(path)}</code>" + (" (same scale)" if who == "base" else "")
+        parts.append(
+            f'<div class="tl" id="{name}" data-for="traceana-{name}" '
+            f'data-labels="{esc(orjson.dumps(labels).decode())}">'
+            + (f"<h3>{title}</h3>" if len(shown) > 1 else "")
+            + f'<canvas class="tl-canvas" tabindex="0" aria-label="timeline of {esc(path)}">'
+            "</canvas>"
+            + (
+                f'<p class="note">The first {MAX_LANES} of {t["lane_count"]} lanes.</p>'
+                if more > 0
+                else ""
+            )
+            + '<p class="note tl-note"></p></div>'
+        )
+    parts.append(_legend(s))
+    parts.append(
+        '<div class="tl-tip" role="tooltip" hidden></div><noscript><p class="note">The '
+        "timeline is drawn by the page's script, which is off: its data is the timeline "
+        "JSON below.</p></noscript>"
+    )
+    return "\n".join(parts) + "</section>"
+
+
+def _legend(s: dict[str, Any]) -> str:
+    """Return the timeline's legend: busy, the causes of the idle of the run (and base)."""
+    runs = [s[k]["runs"][0] for k in ("gaps", "base_gaps") if s.get(k)]
+    seen = {c for r in runs for c, ns in (r["summary"].get("idle_by_cause_ns") or {}).items() if ns}
+    items = [(plotting.BUSY_COLOUR, "busy")]
+    items += [(plotting.CAUSE_COLOURS[c], f"gap: {c}") for c in CAUSES if c in seen]
+    items += [
+        (plotting.OP_COLOUR, "framework op (host)"),
+        (plotting.OUTSIDE_COLOUR, "outside the window"),
+    ]
+    return (
+        '<p class="legend">'
+        + "".join(
+            f'<span><span class="swatch" style="background:{c}"></span>{esc(label)}</span>'
+            for c, label in items
+        )
+        + "</p>"
+    )
 
 
 def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
@@ -111,7 +233,9 @@ def _data(s: dict[str, Any]) -> str:
     return (
         '<section id="data"><h2>Data</h2><p class="note">Every number on this page comes '
         "from these JSON documents, embedded in the page as "
-        '<code>&lt;script type="application/json"&gt;</code> blocks.</p>'
+        '<code>&lt;script type="application/json"&gt;</code> blocks. A long list is cut to '
+        "its longest (gaps) or first rows, and its run's <code>listed</code> says how many "
+        "of how many; the full lists are in the commands' JSON.</p>"
         f"<ul>{items}</ul></section>"
         f"<footer>traceana {esc(__version__)}</footer>"
     )

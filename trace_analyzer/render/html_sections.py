@@ -11,6 +11,7 @@ import html
 from typing import Any
 
 from trace_analyzer.analyses.causes import CAUSES
+from trace_analyzer.numbers import duration, instant
 from trace_analyzer.render.plotting import CAUSE_COLOURS
 from trace_analyzer.render.text_idle import idle_phrase
 
@@ -50,6 +51,13 @@ def _n(v: object) -> str:
 
 def _u(ns: float | None) -> str:
     return _cell(us(ns), "num", ns)
+
+
+def _d(ns: int, origin: int | None = None) -> str:
+    """A time cell, sorted by its ns: a duration ``ns``, or with ``origin`` the time ``ns``
+    after it, auto-scaled as the text outputs write them (``numbers.duration``, ``instant``)."""
+    shown = duration(ns) if origin is None else instant(ns, origin)
+    return _cell(esc(shown), "num", ns if origin is None else ns - origin)
 
 
 def _cause(c: str | None) -> str:
@@ -261,30 +269,21 @@ def _summary_table(run: dict[str, Any], part: list[tuple[str, str, str]], table_
 
 
 def histogram_section(images: dict[str, bytes]) -> str:
-    """Return the section of the gap histogram, ``images["histogram"]`` (PNG bytes)."""
+    """Return the section of the gap histogram, ``images["histogram"]`` (PNG bytes; a note
+    when it was not drawn, ``--no-images``)."""
+    png = images.get("histogram")
+    shown = (
+        img(png, "histogram of gap durations", "histogram")
+        if png
+        else '<p class="note">Not drawn (<code>--no-images</code>): the counts are the '
+        "timeline JSON's <code>histogram</code>.</p>"
+    )
     return (
         '<section id="histogram"><h2>Gap durations</h2>'
         '<p class="note">Device gaps (the whole device idle), stacked by cause.</p>'
-        + img(images["histogram"], "histogram of gap durations", "histogram")
+        + shown
         + "</section>"
     )
-
-
-def timeline_section(s: dict[str, Any], images: dict[str, bytes]) -> str:
-    """Return the timeline section: the run's timeline of ``images`` (PNG bytes by plot name)
-    and, when ``s`` (the report's parts) has a base, the base's on the same scale."""
-    parts = [
-        '<section id="timeline"><h2>Timeline</h2><p class="note">Hardware lanes: busy '
-        "blocks, and gaps coloured by cause; above them the framework ops on the host. "
-        "Time in µs from the window start; grey: outside the window.</p>"
-    ]
-    if s.get("base"):
-        parts.append(f"<h3>run <code>{esc(s['path'])}</code></h3>")
-    parts.append(img(images["timeline"], f"timeline of {s['path']}", "timeline"))
-    if s.get("base"):
-        parts.append(f"<h3>base <code>{esc(s['base'])}</code> (same scale)</h3>")
-        parts.append(img(images["base-timeline"], f"timeline of {s['base']}", "base-timeline"))
-    return "\n".join(parts) + "</section>"
 
 
 def ops_section(ops: dict[str, Any], run: dict[str, Any]) -> str:
@@ -342,13 +341,14 @@ def ops_section(ops: dict[str, Any], run: dict[str, Any]) -> str:
 
 
 def gaps_section(run: dict[str, Any]) -> str:
-    """Return the gaps section: every device gap of the gaps ``run``, in time order."""
+    """Return the gaps section: the device gaps of the gaps ``run`` listed in its JSON (the
+    longest, when it lists only some: ``listed``), in time order."""
     gaps = run["device_gaps"]
     if not gaps:
         return '<section id="gaps"><h2>Gaps</h2><p class="note">No gaps.</p></section>'
     origin = run["window"]["start_ns"]
     rows = [
-        f"<td>{esc(g['device'])}</td>{_u(g['start_ns'] - origin)}{_u(g['duration_ns'])}"
+        f"<td>{esc(g['device'])}</td>{_d(g['start_ns'], origin)}{_d(g['duration_ns'])}"
         f"{_cause(g['cause'])}<td>{esc(g['prev_op'] or '(' + str(g['prev_name']) + ')')}</td>"
         f"<td>{esc(g['next_op'] or '(unlinked)')}</td><td>{esc(g['next_runtime'])}</td>"
         f"<td>{esc(g.get('evidence'))}</td><td>{esc(g['link_method'])}</td>"
@@ -359,24 +359,23 @@ def gaps_section(run: dict[str, Any]) -> str:
         f"</b>, {us(h['idle_ns'])} µs: {esc(h['hint'])}</li>"
         for h in run.get("hints") or []
     )
+    cut = (run.get("listed") or {}).get("device_gaps")
+    which = (
+        f"The {num(cut['listed'])} longest of the {num(cut['of'])} device gaps (the whole "
+        "device idle), in time order; the other "
+        f'<span id="gaps-left-out">{num(cut["of"] - cut["listed"])}</span> are in '
+        f"<code>traceana gaps {esc(run['root'])} --format json</code>."
+        if cut
+        else "Every device gap (the whole device idle), in time order."
+    )
     return (
         '<section id="gaps"><h2>Gaps</h2>'
         + (f'<h3>Next steps</h3><ul class="hints">{steps}</ul>' if steps else "")
-        + '<p class="note">Every device gap (the whole device '
-        "idle), in time order; click a column to sort. The per-lane gaps are in the gaps "
-        "JSON.</p>"
+        + f'<p class="note" id="gaps-note">{which} at: the time after the window start. '
+        "Click a column to sort. The per-lane gaps are in the gaps JSON.</p>"
         + _table(
-            [
-                "device",
-                "at µs",
-                "gap µs",
-                "cause",
-                "after op",
-                "next op",
-                "next runtime call",
-                "evidence",
-                "link",
-            ],
+            ["device", "at", "gap", "cause", "after op", "next op", "next runtime call"]
+            + ["evidence", "link"],
             rows,
             "gaps-table",
         )

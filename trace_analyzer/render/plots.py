@@ -1,17 +1,20 @@
 """Plots for ``traceana report``: a timeline of the hardware lanes and a histogram of gaps.
 
-Each function takes result dicts (the JSON output's shape: ``gaps_result``, the report's
-``timeline``) and returns PNG bytes (or SVG text); none reads or writes a file. matplotlib
-is the optional extra ``traceana[report]``, imported when a plot is drawn, never at
-``import trace_analyzer`` (plotting.py: the figures, their bytes, the colours).
+Each function takes result dicts (the JSON output's shape: the report's ``timeline``, whose
+lanes and op rows are bucketed, or listed one by one when few, and whose histogram is
+counted already) and returns PNG bytes (or SVG text); none reads or writes a file, and none
+draws more than a few thousand shapes, however long the trace. matplotlib is the optional
+extra ``traceana[report]``, imported when a plot is drawn, never at ``import trace_analyzer``
+(plotting.py: the figures, their bytes, the colours).
 """
 
 from __future__ import annotations
 
-import re
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from trace_analyzer.analyses.gaps import CAUSES
+from trace_analyzer.analyses.causes import CAUSES
+from trace_analyzer.numbers import duration
 from trace_analyzer.render.plotting import (
     BUSY_COLOUR,
     CAUSE_COLOURS,
@@ -28,16 +31,12 @@ from trace_analyzer.render.plotting import require as require  # the CLI's check
 from trace_analyzer.render.plotting import save as _save
 from trace_analyzer.render.plotting import ticks as _ticks
 
-if TYPE_CHECKING:  # matplotlib and numpy are imported only to draw
+if TYPE_CHECKING:  # matplotlib is imported only to draw
     from matplotlib.axes import Axes
-    from numpy.typing import NDArray
 
-MAX_OP_ROWS = 6  # nesting deeper than this is left out of the timeline (the JSON has it)
-MAX_LANES = 48
-
-
-def _us(ns: int) -> float:
-    return ns / 1000
+LANE_H = 0.7  # of a row
+# the units of a time axis, as numbers.duration picks them for a span
+UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"))
 
 
 def short_names(names: list[str]) -> list[str]:
@@ -51,97 +50,74 @@ def short_names(names: list[str]) -> list[str]:
     return ["/".join(p[common:]) for p in parts]
 
 
-def busy_blocks(
-    lane: dict[str, Any], lane_gaps: list[dict[str, Any]], window: dict[str, Any]
-) -> list[tuple[int, int]]:
-    """Return a lane's busy intervals (ns): its span in the ``window`` minus its gaps.
-
-    ``lane``: a row of a gaps result's ``lanes``; ``lane_gaps``: that lane's gaps.
-
-    Exact when the gaps are all of them (no --min-gap): busy + gaps + leading + trailing is
-    the window (docs/gaps.md).
-    """
-    if not lane["executions"]:
+def busy_blocks(lane: dict[str, Any]) -> list[tuple[int, int]]:
+    """Return the busy intervals of a lane of a timeline listed one by one (``exact``), in ns
+    after the window start: its span minus its gaps (``[at_ns, duration_ns, cause, evidence]``)."""
+    if lane["first_ns"] is None:
         return []
-    t, end = window["start_ns"] + lane["leading_ns"], window["end_ns"] - lane["trailing_ns"]
-    blocks = []
-    for g in sorted(lane_gaps, key=lambda g: g["start_ns"]):
-        blocks.append((t, g["start_ns"]))
-        t = g["end_ns"]
-    blocks.append((t, end))
+    t, blocks = lane["first_ns"], []
+    for at, dur, *_ in lane["gaps"]:
+        blocks.append((t, at))
+        t = at + dur
+    blocks.append((t, lane["last_ns"]))
     return blocks
 
 
-def op_rows(ops: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Return the framework ``ops`` packed into rows: an op nested in another goes one row
-    down."""
-    rows: list[list[dict[str, Any]]] = []
-    ends: list[int] = []
-    for op in sorted(ops, key=lambda o: (o["start_ns"], -o["end_ns"])):
-        # the first row free at the op's start, else a new one
-        i = next((k for k, e in enumerate(ends) if op["start_ns"] >= e), len(ends))
-        if i == len(ends):
-            ends.append(0)
-            rows.append([])
-        ends[i] = op["end_ns"]
-        rows[i].append(op)
-    return rows
+def unit_of(span_ns: float) -> tuple[int, str]:
+    """Return the unit a time axis ``span_ns`` long is labelled in (ns per unit, its name),
+    as ``numbers.duration`` picks it."""
+    return next(((per, u) for per, u in UNITS if span_ns >= per), (1, "ns"))
 
 
-def extent_ns(gaps: dict[str, Any], timeline: dict[str, Any]) -> int:
-    """Return the time a timeline spans: the window of ``gaps`` (a gaps result), widened to
-    the framework ops of ``timeline`` (a timeline result) shown; 0 without a window."""
-    run, t = gaps["runs"][0], timeline["runs"][0]
-    if run["window"] is None:
-        return 0
-    end: int = run["window"]["end_ns"]
-    start: int = min(run["window"]["start_ns"], t["start_ns"])
-    return end - start
+def extent_ns(timeline: dict[str, Any]) -> int:
+    """Return the time the run of a timeline result spans (0 without a window)."""
+    t = timeline["runs"][0]
+    return 0 if t["from_ns"] is None else int(t["to_ns"] - t["from_ns"])
 
 
 def timeline(
-    gaps: dict[str, Any], timeline: dict[str, Any], *, span_ns: int | None = None, fmt: str = "png"
+    timeline: dict[str, Any], *, span_ns: int | None = None, fmt: str = "png"
 ) -> bytes | str:
     """Return the timeline of a one-run report: framework ops above the hardware lanes, busy
-    blocks, gaps coloured by cause; x in µs from the window start.
+    time and the gaps by cause; x: time after the window start.
 
-    ``gaps`` is a ``gaps_result`` without --min-gap, ``timeline`` the report's framework ops;
-    ``span_ns`` sets the width of the x axis, so that two timelines share one scale. ``fmt``:
-    "png" (bytes) or "svg" (text).
+    ``timeline``: the report's timeline result; ``span_ns`` the width of the x axis, so that
+    two timelines share one scale. ``fmt``: "png" (bytes) or "svg" (text).
     """
-    if gaps.get("min_gap_ns", 0):
-        raise ValueError("the timeline needs every gap: a gaps result without --min-gap")
-    run, t = gaps["runs"][0], timeline["runs"][0]
-    w = run["window"]
-    if w is None or not run["lanes"]:
-        return _message(f"{run['root']}: nothing ran on hardware, no timeline to draw", fmt)
-    lanes = sorted(run["lanes"], key=lambda lane: _natural(lane["lane"]))[:MAX_LANES]
-    rows = op_rows(t["framework_ops"])[:MAX_OP_ROWS]
-    n = len(rows) + len(lanes)
-    fig = _figure(1.9 + 0.36 * n + (0.2 if rows else 0))
+    t = timeline["runs"][0]
+    if t["from_ns"] is None or not t["lanes"]:
+        return _message(f"{t['root']}: nothing ran on hardware, no timeline to draw", fmt)
+    lanes = t["lanes"]
+    rows = _op_rows(t)
+    fig = _figure(1.9 + 0.36 * (len(rows) + len(lanes)) + (0.2 if rows else 0))
     ax = fig.add_subplot()
-    origin = w["start_ns"]
-    left = _us(min(t["start_ns"], origin) - origin)
-    right = left + _us(span_ns or extent_ns(gaps, timeline))
-    ax.set_xlim(left, right)
-    labels = _draw_ops(ax, rows, origin, right, WIDTH_IN * DPI * 0.82 / (right - left))
+    left = t["from_ns"]
+    right = left + (span_ns or extent_ns(timeline))
+    per, unit = unit_of(right - left)
+    x = _Axis(per, t["from_ns"], t["bucket_ns"], WIDTH_IN * DPI * 0.82 / ((right - left) / per))
+    ax.set_xlim(left / per, right / per)
+    for y, row in enumerate(rows):
+        _draw_ops(ax, y, row, x, right / per, t["op_names"])
     base = len(rows) + (0.4 if rows else 0)
-    causes_seen = _draw_lanes(ax, lanes, run["gaps"], w, base)
+    seen: set[str] = set()
+    for i, lane in enumerate(lanes):
+        seen |= _draw_lane(ax, base + i, lane, x)
+    labels = ["framework ops" if y == 0 else "" for y in range(len(rows))]
     labels += short_names([lane["lane"] for lane in lanes])
     ax.set_yticks([*range(len(rows)), *(base + i for i in range(len(lanes)))], labels, fontsize=9)
     ax.set_ylim(base + len(lanes) - 0.4, -0.6)
-    end = _draw_time_axis(ax, w, left, right)
-    more = len(run["lanes"]) - len(lanes)
+    _draw_time_axis(ax, t, left / per, right / per, (per, unit))
+    more = t["lane_count"] - len(lanes)
     ax.set_title(
-        f"{run['root']}" + (f" (first {len(lanes)} of {len(run['lanes'])} lanes)" if more else ""),
+        f"{t['root']}" + (f" (first {len(lanes)} of {t['lane_count']} lanes)" if more else ""),
         fontsize=10,
         loc="left",
     )
     handles = [_patch(BUSY_COLOUR, "busy")]
-    handles += [_patch(CAUSE_COLOURS[c], f"gap: {c}") for c in CAUSES if c in causes_seen]
+    handles += [_patch(CAUSE_COLOURS[c], f"gap: {c}") for c in CAUSES if c in seen]
     if rows:
         handles.append(_patch(OP_COLOUR, "framework op (host)", OP_EDGE))
-    if left < 0 or end < right:
+    if left < 0 or t["to_ns"] < right:
         handles.append(_patch(OUTSIDE_COLOUR, "outside the window", "#bbbbbb"))
     fig.legend(
         handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False
@@ -149,188 +125,154 @@ def timeline(
     return _save(fig, fmt)
 
 
-def _draw_ops(
-    ax: Axes, rows: list[list[dict[str, Any]]], origin: int, right: float, px_per_us: float
-) -> list[str]:
-    """Draw the framework ops, one bar row per nesting level; return their y labels."""
-    labels = []
-    for y, row in enumerate(rows):
-        spans = [(_us(o["start_ns"] - origin), _us(o["end_ns"] - o["start_ns"])) for o in row]
-        ax.broken_barh(
-            spans, (y - 0.4, 0.8), facecolors=OP_COLOUR, edgecolors=OP_EDGE, linewidth=0.6
-        )
-        _label_ops(ax, y, spans, row, right, px_per_us)
-        labels.append("framework ops" if y == 0 else "")
-    return labels
+class _Axis:
+    """ns (after the window start) to x (``per`` ns a unit); the buckets' edges; pixels."""
+
+    def __init__(self, per: int, start: int, width: int, px_per_unit: float):
+        self.per, self.start, self.width, self.px = per, start, width, px_per_unit
+
+    def edges(self, n: int) -> list[float]:
+        return [(self.start + i * self.width) / self.per for i in range(n + 1)]
 
 
-def _draw_lanes(
-    ax: Axes,
-    lanes: list[dict[str, Any]],
-    gaps: list[dict[str, Any]],
-    window: dict[str, Any],
-    base: float,
-) -> set[str]:
-    """Draw each hardware lane from y = ``base`` down: its gaps by cause, its busy blocks on
-    top; return the causes drawn."""
-    origin = window["start_ns"]
-    by_lane: dict[str, list[dict[str, Any]]] = {}
-    for g in gaps:
-        by_lane.setdefault(g["lane"], []).append(g)
-    causes_seen = set()
-    for i, lane in enumerate(lanes):
-        y = base + i
-        for cause in CAUSES:
-            mine = [g for g in by_lane.get(lane["lane"], []) if g["cause"] == cause]
+def _op_rows(t: dict[str, Any]) -> list[Any]:
+    """Return the op rows of timeline run ``t``: lists of ops (exact) or bucketed rows."""
+    if t["op_rows"]:
+        return list(t["op_rows"])
+    rows: dict[int, list[dict[str, Any]]] = {}
+    for o in t["framework_ops"]:
+        rows.setdefault(o["row"], []).append(o)
+    return [rows[r] for r in sorted(rows)]
+
+
+def _draw_ops(ax: Axes, y: int, row: Any, x: _Axis, right: float, names: list[str]) -> None:
+    """Draw one row of framework ops: each op (a list) or the coverage of each bucket."""
+    if isinstance(row, dict):  # bucketed: coverage, and the name of the op covering most
+        edges = x.edges(len(row["cover"]))
+        top = [y + 0.4 - c * 0.8 / 1000 for c in row["cover"]]
+        ax.fill_between(edges, y + 0.4, [*top, top[-1]], step="post", color=OP_EDGE, lw=0)
+        runs, start = [], 0
+        for i in range(1, len(row["op"]) + 1):
+            if i == len(row["op"]) or row["op"][i] != row["op"][start]:
+                if row["op"][start] >= 0:
+                    runs.append((edges[start], edges[i] - edges[start], names[row["op"][start]]))
+                start = i
+        _label_ops(ax, y, runs, right, x.px)
+        return
+    spans = [(o["at_ns"] / x.per, o["duration_ns"] / x.per) for o in row]
+    ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=OP_COLOUR, edgecolors=OP_EDGE, linewidth=0.6)
+    _label_ops(
+        ax, y, [(a, d, o["name"]) for (a, d), o in zip(spans, row, strict=True)], right, x.px
+    )
+
+
+def _draw_lane(ax: Axes, y: float, lane: dict[str, Any], x: _Axis) -> set[str]:
+    """Draw one hardware lane at ``y``: its gaps by cause and busy blocks (exact), or per
+    bucket its busy time from the bottom and its idle above in the main cause's colour."""
+    bottom, h = y + LANE_H / 2, LANE_H / 1000
+    if lane["exact"]:
+        seen = set()
+        for ci, cause in enumerate(CAUSES):
+            mine = [(at / x.per, d / x.per) for at, d, c, _ in lane["gaps"] if c == ci]
             if mine:
-                causes_seen.add(cause)
-                # a thin edge keeps a gap narrower than a pixel visible
+                seen.add(cause)
+                colour = CAUSE_COLOURS[cause]  # a thin edge keeps a short gap visible
                 ax.broken_barh(
-                    [(_us(g["start_ns"] - origin), _us(g["duration_ns"])) for g in mine],
-                    (y - 0.35, 0.7),
-                    facecolors=CAUSE_COLOURS[cause],
-                    edgecolors=CAUSE_COLOURS[cause],
-                    linewidth=0.6,
+                    mine, (y - 0.35, LANE_H), facecolors=colour, edgecolors=colour, lw=0.6
                 )
-        # busy on top: an execution shorter than a pixel still shows, as a hairline
-        busy = busy_blocks(lane, by_lane.get(lane["lane"], []), window)
+        busy = [(s / x.per, (e - s) / x.per) for s, e in busy_blocks(lane)]
         ax.broken_barh(
-            [(_us(s - origin), _us(e - s)) for s, e in busy],
-            (y - 0.35, 0.7),
-            facecolors=BUSY_COLOUR,
-            edgecolors=BUSY_COLOUR,
-            linewidth=0.6,
+            busy, (y - 0.35, LANE_H), facecolors=BUSY_COLOUR, edgecolors=BUSY_COLOUR, lw=0.6
         )
-    return causes_seen
+        return seen
+    if not lane["busy"]:
+        return set()
+    edges = x.edges(len(lane["busy"]))
+    busy_top = [bottom - b * h for b in lane["busy"]]
+    ax.fill_between(edges, bottom, [*busy_top, busy_top[-1]], step="post", color=BUSY_COLOUR, lw=0)
+    seen = set()
+    for ci, cause in enumerate(CAUSES):
+        if ci not in lane["cause"]:
+            continue
+        seen.add(cause)
+        idle = [
+            t - (d * h if c == ci else 0)
+            for t, d, c in zip(busy_top, lane["idle"], lane["cause"], strict=True)
+        ]
+        ax.fill_between(
+            edges,
+            [*busy_top, busy_top[-1]],
+            [*idle, idle[-1]],
+            step="post",
+            color=CAUSE_COLOURS[cause],
+            lw=0,
+        )
+    return seen
 
 
-def _draw_time_axis(ax: Axes, window: dict[str, Any], left: float, right: float) -> float:
-    """Grey out what lies outside the window, then label and style the axes (x in µs, or ms
-    for long windows); return the window's end on the x axis."""
+def _draw_time_axis(
+    ax: Axes, t: dict[str, Any], left: float, right: float, unit: tuple[int, str]
+) -> None:
+    """Grey out what lies outside the window, then label and style the axes (x in ``unit``,
+    ns per unit and its name)."""
+    per = unit[0]
     if left < 0:  # framework ops before the window: grey outside it
         ax.axvspan(left, 0, color=OUTSIDE_COLOUR, zorder=0)
         ax.axvline(0, color="#555555", linestyle="--", linewidth=0.8)
-    end = _us(window["duration_ns"])
+    end = t["to_ns"] / per
     if end < right:
         ax.axvspan(end, right, color=OUTSIDE_COLOUR, zorder=0)
         ax.axvline(end, color="#555555", linestyle="--", linewidth=0.8)
-    ms = right - left >= 20_000  # long windows: ticks in ms, not 1e6 µs
-    ax.xaxis.set_major_formatter(_ticks(1000 if ms else 1))
-    ax.set_xlabel(
-        f"{'ms' if ms else 'µs'} from the window start ({window['origin']}: {end:,} µs)",
-        fontsize=9,
+    ax.xaxis.set_major_formatter(_ticks(1))
+    note = (
+        ""
+        if not any(not lane["exact"] for lane in t["lanes"])
+        else (f"; lanes in buckets of {duration(t['bucket_ns'])}")
     )
+    ax.set_xlabel(f"{unit[1]} after the window start{note}", fontsize=9)
     ax.tick_params(axis="y", length=0)
     ax.tick_params(axis="x", labelsize=8)
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    return end
-
-
-def _natural(name: str) -> list[int | str]:
-    """Return a sort key that puts stream:7 before stream:23."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
 
 
 def _label_ops(
-    ax: Axes,
-    y: int,
-    spans: list[tuple[float, float]],
-    row: list[dict[str, Any]],
-    right: float,
-    px_per_us: float,
+    ax: Axes, y: int, spans: list[tuple[float, float, str]], right: float, px_per_unit: float
 ) -> None:
-    """Name each op inside its bar, else just right of it, where the name fits."""
-    starts = [x for x, _ in spans[1:]] + [right]
-    for (x, width), nxt, o in zip(spans, starts, row, strict=True):
-        need = 6.7 * len(o["name"]) + 8  # px at fontsize 8
-        if width * px_per_us > need:
-            ax.text(
-                x + width / 2,
-                y,
-                o["name"],
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="#1b1b1b",
-                clip_on=True,
-            )
-        elif (nxt - x - width) * px_per_us > need + 4:
-            ax.text(
-                x + width + 3 / px_per_us,
-                y,
-                o["name"],
-                ha="left",
-                va="center",
-                fontsize=8,
-                color="#1b1b1b",
-                clip_on=True,
-            )
+    """Name each op (or run of buckets) inside its bar, else just right of it, where the name
+    fits."""
+    starts = [s for s, _, _ in spans[1:]] + [right]
+    for (x, width, name), nxt in zip(spans, starts, strict=True):
+        need = 6.7 * len(name) + 8  # px at fontsize 8
+        if width * px_per_unit > need:
+            at, ha = x + width / 2, "center"
+        elif (nxt - x - width) * px_per_unit > need + 4:
+            at, ha = x + width + 3 / px_per_unit, "left"
+        else:
+            continue
+        ax.text(at, y, name, ha=ha, va="center", fontsize=8, color="#1b1b1b", clip_on=True)
 
 
-def _bins(durations: list[float]) -> tuple[NDArray[Any], bool]:
-    """Return the histogram's bin edges and whether they are logarithmic."""
-    import numpy as np
-
-    lo, hi = min(durations), max(durations)
-    if lo > 0 and hi / lo > 100:
-        return np.geomspace(lo, hi, 25), True
-    edges = np.histogram_bin_edges(durations, bins="auto", range=(0, hi if hi > 0 else 1))
-    if len(edges) < 11:
-        edges = np.linspace(0, hi if hi > 0 else 1, 11)
-    return edges[:41] if len(edges) > 41 else edges, False
-
-
-def histogram(results: list[dict[str, Any]], *, fmt: str = "png") -> bytes | str:
-    """Return a histogram of the device gap durations (µs) of each gaps result of ``results``,
-    stacked by cause; one panel per result, on one x scale. ``fmt``: "png" (bytes) or "svg"
-    (text)."""
-    runs = [(r["path"], r["runs"][0]) for r in results]
-    every = [g["duration_ns"] / 1000 for _, run in runs for g in run["device_gaps"]]
-    ratios = [3 if run["device_gaps"] else 1 for _, run in runs]
+def histogram(report: dict[str, Any], *, fmt: str = "png") -> bytes | str:
+    """Return a histogram of the device gap durations of the run (and the base) of
+    ``report`` (its parts' JSON), stacked by cause, one panel per run on one x scale; the
+    counts are the timelines' ``histogram``. ``fmt``: "png" (bytes) or "svg" (text)."""
+    runs = [(report["path"], report["timeline"]["runs"][0]["histogram"])]
+    if report.get("base_timeline"):
+        runs.append((report["base"], report["base_timeline"]["runs"][0]["histogram"]))
+    counted = [(p, h or {"edges_ns": [], "log": False, "counts": {}}) for p, h in runs]
+    ratios = [3 if h["counts"] else 1 for _, h in counted]
     fig = _figure(1.2 + 0.8 * sum(ratios))
     axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False, height_ratios=ratios)[:, 0]
-    bins, log = _bins(every) if every else (None, False)
-    seen = set()
-    for ax, (path, run) in zip(axes, runs, strict=True):
-        gaps = run["device_gaps"]
-        ax.set_title(f"{path}: {len(gaps)} device gaps", fontsize=10, loc="left")
-        for side in ("top", "right"):
-            ax.spines[side].set_visible(False)
-        if not gaps:
-            ax.text(
-                0.5,
-                0.5,
-                "no gaps: the device was never idle between executions",
-                ha="center",
-                va="center",
-                transform=ax.transAxes,
-                fontsize=10,
-                color="#555555",
-            )
-            ax.set_yticks([])
-            continue
-        present = [c for c in CAUSES if any(g["cause"] == c for g in gaps)]
-        seen.update(present)
-        ax.hist(
-            [[g["duration_ns"] / 1000 for g in gaps if g["cause"] == c] for c in present],
-            bins=bins,
-            stacked=True,
-            color=[CAUSE_COLOURS[c] for c in present],
-            edgecolor="white",
-            linewidth=0.5,
-        )
-        from matplotlib.ticker import MaxNLocator
-
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("gaps", fontsize=9)
-        ax.grid(axis="y", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
+    seen: set[str] = set()
+    log = any(h["log"] for _, h in counted)
+    for ax, (path, h) in zip(axes, counted, strict=True):
+        seen |= _histogram_panel(ax, path, h)
     if log:
         axes[-1].set_xscale("log")
-    if not every:
+    if not seen:
         axes[-1].set_xticks([])
     axes[-1].set_xlabel("gap duration (µs)", fontsize=9)
     if seen:
@@ -342,6 +284,46 @@ def histogram(results: list[dict[str, Any]], *, fmt: str = "png") -> bytes | str
             frameon=False,
         )
     return _save(fig, fmt)
+
+
+def _histogram_panel(ax: Axes, path: str, h: dict[str, Any]) -> set[str]:
+    """Draw one run's histogram ``h`` (edges, counts per cause) on ``ax``; return its causes."""
+    from matplotlib.ticker import MaxNLocator
+
+    n = sum(sum(c) for c in h["counts"].values())
+    ax.set_title(f"{path}: {n:,} device gaps", fontsize=10, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    if not h["counts"]:
+        ax.text(
+            0.5,
+            0.5,
+            "no gaps: the device was never idle between executions",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=10,
+            color="#555555",
+        )
+        ax.set_yticks([])
+        return set()
+    edges = [e / 1000 for e in h["edges_ns"]]
+    mids = [((a * b) ** 0.5 if h["log"] else (a + b) / 2) for a, b in pairwise(edges)]
+    present = [c for c in CAUSES if c in h["counts"]]
+    ax.hist(
+        [mids] * len(present),
+        bins=edges,
+        weights=[h["counts"][c] for c in present],
+        stacked=True,
+        color=[CAUSE_COLOURS[c] for c in present],
+        edgecolor="white",
+        linewidth=0.5,
+    )
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("gaps", fontsize=9)
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    return set(present)
 
 
 def as_png(image: bytes | str) -> bytes:
@@ -358,12 +340,12 @@ def figures(report: dict[str, Any], fmt: str = "png") -> dict[str, bytes | str]:
 
     ``report``: each part of the report as its JSON says it (``render.report.shown``).
     """
-    shown = [("timeline", report["gaps"], report["timeline"])]
-    if report.get("base_gaps"):
-        shown.append(("base-timeline", report["base_gaps"], report["base_timeline"]))
-    span = max(extent_ns(g, t) for _, g, t in shown) or None
-    out = {name: timeline(g, t, span_ns=span, fmt=fmt) for name, g, t in shown}
-    out["histogram"] = histogram([g for _, g, _ in shown], fmt=fmt)
+    shown = [("timeline", report["timeline"])]
+    if report.get("base_timeline"):
+        shown.append(("base-timeline", report["base_timeline"]))
+    span = max(extent_ns(t) for _, t in shown) or None
+    out = {name: timeline(t, span_ns=span, fmt=fmt) for name, t in shown}
+    out["histogram"] = histogram(report, fmt=fmt)
     return out
 
 

@@ -2,7 +2,9 @@
 
 The report itself (what it shows) is ``analyses.report.report``; the page is html.py; the
 Markdown report is the Markdown renderer's diff, gaps and ops plus the plots, which it links
-relatively, as PNG files beside the .md file (docs/report.md).
+relatively, as PNG files beside the .md file, with a note on publishing them (a pull-request
+comment cannot show a relative image); ``images=False`` writes the text alone
+(docs/report.md).
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import orjson
+
+from trace_analyzer.analyses.gaps import GapsResult
 from trace_analyzer.analyses.report import ReportResult
+from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.analyses.timeline import TOP_GAPS
 from trace_analyzer.errors import UsageError
 from trace_analyzer.render import html, plots, text
-from trace_analyzer.render.json import parsed
+from trace_analyzer.render.json import dumps
 from trace_analyzer.render.safe import warning_block
 from trace_analyzer.render.tables import MARKDOWN
 
@@ -35,9 +42,13 @@ def format_of(output: Path) -> str:
 
 
 def shown(report: ReportResult) -> dict[str, Any]:
-    """Return what the plots draw: each part of ``report`` as its JSON says it."""
-    parts = ("gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline")
-    out: dict[str, Any] = {k: parsed(getattr(report, k)) for k in parts if getattr(report, k)}
+    """Return what the plots draw: each part of ``report`` as the page's JSON says it (its
+    long lists cut, ``html.bounded``)."""
+    out: dict[str, Any] = {
+        k: orjson.loads(dumps(html.bounded(k, getattr(report, k))))
+        for k in html.KINDS
+        if getattr(report, k)
+    }
     out.update(path=report.path, base=report.base)
     return out
 
@@ -48,24 +59,66 @@ def image_names(stem: str, report: ReportResult) -> dict[str, str]:
     return {n: f"{stem}.{n}.png" for n in names}
 
 
-def markdown(report: ReportResult, stem: str) -> tuple[str, dict[str, bytes]]:
+# The Markdown report's parts share one PR comment's budget (render/budget.py), warnings and
+# the plots' lines taking the rest.
+SHARES = {"diff": 18_000, "gaps": 24_000, "ops": 14_000}
+
+
+def markdown(
+    report: ReportResult, stem: str, *, images: bool = True
+) -> tuple[str, dict[str, bytes]]:
     """Return the Markdown of ``report`` and its plots (PNG bytes by file name, each
-    ``<stem>.<plot>.png``, ``image_names``)."""
-    images = plots.figures(shown(report))
-    names = image_names(stem, report)
+    ``<stem>.<plot>.png``, ``image_names``; none without ``images``)."""
+    names = image_names(stem, report) if images else {}
     path, base = report.path, report.base
     parts = [f"# traceana report: {path}" + (f" (base: {base})" if base else "")]
     parts += _warnings(report)
     if base and report.diff is not None:
-        parts.append(text.render_markdown(report.diff).rstrip())
-    parts.append(f"## timeline\n\n![timeline of {path}]({quote(names['timeline'])})")
-    if base:
-        parts.append(f"![timeline of {base}]({quote(names['base-timeline'])})")
-    parts.append(f"## gap durations\n\n![gap durations]({quote(names['histogram'])})")
+        parts.append(text.render_markdown(report.diff, budget=SHARES["diff"]).rstrip())
+    parts.append(_plots(report, names))
     # the warnings open the report, not its gaps and ops sections too
-    parts.append(text.render_markdown(replace(report.gaps, warnings=None)).rstrip())
-    parts.append(text.render_markdown(replace(report.ops, warnings=None)).rstrip())
-    return "\n\n".join(parts) + "\n", {names[k]: plots.as_png(images[k]) for k in names}
+    parts.append(text.render_markdown(_listed(report), budget=SHARES["gaps"]).rstrip())
+    ops = replace(report.ops, warnings=None)
+    parts.append(text.render_markdown(ops, budget=SHARES["ops"]).rstrip())
+    if not images:
+        return "\n\n".join(parts) + "\n", {}
+    drawn = plots.figures(shown(report))
+    return "\n\n".join(parts) + "\n", {names[k]: plots.as_png(drawn[k]) for k in names}
+
+
+def _plots(report: ReportResult, names: dict[str, str]) -> str:
+    """Return the Markdown of the plots: their relative links and how to publish them, or
+    (no ``names``: ``--no-images``) where the timeline is instead."""
+    if not names:
+        return (
+            "## timeline\n\nNo plots (`--no-images`): the HTML report "
+            "(`traceana report PATH -o report.html`) has the timeline, zoomable, and the "
+            "gap histogram."
+        )
+    path, base = report.path, report.base
+    files = ", ".join(f"`{n}`" for n in names.values())
+    lines = [
+        "## timeline",
+        f"> The plots are PNG files beside this file ({files}), linked relatively: a "
+        "pull-request comment or a CI summary cannot show them so. Commit them beside the "
+        ".md, or upload them as the run's artifacts and link those; or write the report "
+        "with `--no-images` for text alone.",
+        f"![timeline of {path}]({quote(names['timeline'])})",
+        *([f"![timeline of {base}]({quote(names['base-timeline'])})"] if base else []),
+        f"## gap durations\n\n![gap durations]({quote(names['histogram'])})",
+    ]
+    return "\n\n".join(lines)
+
+
+def _listed(report: ReportResult) -> RunResults[GapsResult]:
+    """Return the gaps of ``report`` as the Markdown renderer shows them: without the
+    warnings (the report opens with them), and without the per-lane gaps when there are
+    more than a report lists (``TOP_GAPS``; the gaps JSON has them all)."""
+    gaps = replace(report.gaps, warnings=None)
+    run = gaps.runs[0]
+    if run.gaps.height <= TOP_GAPS:
+        return gaps
+    return replace(gaps, runs=(replace(run, gaps=run.gaps.clear()),))
 
 
 def _warnings(report: ReportResult) -> list[str]:
@@ -79,13 +132,14 @@ def _warnings(report: ReportResult) -> list[str]:
     return blocks
 
 
-def files(report: ReportResult, output: Path) -> dict[Path, bytes]:
+def files(report: ReportResult, output: Path, *, images: bool = True) -> dict[Path, bytes]:
     """Return what to write for ``report``, by path: the page ``output``, or the .md file
-    ``output`` and the PNG files beside it (``format_of`` the output decides)."""
+    ``output`` and the PNG files beside it (``format_of`` the output decides); without
+    ``images``, no plot is drawn (the page keeps its timeline, drawn by its script)."""
     if format_of(output) == "html":
-        return {output: html.render(report).encode()}
-    text_md, images = markdown(report, output.stem)
+        return {output: html.render(report, images=images).encode()}
+    text_md, drawn = markdown(report, output.stem, images=images)
     return {
-        **{output.with_name(name): png for name, png in images.items()},
+        **{output.with_name(name): png for name, png in drawn.items()},
         output: text_md.encode(),
     }

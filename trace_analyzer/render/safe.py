@@ -7,6 +7,9 @@ spaces; Markdown also backslash-escapes the characters that would make markup (`
 backslash); HTML escapes with ``html.escape``. A warning that says events were dropped (the
 word "dropped", whether the export says it or traceana does) is emphasised and says that gaps
 may be missing events: bold in Markdown and HTML, marked ``!!`` in a terminal.
+
+The two text styles (``Style``: a terminal table, Markdown) are named here, as polars' table
+formatter names them, so that every module of the text renderers can import them.
 """
 
 from __future__ import annotations
@@ -14,8 +17,13 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from typing import Literal, TypeAlias
 
-from trace_analyzer.render.tables import MARKDOWN, Style, heading
+# The two text styles, as polars' table formatter names them: a terminal table, Markdown.
+Style: TypeAlias = Literal["ASCII_MARKDOWN", "MARKDOWN"]
+TABLE: Style = "ASCII_MARKDOWN"
+MARKDOWN: Style = "MARKDOWN"
+ELLIPSIS = "…"
 
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 BREAKS = re.compile("[\t\n\r]")
@@ -39,6 +47,22 @@ def html_text(text: object) -> str:
     return html.escape(plain(text))
 
 
+def clip(text: str, most: int, keep_end: bool = False) -> str:
+    """Return ``text`` cut to at most ``most`` characters, an ellipsis where it was cut: at
+    the end, or at the start with ``keep_end`` (``…/neuron_hw/NC0``)."""
+    if len(text) <= most:
+        return text
+    if most <= 1:
+        return ELLIPSIS[:most]
+    return ELLIPSIS + text[-(most - 1) :] if keep_end else text[: most - 1] + ELLIPSIS
+
+
+def heading(text: str, style: Style, level: int = 2) -> str:
+    """Return ``text`` as a heading in ``style``: in Markdown of ``level`` (``##``), else the
+    text alone."""
+    return f"{'#' * level} {text}" if style == MARKDOWN else text
+
+
 def shown(text: object, style: Style) -> str:
     """Return ``text`` made inert for ``style`` (Markdown, or a terminal)."""
     return markdown(text) if style == MARKDOWN else plain(text)
@@ -53,17 +77,23 @@ def warning(text: str) -> tuple[str, bool]:
     return (text if MISSING in text else f"{text}; {MISSING}"), True
 
 
-def warning_items(warnings: Sequence[str], style: Style) -> list[str]:
-    """Return the list lines of ``warnings`` in ``style``, the emphasised ones bold
-    (Markdown) or marked ``!!`` (a terminal)."""
-    lines = []
+def warning_texts(warnings: Sequence[str], style: Style, most: int | None = None) -> list[str]:
+    """Return ``warnings`` as list items show them in ``style`` (without the ``- ``), the
+    emphasised ones bold (Markdown) or marked ``!!`` (a terminal); ``most``: the most
+    characters of one warning's own text (None: all)."""
+    out = []
     for w in warnings:
-        text, loud = warning(w)
+        text, loud = warning(w if most is None else clip(w, most))
         if style == MARKDOWN:
-            lines.append(f"- **{markdown(text)}**" if loud else f"- {markdown(text)}")
+            out.append(f"**{markdown(text)}**" if loud else markdown(text))
         else:
-            lines.append(f"- !! {text}" if loud else f"- {text}")
-    return lines
+            out.append(f"!! {text}" if loud else text)
+    return out
+
+
+def warning_items(warnings: Sequence[str], style: Style) -> list[str]:
+    """Return the list lines of ``warnings`` in ``style`` (``warning_texts``, each ``- ``)."""
+    return [f"- {t}" for t in warning_texts(warnings, style)]
 
 
 def warning_block(warnings: Sequence[str], style: Style, title: str = "warnings") -> list[str]:

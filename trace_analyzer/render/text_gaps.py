@@ -1,25 +1,34 @@
-"""The table and Markdown layouts of ``gaps``, ``diff`` and ``trend`` results (one run each)."""
+"""The table and Markdown layouts of ``gaps`` and ``trend`` results (one run each).
+
+A gaps report, in either style (docs/output.md): the verdict, a summary table (the ``--by``
+table: devices, lanes, ops or steps), the ``--top`` longest gaps, the ``--top`` ops by the
+idle before them, and the next steps; a table that leaves rows out says how many.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import polars as pl
-
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.numbers import DASH, count, duration, instant, percent
 from trace_analyzer.render.safe import shown
 from trace_analyzer.render.tables import (
     MARKDOWN,
+    Block,
+    Column,
+    Items,
     Style,
-    bullets,
-    frame_text,
+    Table,
     heading,
-    section,
-    us,
+    num_col,
+    plural,
+    text_col,
 )
-from trace_analyzer.render.text_idle import idle_cells, idle_phrase
+from trace_analyzer.render.text_idle import IDLE_COLUMNS, bare_percent, idle_cells, idle_phrase
+
+MORE = "`--top N` shows more, `--format json` has them all"
 
 
 def _verdict(run: dict[str, Any]) -> str:
@@ -30,13 +39,13 @@ def _verdict(run: dict[str, Any]) -> str:
         return "no hardware executions in the window: nothing to measure"
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
     top = max(causes, key=lambda c: causes[c]) if causes else None
-    longest = f", longest {us(s['gap_max_ns'])} µs" if s["gap_count"] else ""
+    longest = f", longest {duration(s['gap_max_ns'])}" if s["gap_count"] else ""
     text = (
-        f"{s['devices']} device(s) {idle_phrase(s, w['origin'], str)} "
-        f"({us(s['idle_ns'])} µs in {s['gap_count']} gaps{longest})"
+        f"{plural(s['devices'], 'device')} {idle_phrase(s, w['origin'], bare_percent)} "
+        f"({duration(s['idle_ns'])} in {plural(s['gap_count'], 'gap')}{longest})"
     )
     if top:
-        text += f"; top cause {top}: {us(causes[top])} µs"
+        text += f"; top cause {top}: {duration(causes[top])}"
     return ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + text
 
 
@@ -48,146 +57,160 @@ AGGREGATE = {  # --by: which table, and its first column
 }
 
 
-def _aggregate(run: dict[str, Any], by: str, top: int) -> pl.DataFrame:
+def _aggregate(run: dict[str, Any], by: str, top: int) -> Table:
     rows = run[AGGREGATE[by][0]]
     if by == "op":
-        return _ops_idle(rows[:top])
+        return _ops_idle(rows, top, "by op: idle before each op (by cause)")
     if by == "step":
         return _steps_idle(rows)
-    return pl.DataFrame(
-        [
-            {
-                AGGREGATE[by][1]: r[AGGREGATE[by][1]],
-                "busy µs": us(r["busy_ns"]),
-                **idle_cells(r),
-                "executions": r["executions"],
-                "gaps": r["gap_count"],
-                "p50 µs": us(r["gap_p50_ns"]),
-                "p90 µs": us(r["gap_p90_ns"]),
-                "p99 µs": us(r["gap_p99_ns"]),
-                "max µs": us(r["gap_max_ns"]),
-            }
-            for r in rows
-        ]
+    key = AGGREGATE[by][1]
+    return Table(
+        f"by {key}",
+        (text_col(key, cut=16, keep_end=True), *(c for c, _ in IDLE_COLUMNS)),
+        [[r[key], *idle_cells(r)] for r in rows],
+        noun=AGGREGATE[by][0],
     )
 
 
-def _ops_idle(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame(
+def _cause_columns() -> tuple[Column, ...]:
+    """The idle-by-cause columns: hidden when no row has idle of the cause; a narrow terminal
+    drops them from the last cause (``other``) back."""
+    n = len(CAUSES)
+    return tuple(num_col(c, drop=2 + n - i, optional=True) for i, c in enumerate(CAUSES))
+
+
+def _ops_idle(rows: Sequence[dict[str, Any]], top: int, title: str) -> Table:
+    transfers = Column("transfers", cut=12, drop=1, optional=True)
+    return Table(
+        title,
+        (text_col("op"), num_col("idle before"), num_col("gaps"), *_cause_columns(), transfers),
         [
-            {
-                "op": r["op"],
-                "idle before µs": us(r["idle_before_ns"]),
-                "gaps": r["gaps"],
-                **{c: us(r[f"{c}_ns"]) for c in CAUSES},
-                "transfers": r["transfers"] or "",
-            }
-            for r in rows
-        ]
+            [
+                r["op"],
+                duration(r["idle_before_ns"]),
+                count(r["gaps"]),
+                *(duration(r[f"{c}_ns"]) for c in CAUSES),
+                r["transfers"] or DASH,
+            ]
+            for r in rows[:top]
+        ],
+        total=len(rows),
+        noun="ops",
+        more=MORE,
     )
 
 
-def _steps_idle(rows: Sequence[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame(
+def _steps_idle(rows: Sequence[dict[str, Any]]) -> Table:
+    return Table(
+        "by step",
+        (num_col("step"), num_col("idle"), num_col("gaps"), *_cause_columns()),
         [
-            {
-                "step": r["step"],
-                "idle µs": us(r["idle_ns"]),
-                "gaps": r["gaps"],
-                **{c: us(r[f"{c}_ns"]) for c in CAUSES},
-            }
+            [
+                str(r["step"]),
+                duration(r["idle_ns"]),
+                count(r["gaps"]),
+                *(duration(r[f"{c}_ns"]) for c in CAUSES),
+            ]
             for r in rows
-        ]
+        ],
+        noun="steps",
     )
 
 
-def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int) -> pl.DataFrame:
-    return pl.DataFrame(
+def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int, total: int) -> Table:
+    return Table(
+        "longest gaps (device idle; at = time after the window start)",
+        (
+            text_col(where, cut=12, keep_end=True),
+            num_col("at"),
+            num_col("gap"),
+            Column("cause"),
+            text_col("after op", cut=12, drop=1),
+            text_col("next op", cut=12),
+            text_col("evidence", cut=24, drop=2),
+        ),
         [
-            {
-                where: g[where],
-                "at ms": round((g["start_ns"] - origin) / 1e6, 3),
-                "gap µs": us(g["duration_ns"]),
-                "cause": g["cause"],
-                "after op": g["prev_op"] or f"({g['prev_name']})",
-                "next op": g["next_op"] or "(unlinked)",
-                "evidence": g.get("evidence") or "",
-            }
+            [
+                g[where],
+                instant(g["start_ns"], origin),
+                duration(g["duration_ns"]),
+                g["cause"],
+                g["prev_op"] or f"({g['prev_name']})",
+                g["next_op"] or "(unlinked)",
+                g.get("evidence") or DASH,
+            ]
             for g in gaps
-        ]
+        ],
+        total=total,
+        noun="gaps",
+        more=MORE,
     )
 
 
-def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) -> list[str]:
-    lines = [
-        heading(f"gaps: {run['root']}", style),
+def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) -> list[Block]:
+    verdict = shown(_verdict(run), style)
+    blocks: list[Block] = [
+        heading(f"gaps: {shown(run['root'], style)}", style),
         "",
-        f"**{_verdict(run)}**" if style == MARKDOWN else _verdict(run),
+        f"**{verdict}**" if style == MARKDOWN else verdict,
     ]
     if not run["summary"]["executions"]:
-        return lines
-    lines += bullets("next steps", next_steps(run.get("hints") or [], style), style)
-    origin = run["window"]["start_ns"]
-    table = _aggregate(run, by, top)
-    if table.height:
-        lines += section(f"by {by} (µs)", table, style)
+        return blocks
+    blocks.append(_aggregate(run, by, top))
     dg = run["device_gaps"]
     longest = (
         dg.top(top, "duration_ns")
         if isinstance(dg, Rows)
         else sorted(dg, key=lambda g: -g["duration_ns"])[:top]
     )
-    if longest:
-        lines += section(
-            f"top {len(longest)} gaps (device idle; at = ms from the window start)",
-            _gap_rows(longest, "device", origin),
-            style,
-        )
+    blocks.append(_gap_rows(longest, "device", run["window"]["start_ns"], len(dg)))
     if by != "op" and run["ops"]:
-        ops = run["ops"]
-        lines += section("idle before each op (µs, by cause)", _ops_idle(ops[:top]), style)
-        if len(ops) > top:
-            lines.append(f"... and {len(ops) - top} more ops (--top to show more)")
-    if style == MARKDOWN and run["gaps"]:
-        lines += [
-            "",
-            f"<details><summary>all {len(run['gaps'])} gaps, per lane</summary>",
-            "",
-            frame_text(_gap_rows(run["gaps"], "lane", origin), style),
-            "",
-            "</details>",
-        ]
-    return lines
+        blocks.append(_ops_idle(run["ops"], top, "idle before each op (by cause)"))
+    hints = run.get("hints") or []
+    blocks.append(Items("next steps", next_steps(hints, style), noun="next steps"))
+    return blocks
 
 
 def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
-    """Return the hints of a gaps result as list items: per cause, then per op (names from
-    the trace shown inert)."""
+    """Return the hints of a gaps result as list items (without the ``- ``): per cause, then
+    per op (names from the trace shown inert)."""
     out = []
     for h in hints:
         where = h["cause"] if h["op"] is None else f"{shown(h['op'], style)} ({h['cause']})"
-        n = h["gaps"]
-        gaps = f"{n} gap" if n == 1 else f"{n} gaps"
-        out.append(f"{where}, {us(h['idle_ns'])} µs in {gaps}: {shown(h['hint'], style)}")
+        gaps = plural(h["gaps"], "gap")
+        out.append(f"{where}, {duration(h['idle_ns'])} in {gaps}: {shown(h['hint'], style)}")
     return out
 
 
-def _trend(run: dict[str, Any], style: Style) -> list[str]:
-    rows = pl.DataFrame(
-        run["rows"],
-        schema={
-            "group": pl.String,
-            "time": pl.String,
-            "run_id": pl.String,
-            "idle_pct": pl.Float64,
-            "device_time_ms": pl.Float64,
-            "executions": pl.Int64,
-            "devices": pl.Int64,
-        },
-    )
-    lines = [
-        heading(f"trend: {run['root']}", style),
-        f"{rows.height} runs in {rows['group'].n_unique()} groups"
-        + (f"; {run['failed_runs']} failed runs left out" if run["failed_runs"] else ""),
+def _trend(run: dict[str, Any], style: Style) -> list[Block]:
+    rows = run["rows"]
+    groups = len({r["group"] for r in rows})
+    lines: list[Block] = [
+        heading(f"trend: {shown(run['root'], style)}", style),
+        f"{plural(len(rows), 'run')} in {plural(groups, 'group')}"
+        + (f"; {count(run['failed_runs'])} failed runs left out" if run["failed_runs"] else ""),
     ]
-    return lines + section("idle % and device time over time", rows.drop("devices"), style)
+    table = Table(
+        "idle % and device time over time",
+        (
+            text_col("group", cut=12),
+            text_col("time", cut=10),
+            text_col("run", cut=12, drop=1, keep_end=True),
+            num_col("idle %"),
+            num_col("device time"),
+            num_col("executions", drop=2),
+        ),
+        [
+            [
+                r["group"],
+                r["time"],
+                r["run_id"],
+                percent(r["idle_pct"]),
+                duration(None if r["device_time_ms"] is None else r["device_time_ms"] * 1e6),
+                count(r["executions"]),
+            ]
+            for r in rows
+        ],
+        noun="runs",
+    )
+    return [*lines, table]
