@@ -27,4 +27,22 @@ def render(result: RunResults[Any], *, options: View = View()) -> str:
         df = df.drop("run")
     lists = [c for c, t in df.schema.items() if isinstance(t, pl.List)]
     df = df.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(";") for c in lists)
-    return df.write_csv()
+    return inert(df).write_csv()
+
+
+# What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
+FORMULA = r"^[=+\-@\t\r]"
+
+
+def inert(df: pl.DataFrame) -> pl.DataFrame:
+    """Return ``df`` with every text cell that a spreadsheet would run as a formula (``=``,
+    ``+``, ``-``, ``@``, a tab or a carriage return first) prefixed with ``'``, so that names
+    from a trace stay data; numbers stay numbers."""
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    return df.with_columns(
+        pl.when(pl.col(c).str.contains(FORMULA))
+        .then(pl.lit("'") + pl.col(c))
+        .otherwise(pl.col(c))
+        .alias(c)
+        for c in text
+    )
