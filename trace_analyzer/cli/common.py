@@ -56,12 +56,72 @@ class Loading:
     max_bytes: int | None = None
 
     def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
-        """Every run under ``path``."""
-        return self.cache.load_runs(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
+        """Every run under ``path`` (their files kept as this command's inputs)."""
+        profiles = self.cache.load_runs(
+            path, args=args, strict=self.strict, max_bytes=self.max_bytes
+        )
+        for p in profiles:
+            read_from(p)
+        return profiles
 
     def one(self, path: Path, *, args: bool = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them)."""
-        return self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
+        return read_from(
+            self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
+        )
+
+
+# The parameters of a command that name what it writes, not what it reads.
+WRITTEN = ("output", "plot_path", "cache_dir")
+
+
+def read_from(profile: Profile) -> Profile:
+    """Keep the files of ``profile``'s run (its traces, exports, NEFF/NTFF, capture.json; an
+    archive for its members) as inputs of this command, which ``writing`` will not replace."""
+    run = profile.run
+    paths = [s.path for s in run.sources] + run.neffs + run.ntffs + run.raw + run.captures
+    inputs(*paths)
+    return profile
+
+
+def inputs(*paths: object) -> None:
+    """Keep ``paths`` (files, folders of Parquet tables, archive members) as this command's
+    inputs; outside a click command, nothing."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    kept: set[Path] = ctx.find_root().meta.setdefault("traceana.inputs", set())
+    for path in paths:
+        archive = getattr(path, "archive", None)  # an archive member: the archive itself
+        local = Path(str(archive.path if archive is not None else path))
+        if local.is_dir():
+            kept.update(f.resolve() for f in local.rglob("*") if f.is_file())
+        elif local.exists():
+            kept.add(local.resolve())
+
+
+def _named_inputs(ctx: click.Context) -> list[Path]:
+    """The files a command was given to read: its Path arguments and options but the ones
+    that name what it writes."""
+    out: list[Path] = []
+    for name, value in ctx.params.items():
+        values = value if isinstance(value, tuple | list) else (value,)
+        out += [v for v in values if isinstance(v, Path) and name not in WRITTEN]
+    return [v.resolve() for v in out if v.is_file()]
+
+
+def refuse_inputs(path: Path) -> None:
+    """Raise a UsageError when writing ``path`` would replace a file this command reads: a
+    trace, an export, a summary or a table named or found in a run."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    kept = ctx.find_root().meta.get("traceana.inputs", set()) | set(_named_inputs(ctx))
+    if path.resolve() in kept:
+        raise UsageError(
+            f"-o {path}: that file is an input of this command; traceana never replaces what "
+            "it reads: name another file"
+        )
 
 
 def output_options(fn: F) -> F:
@@ -146,7 +206,9 @@ def load_options(fn: F) -> F:
 
 @contextmanager
 def writing(path: Path) -> Iterator[None]:
-    """Turn an OSError while writing ``path`` into an InputError that names it."""
+    """Refuse a ``path`` that is one of the command's inputs (``refuse_inputs``), and turn an
+    OSError while writing it into an InputError that names it."""
+    refuse_inputs(path)
     try:
         yield
     except OSError as e:
