@@ -2,8 +2,8 @@
 
 The CLI maps flags and environment variables to the library's arguments (``Loading``,
 ``View``), and words the library's errors as flags (``FLAGS``). Exit codes: 0 success, 1 a
-requested threshold failed, 2 bad usage or unusable input. Option names mean one thing in
-every command (``--top N``: how many rows; docs/output.md).
+requested threshold failed, 2 bad usage or unusable input, 130 interrupted (Ctrl-C). Option
+names mean one thing in every command (``--top N``: how many rows; docs/output.md).
 """
 
 from __future__ import annotations
@@ -259,6 +259,9 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C: 130, as a shell reports it, never a gate's 1
+            click.echo("traceana: interrupted", err=True)
+            sys.exit(130)
         except TraceanaError as e:
             if debug:
                 traceback.print_exc()
