@@ -23,6 +23,9 @@ ZERO = re.compile(r"^\s*[+-]?(0+(\.0*)?|\.0+)\s*$")
 BARE = re.compile(r"^\s*(-?\d+(?:\.\d*)?|\.\d+)\s*$")
 
 
+MAX_DURATION_NS = 1_000_000 * 1_000_000_000  # 11.6 days: far past any profile, far from int64
+
+
 def parse_duration(text: str) -> int:
     """Return a duration with a unit (``5us``, ``1.2ms``, ``300ns``, ``2s``) as integer ns;
     ``0`` needs no unit; any other bare number is an error (which unit?)."""
@@ -30,7 +33,10 @@ def parse_duration(text: str) -> int:
         return 0
     m = DURATION.match(text)
     if m:
-        return round(float(m[1]) * NS_PER[m[2]])
+        ns = round(float(m[1]) * NS_PER[m[2]])
+        if abs(ns) > MAX_DURATION_NS:
+            raise UsageError(f"{text!r} is longer than any trace: at most 1000000s (11.6 days)")
+        return ns
     if BARE.match(text):
         n = text.strip()
         raise UsageError(

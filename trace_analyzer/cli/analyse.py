@@ -18,6 +18,7 @@ from trace_analyzer.analyses.info import info as describe
 from trace_analyzer.analyses.ops import ops as ops_of
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cli.common import (
+    ROWS,
     Loading,
     check_output,
     cli,
@@ -35,7 +36,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 TOP = click.option(
     "--top",
-    type=click.IntRange(min=1),
+    type=ROWS,
     default=10,
     show_default=True,
     help="How many gaps and ops the text reports show (JSON and CSV have them all).",
@@ -50,7 +51,7 @@ def top_option(what: str) -> Callable[[F], F]:
         "--top",
         "--limit",
         "top",
-        type=click.IntRange(min=1),
+        type=ROWS,
         metavar="N",
         help=f"Only the first N {what} (every format; without it all of them, Markdown "
         f"showing the first {MARKDOWN_TOP}).",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -70,6 +71,22 @@ class Loading:
             self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
         )
 
+
+MAX_ROWS = 1_000_000_000  # a --top beyond this means "all": taken as this many
+
+
+class Rows(click.IntRange):
+    """A count of rows (``--top N``): at least 1; a larger number than any table holds is
+    taken as ``MAX_ROWS`` (all of them), never an overflow further on."""
+
+    def __init__(self) -> None:
+        super().__init__(min=1)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return min(super().convert(value, param, ctx), MAX_ROWS)
+
+
+ROWS = Rows()
 
 # The parameters of a command that name what it writes, not what it reads.
 WRITTEN = ("output", "plot_path", "cache_dir")
@@ -204,11 +221,26 @@ def load_options(fn: F) -> F:
     )(decorated)
 
 
+def refuse_pipes(path: Path) -> None:
+    """Raise a UsageError for an ``-o`` that is a named pipe or a socket (writing one waits for
+    a reader that may never come); /dev/stdout and other /dev or /proc names are taken."""
+    if str(path).startswith(("/dev/", "/proc/")):
+        return
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # absent (or unreadable): the write says what is wrong
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket"
+        raise UsageError(f"-o {path}: that is {kind}, not a file; name a file to write")
+
+
 @contextmanager
 def writing(path: Path) -> Iterator[None]:
     """Refuse a ``path`` that is one of the command's inputs (``refuse_inputs``), and turn an
     OSError while writing it into an InputError that names it."""
     refuse_inputs(path)
+    refuse_pipes(path)
     try:
         yield
     except OSError as e:

@@ -27,6 +27,7 @@ from trace_analyzer.analyses.baseline import (
 from trace_analyzer.analyses.diff import DIFF_METRICS, DIFF_METRICS_HINT, diff_runs, diff_sides
 from trace_analyzer.analyses.diff import gate as gate_diff
 from trace_analyzer.cli.common import (
+    ROWS,
     Loading,
     check_output,
     cli,
@@ -166,7 +167,7 @@ def side_options(fn: F) -> F:
 @side_options
 @click.option(
     "--top",
-    type=click.IntRange(min=1),
+    type=ROWS,
     default=10,
     show_default=True,
     help="How many changed ops the text reports show.",
