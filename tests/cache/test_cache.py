@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tarfile
+import zlib
 from pathlib import Path
 
 import polars as pl
@@ -285,9 +286,15 @@ def test_an_archive_named_directly_is_not_cached(gpu, tmp_path, reads):
 # --- --no-cache and TRACEANA_NO_CACHE: nothing read, nothing written -----------------------------
 
 def poison(folder: Path) -> None:
-    """Keep only the first event of the cached events table, under the entry's valid key."""
+    """Keep only the first event of the cached events table, under the entry's valid key (its
+    size and CRC-32 recorded in the meta too, as the cache records a table it writes)."""
     (table,) = folder.glob("*.events.parquet")
     pl.read_parquet(table).head(1).write_parquet(table)
+    meta_file = table.with_name(table.name.replace(".events.parquet", ".json"))
+    meta = json.loads(meta_file.read_bytes())
+    data = table.read_bytes()
+    meta["tables"][table.name] = [len(data), zlib.crc32(data)]
+    meta_file.write_text(json.dumps(meta))
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])

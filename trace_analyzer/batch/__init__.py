@@ -11,6 +11,8 @@ The pieces (docs/batch.md):
 - ``workers``: in-process, local ``Workers`` (spawned processes, one run each at a time; a
   worker that dies or runs past ``timeout`` costs its run only), or a Dask scheduler.
 - ``table``: the table read back, and replaced whole (``trace_analyzer.atomic``).
+- ``lock``: ``<table>.lock``, held for the whole batch, so that two batches on one table do
+  not each keep half the runs; a second batch refuses with one line.
 - here, ``run_batch``: skips the runs already in the output table with the same fingerprint,
   maps ``analyse_run`` over the others, reports progress, and writes the table every
   ``checkpoint_s`` seconds and at the end, so an interrupted batch leaves a whole table and a
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import polars as pl
 
+from trace_analyzer.batch.lock import lock_path, table_lock
 from trace_analyzer.batch.rows import SCHEMA, Row, analyse_run, fault_row, to_frame
 from trace_analyzer.batch.runs import RunSpec, find_runs
 from trace_analyzer.batch.table import read_table, remove_stale_temporaries, write_table
@@ -45,6 +48,7 @@ __all__ = [
     "default_jobs",
     "fault_row",
     "find_runs",
+    "lock_path",
     "read_table",
     "remove_stale_temporaries",
     "run_batch",
@@ -65,6 +69,7 @@ class BatchResult:
     succeeded: int
     failed: int
     failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. a stale lock of the table taken over
 
 
 def run_batch(
@@ -87,23 +92,26 @@ def run_batch(
     only). ``analyse`` is the per-run function (module-level, so workers can import it).
     ``max_bytes``: the most one compressed input may inflate to (None: the default).
 
-    The table is only ever replaced whole (``write_table``): every ``checkpoint_s`` seconds,
-    at the end, and when interrupted. A write that fails (a full disk) stops the batch with
-    an InputError; the table keeps what it held after its last good write.
+    The table's lock (``lock.table_lock``) is held from before the table is read to after its
+    last write; another batch holding it is an InputError. The table is only ever replaced
+    whole (``write_table``): every ``checkpoint_s`` seconds, at the end, and when
+    interrupted. A write that fails (a full disk) stops the batch with an InputError; the
+    table keeps what it held after its last good write.
     """
     if timeout is not None and scheduler:
         raise UsageError(
             "--timeout applies to local worker processes; with --scheduler, "
             "limit the Dask workers themselves (docs/batch.md)"
         )
-    old = read_table(out)
-    remove_stale_temporaries(out)
-    specs = find_runs(roots, hash_files=hash_files, max_bytes=max_bytes)
-    todo = _changed(specs, old)
-    table = _Table(out, old, {s.run_id for s in todo})
-    results = dask(todo, scheduler) if scheduler else local(todo, jobs, timeout, analyse)
-    failures = _gather(results, table, len(todo), progress, checkpoint_s)
-    return _result(table.frame(), specs, todo, failures)
+    with table_lock(out) as notes:  # before the table is read: one batch at a time on it
+        old = read_table(out)
+        remove_stale_temporaries(out)
+        specs = find_runs(roots, hash_files=hash_files, max_bytes=max_bytes)
+        todo = _changed(specs, old)
+        table = _Table(out, old, {s.run_id for s in todo})
+        results = dask(todo, scheduler) if scheduler else local(todo, jobs, timeout, analyse)
+        failures = _gather(results, table, len(todo), progress, checkpoint_s)
+        return _result(table.frame(), specs, todo, failures, notes)
 
 
 def _changed(specs: list[RunSpec], old: pl.DataFrame | None) -> list[RunSpec]:
@@ -177,7 +185,11 @@ def _gather(
 
 
 def _result(
-    final: pl.DataFrame, specs: list[RunSpec], todo: list[RunSpec], failures: list[str]
+    final: pl.DataFrame,
+    specs: list[RunSpec],
+    todo: list[RunSpec],
+    failures: list[str],
+    notes: list[str],
 ) -> BatchResult:
     """The counts over every run under the roots, the skipped ones by their stored rows."""
     redo = {s.run_id for s in todo}
@@ -205,6 +217,7 @@ def _result(
         succeeded=state.height - n_failed,
         failed=n_failed,
         failures=failures + sorted(skipped_failures),
+        notes=notes,
     )
 
 

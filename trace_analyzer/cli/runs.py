@@ -23,6 +23,7 @@ from trace_analyzer.cli.common import (
     writing,
 )
 from trace_analyzer.errors import InputError, UsageError
+from trace_analyzer.render.safe import plain
 
 if TYPE_CHECKING:
     from trace_analyzer.batch import BatchResult
@@ -200,8 +201,10 @@ def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResu
 
 def _say_done(res: BatchResult, output: Path) -> None:
     """Name each failed run, then what the batch found, analysed and wrote, on stderr."""
+    for line in res.notes:  # a stale lock of the table taken over
+        click.echo(f"traceana: note: {plain(line)}", err=True)
     for line in res.failures:
-        click.echo(f"traceana: failed: {line}", err=True)
+        click.echo(f"traceana: failed: {plain(line)}", err=True)
     written = (
         f"wrote {output} ({res.table.height} rows)"
         if res.analysed or not res.found

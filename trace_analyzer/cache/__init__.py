@@ -17,6 +17,12 @@ that nothing is written outside the path the user named. A single file named dir
 no cache unless a folder is given; archives are never cached. Every cache folder holds a
 ``CACHEDIR.TAG``, and discovery skips folders that do. A cache that cannot be written (a
 read-only folder, a full disk) is skipped silently: it only saves time.
+
+A profile folder may come from someone else (a tar that keeps symbolic links), so every
+file of the cache is read and written through ``folder.Folder``, which follows no link the
+user did not name; a link is a miss, with a warning on the run. Every table is stored with
+its size and CRC-32 in the meta and checked before polars sees it (a damaged Parquet file
+can abort the process inside polars, which no ``except`` catches).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 import polars as pl
@@ -33,7 +39,7 @@ import polars as pl
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.causes import LATENCY_NS
 from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
-from trace_analyzer.atomic import write_atomic
+from trace_analyzer.cache.folder import TAG, Folder, Linked
 from trace_analyzer.core.profile import (
     Profile,
     ReadResult,
@@ -44,7 +50,7 @@ from trace_analyzer.core.profile import (
 )
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
-from trace_analyzer.inputs.discover import CACHEDIR_TAG, Run, Source, discover
+from trace_analyzer.inputs.discover import Run, Source, discover
 from trace_analyzer.inputs.fingerprint import fingerprint
 
 # Raised whenever what is stored, or what a stored result would hold, changes within one
@@ -53,22 +59,25 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # metadata, NEFF/NTFF pairs by stem; 5: links as the flow graph, Explorer's keys carried to
 # trace.json, launches from Python; 6: the gap model of issue 16 with evidence and hints, the
 # active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep;
-# 8: evidence and hints written with numbers.duration).
-FORMAT = 8
-
-TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This folder is traceana's analysis cache (docs/cache.md); it may be deleted.\n"
-)
+# 8: evidence and hints written with numbers.duration; 9: each table's size and CRC-32 in
+# the meta, checked before the table is read).
+FORMAT = 9
+TABLES = (".events.parquet", ".edges.parquet")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class Entry:
-    """Where one loaded run's entry lives, and its key: results are cached under it too."""
+    """Where one loaded run's entry lives, and its key: results are cached under it too.
+
+    ``inside``: the folder the user named when the cache is the ``.traceana-cache`` in it
+    (never followed if it is a link); None for a cache folder the user named (which may be).
+    """
 
     folder: Path
     stem: Path
     key: str
+    inside: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,7 @@ class Cache:
     enabled: bool = True
     folder: Path | None = None
     _entries: dict[str, Entry] = field(default_factory=dict, compare=False, repr=False)
+    _warned: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def folder_for(self, named: str | Path) -> Path | None:
         """Return the cache folder for a load of the path the user named, or None."""
@@ -132,17 +142,28 @@ class Cache:
         strict: bool = False,
         max_bytes: int | None = None,
     ) -> Profile:
-        """Return the run read back from ``folder``, or read afresh and stored there."""
+        """Return the run read back from ``folder``, or read afresh and stored there.
+
+        A link where the cache should be is a miss, and a warning on the run (once per
+        cache folder and command): the user should know the folder holds one.
+        """
         k = key(run, args) if folder is not None else None
         if folder is None or k is None:
             return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
-        entry = Entry(folder, _stem(folder, run, args), k)
-        profile = _read_entry(entry, run)
+        inside = None if self.folder is not None else folder.parent
+        entry = Entry(folder, _stem(folder, run, args), k, inside)
+        linked: list[str] = []
+        profile = _unlinked(linked, _read_entry, entry, run)
         if profile is None:
             profile = read_run(run, args=args, max_bytes=max_bytes)
-            if not _write_entry(entry, profile):
-                return check_strict(profile, strict)
-        self._entries[str(profile.root)] = entry
+            if _unlinked(linked, _write_entry, entry, profile):
+                self._entries[str(profile.root)] = entry
+        else:
+            self._entries[str(profile.root)] = entry
+        fresh = [w for w in dict.fromkeys(linked) if w not in self._warned]
+        if fresh:
+            self._warned.update(fresh)
+            profile = replace(profile, warnings=[*profile.warnings, *fresh])
         return check_strict(profile, strict)
 
     def gaps(
@@ -199,15 +220,23 @@ def _stem(folder: Path, run: Run, args: bool) -> Path:
     return folder / name
 
 
+def _unlinked(linked: list[str], call: Callable[..., _T], *args: Any) -> _T | None:
+    """Return ``call(*args)``; a link met on the way is noted in ``linked``, and None."""
+    try:
+        return call(*args)
+    except Linked as e:
+        linked.append(str(e))
+        return None
+
+
 def _read_entry(entry: Entry, run: Run) -> Profile | None:
     """Return the profile stored under ``entry``, or None (a miss)."""
-    stem = entry.stem
     try:
-        meta = orjson.loads(stem.with_suffix(".json").read_bytes())
-        if not isinstance(meta, dict) or meta.get("key") != entry.key:
-            return None
-        events = pl.read_parquet(stem.with_suffix(".events.parquet"))
-        edges = pl.read_parquet(stem.with_suffix(".edges.parquet"))
+        with Folder(entry.folder, entry.inside, create=False) as folder:
+            meta = orjson.loads(folder.read(entry.stem.name + ".json"))
+            if not isinstance(meta, dict) or meta.get("key") != entry.key:
+                return None
+            events, edges = (folder.table(entry.stem.name + s, meta) for s in TABLES)
         sources = {str(s.path): s for s in run.sources}
         reads = [_read_result(r, sources) for r in meta["reads"] if r["source"] in sources]
         return Profile(
@@ -251,7 +280,7 @@ def reads_meta(reads: list[ReadResult]) -> list[dict[str, Any]]:
             "notes": r.notes,
             "warnings": r.warnings,
             "read": r.read,
-            "n_events": r.events.height,
+            "n_events": r.count,
         }
         for r in reads
     ]
@@ -259,50 +288,48 @@ def reads_meta(reads: list[ReadResult]) -> list[dict[str, Any]]:
 
 def _write_entry(entry: Entry, p: Profile) -> bool:
     """Write an entry (each file atomically, the meta holding the key last); False if not."""
-    stem = entry.stem
-    meta = {
-        "reads": reads_meta(p.reads),
-        "warnings": p.warnings,
-        "notes": p.notes,
-        "dropped": p.dropped,
-        "pairs": p.pairs,
-        "key": entry.key,
-    }
+    name = entry.stem.name
     try:
-        entry.folder.mkdir(parents=True, exist_ok=True)
-        tag = entry.folder / CACHEDIR_TAG
-        if not tag.is_file():
-            write_atomic(tag, lambda t: t.write_text(TAG))
-        # the tables first, the meta (which holds the key) last: a half-written entry misses
-        for suffix, df in ((".events.parquet", p.events), (".edges.parquet", p.edges)):
-            write_atomic(stem.with_suffix(suffix), _parquet_writer(df))
-        write_atomic(stem.with_suffix(".json"), lambda t: t.write_bytes(orjson.dumps(meta)))
+        with Folder(entry.folder, entry.inside, create=True) as folder:
+            # the tables first, the meta (which holds the key) last: a half-written entry misses
+            tables = {name + s: df for s, df in zip(TABLES, (p.events, p.edges), strict=True)}
+            meta = {
+                "reads": reads_meta(p.reads),
+                "warnings": p.warnings,
+                "notes": p.notes,
+                "dropped": p.dropped,
+                "pairs": p.pairs,
+                "tables": {f: folder.write_table(f, df) for f, df in tables.items()},
+                "key": entry.key,
+            }
+            folder.write(name + ".json", _bytes(orjson.dumps(meta)))
     except (OSError, pl.exceptions.PolarsError):
         return False
     return True
 
 
-def _parquet_writer(df: pl.DataFrame) -> Callable[[Path], None]:
-    """Return what writes ``df`` to a file as the cache keeps tables (Parquet, lz4)."""
-    return lambda t: df.write_parquet(t, compression="lz4")
+def _bytes(data: bytes) -> Callable[[BinaryIO], object]:
+    """Return what writes ``data`` to an open file."""
+    return lambda file: file.write(data)
 
 
-def _result_file(entry: Entry, name: str, options: object, suffix: str) -> Path:
+def _result_file(entry: Entry, name: str, options: object, suffix: str) -> str:
     digest = hashlib.sha256(orjson.dumps([name, options])).hexdigest()[:16]
-    return entry.stem.with_name(f"{entry.stem.name}-{name}-{digest}{suffix}")
+    return f"{entry.stem.name}-{name}-{digest}{suffix}"
 
 
 def _read_gaps(entry: Entry, options: dict[str, Any]) -> GapsResult | None:
     """Return the gaps result cached under the run's entry for these options, or None."""
     try:
-        meta = orjson.loads(_result_file(entry, "gaps", options, ".json").read_bytes())
-        if not isinstance(meta, dict) or meta.get("key") != entry.key:
-            return None
-        # the frames the meta lists, by GapsResult field (a stray name: a TypeError, a miss)
-        frames: dict[str, Any] = {
-            f: pl.read_parquet(_result_file(entry, "gaps", options, f".{f}.parquet"))
-            for f in meta["frames"]
-        }
+        with Folder(entry.folder, entry.inside, create=False) as folder:
+            meta = orjson.loads(folder.read(_result_file(entry, "gaps", options, ".json")))
+            if not isinstance(meta, dict) or meta.get("key") != entry.key:
+                return None
+            # the frames the meta lists, by GapsResult field (a stray name: a TypeError, a miss)
+            frames: dict[str, Any] = {
+                f: folder.table(_result_file(entry, "gaps", options, f".{f}.parquet"), meta)
+                for f in meta["frames"]
+            }
         w = meta["window"]
         return GapsResult(
             window=None if w is None else Window(**w),
@@ -312,29 +339,28 @@ def _read_gaps(entry: Entry, options: dict[str, Any]) -> GapsResult | None:
         )
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
         return None
+    except Linked:  # noted when the run was loaded; a link put there since: a miss
+        return None
 
 
 def _write_gaps(entry: Entry, options: dict[str, Any], result: GapsResult) -> bool:
     """Cache a gaps result beside the run's entry (the meta, holding the key, last)."""
     w = result.window
     window = None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns, "origin": w.origin}
-    body = orjson.dumps(
-        {
-            "window": window,
-            "summary": result.summary,
-            "hints": list(result.hints),
-            "frames": list(FRAMES),
-            "key": entry.key,
-        }
-    )
     try:
-        for f in FRAMES:
-            write_atomic(
-                _result_file(entry, "gaps", options, f".{f}.parquet"),
-                _parquet_writer(getattr(result, f)),
-            )
-        write_atomic(_result_file(entry, "gaps", options, ".json"), lambda t: t.write_bytes(body))
-    except (OSError, TypeError, pl.exceptions.PolarsError):
+        with Folder(entry.folder, entry.inside, create=True) as folder:
+            names = {f: _result_file(entry, "gaps", options, f".{f}.parquet") for f in FRAMES}
+            tables = {names[f]: folder.write_table(names[f], getattr(result, f)) for f in FRAMES}
+            body = {
+                "window": window,
+                "summary": result.summary,
+                "hints": list(result.hints),
+                "frames": list(FRAMES),
+                "tables": tables,
+                "key": entry.key,
+            }
+            folder.write(_result_file(entry, "gaps", options, ".json"), _bytes(orjson.dumps(body)))
+    except (OSError, TypeError, Linked, pl.exceptions.PolarsError):
         return False
     return True
 
@@ -351,4 +377,4 @@ def as_cache(cache: Cache | bool | str | Path | None) -> Cache | None:
     return Cache(folder=Path(cache))
 
 
-__all__ = ["FORMAT", "Cache", "Entry", "as_cache", "key", "reads_meta"]
+__all__ = ["FORMAT", "TAG", "Cache", "Entry", "Linked", "as_cache", "key", "reads_meta"]
