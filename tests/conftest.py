@@ -107,6 +107,22 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+# The code of a traceana process that records its own peak memory: as it exits it writes
+# its /proc/self/status to the file named by $PEAK_FILE. A child's rusage (ru_maxrss) is no
+# measure: Linux counts from the parent's size at the fork, which late in a suite is pytest's.
+PEAK_ENTRY = (
+    "import atexit, os, sys; atexit.register(lambda: open(os.environ['PEAK_FILE'], 'w')"
+    ".write(open('/proc/self/status').read())); from trace_analyzer.cli import main; "
+    "sys.argv[0] = 'traceana'; main()"
+)
+
+
+def peak_mib(status: str) -> int:
+    """Return the peak RSS in MiB (VmHWM) of a /proc/<pid>/status text (``PEAK_ENTRY``)."""
+    hwm = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+    return int(hwm.split()[1]) // 1024
+
+
 def info_json(path: Path | str) -> dict:
     """Return ``traceana info PATH --format json`` parsed; fail the test on a nonzero exit."""
     code, out, err = run_cli("info", str(path), "--format", "json")

@@ -6,12 +6,15 @@ non-regular members are skipped) and returns its root as a ``MemberPath``: the s
 ``parts``, ``/``, ``joinpath``, ``relative_to``, ``read_bytes``, ``iterdir``, ``glob``,
 ``exists``, ``is_file``, ``is_dir``). A member prints as ``archive.tar.gz!/run/trace.json``.
 
-Tar members are read into memory when the archive is opened (a compressed tar cannot be read
-at random); zip members are read when asked for. Either way the bytes read from one archive
-are capped (``max_bytes``, limits.py). Opened archives are cached per process, keyed by path,
-size, modification time and cap, so a worker that analyses several runs of one archive opens
-it once. A ``MemberPath`` pickles as (archive path, member, cap), so runs found in one process
-can be analysed in another (a process pool, a Dask worker) under the same cap.
+The tar members traceana reads (those discovery would take by name: traces, Explorer tables,
+capture.json) are read into memory when the archive is opened (a compressed tar cannot be read
+at random); any other member (a checkpoint beside a trace) is skipped, never held, and read
+only if asked for. Zip members are read when asked for. Either way the bytes inflated from one
+archive are capped (``max_bytes``, limits.py), extended tar headers included. Opened archives
+are cached per process, keyed by path, size, modification time and cap, so a worker that
+analyses several runs of one archive opens it once. A ``MemberPath`` pickles as (archive
+path, member, cap), so runs found in one process can be analysed in another (a process pool,
+a Dask worker) under the same cap.
 """
 
 from __future__ import annotations
@@ -55,7 +58,9 @@ class Archive:
         self.path = Path(path)
         self.cap = effective(max_bytes)
         self.files: dict[str, int] = {}  # member -> size
-        self._data: dict[str, bytes] = {}
+        self._data: dict[str, bytes] = {}  # the members read when listed (tar)
+        self._skipped: dict[str, tarfile.TarInfo] = {}  # the others, read only when asked
+        self._total = 0  # bytes inflated so far, against the cap (tar)
         self._zip: zipfile.ZipFile | None = None
         # member -> the zip entry it is read by: the stored name may differ ("./x", "/x",
         # "a\\x"), and a later link of the same name must not shadow it
@@ -87,19 +92,56 @@ class Archive:
                 self._entries[name] = info
 
     def _read_tar(self) -> None:
-        total = 0
-        with tarfile.open(self.path, "r:*") as tar:
+        """List a tar's regular members, holding in memory only those traceana reads.
+
+        The others (a checkpoint beside a trace) are skipped by seeking: in a plain tar their
+        bytes are never touched; in a compressed one they are inflated to pass them, and so
+        count against the cap, but never held. ``Member`` refuses an extended header (pax,
+        GNU long name) that would outgrow what is left of the cap before tarfile reads it.
+        """
+        # discovery's rule of which files traceana reads, by name (imported here, not above:
+        # discovery imports this module)
+        from trace_analyzer.inputs.discover import read_when_found as wanted
+
+        with tarfile.open(self.path, "r:*", tarinfo=_header_class(self)) as tar:
+            compressed = not isinstance(tar.fileobj, io.BufferedReader)
             for m in tar:
                 name = _clean(m.name)
                 if not name or not m.isreg():
                     continue
-                total += m.size  # read whole into memory: capped before reading
-                if total > self.cap:
-                    problem = too_large("the archive's members", self.cap)
-                    raise InputError(self.path, problem, param=PARAM)
-                fh = tar.extractfile(m)
-                self._data[name] = fh.read() if fh else b""
+                keep = wanted(PurePosixPath(name).name)
+                if keep or compressed:  # held, or inflated to pass it: capped before either
+                    self._count(m.size, "the archive's members")
                 self.files[name] = m.size
+                if keep:
+                    self._skipped.pop(name, None)
+                    fh = tar.extractfile(m)
+                    self._data[name] = fh.read() if fh else b""
+                else:
+                    self._data.pop(name, None)  # a later member of the same name wins
+                    self._skipped[name] = m
+
+    def _count(self, size: int, what: str) -> None:
+        """Add ``size`` bytes to what this archive inflates to; past the cap, an InputError."""
+        self._total += size
+        if self._total > self.cap:
+            raise InputError(self.path, too_large(what, self.cap), param=PARAM)
+
+    def check_header(self, kind: str, size: int, offset: int) -> None:
+        """Refuse an extended header before tarfile reads it whole (``Member``).
+
+        tarfile reads a pax or GNU long-name header into memory in one piece: a header of
+        300 MB in a 300 KB .tar.gz would take a gigabyte. None is larger than HEADER_LIMIT in
+        an archive made by a tar program, and each counts against the cap.
+        """
+        where = f"the {kind} header at byte {offset:,} of the tar stream"
+        if size > HEADER_LIMIT:
+            raise InputError(
+                self.path,
+                f"{where} holds {size:,} bytes, more than the {HEADER_LIMIT:,} a header may "
+                "hold: not an archive a tar program wrote",
+            )
+        self._count(size, where)
 
     @property
     def root(self) -> MemberPath:
@@ -108,16 +150,57 @@ class Archive:
     def read(self, member: str) -> bytes:
         if member not in self.files:
             raise FileNotFoundError(2, "no such member", f"{self.path}{SEP}{member}")
-        if self._zip is None:
+        if member in self._data:
             return self._data[member]
         if self.files[member] > self.cap:  # zipfile reads no more than the size declared
             problem = too_large("the member", self.cap)
             raise InputError(f"{self.path}{SEP}{member}", problem, param=PARAM)
         try:
+            if self._zip is None:
+                return self._read_skipped(self._skipped[member])
             return self._zip.read(self._entries[member])
-        except (*CORRUPT, NotImplementedError, RuntimeError) as e:  # corrupt data; an
-            # unsupported compression method (NotImplementedError); encrypted (RuntimeError)
+        except (*CORRUPT, tarfile.TarError, NotImplementedError, RuntimeError) as e:  # corrupt
+            # data; an unsupported compression method (NotImplementedError); encrypted (zip)
             raise OSError(f"corrupt member {member}: {e}") from e
+
+    def _read_skipped(self, info: tarfile.TarInfo) -> bytes:
+        """Read a tar member not held in memory (a NEFF for ``batch --hash``): the archive is
+        opened again and the member read by its offset, under the cap."""
+        with tarfile.open(self.path, "r:*", tarinfo=_header_class(self)) as tar:
+            fh = tar.extractfile(info)
+            return fh.read() if fh else b""
+
+
+# The most an extended tar header (pax, GNU long name or link) may hold. Those of tar programs
+# hold a name, times and a few attributes: a few KB at most.
+HEADER_LIMIT = 2**20
+# The extended header types tarfile reads whole, and what a message calls them.
+EXTENDED = {
+    tarfile.XHDTYPE: "pax",
+    tarfile.XGLTYPE: "pax global",
+    tarfile.SOLARIS_XHDTYPE: "pax",
+    tarfile.GNUTYPE_LONGNAME: "GNU long-name",
+    tarfile.GNUTYPE_LONGLINK: "GNU long-link",
+}
+
+
+def _header_class(archive: Archive) -> type[tarfile.TarInfo]:
+    """Return the TarInfo class tarfile builds this archive's members with.
+
+    ``_proc_member`` is tarfile's documented hook for a subclass: it is called with a header
+    block parsed and nothing after it read, so an extended header's size is checked there
+    before tarfile reads the header's content.
+    """
+
+    class Member(tarfile.TarInfo):
+        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+            kind = EXTENDED.get(self.type)
+            if kind is not None:
+                archive.check_header(kind, self.size, self.offset)
+            member: tarfile.TarInfo = super()._proc_member(tar)  # type: ignore[misc]
+            return member
+
+    return Member
 
 
 def _clean(name: str) -> str:

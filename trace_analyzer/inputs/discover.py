@@ -28,6 +28,7 @@ from trace_analyzer.inputs.archive import (
     open_archive,
     relative_parts,
 )
+from trace_analyzer.inputs.limits import not_regular
 
 PID_DIR = re.compile(r"^(?P<host>.+)_pid_(?P<pid>\d+)$")
 TIMESTAMP_DIR = re.compile(r"^(\d{10,20}|\d{8}_\d{6}_\d{3})$")
@@ -68,6 +69,22 @@ FILE_TYPES: tuple[FileType, ...] = (
 )
 # source kind -> "file" or "folder": what the readers read (readers.REGISTRY's source kinds)
 SOURCE_KINDS: dict[str, str] = {ft.kind: ft.source for ft in FILE_TYPES if ft.source}
+
+
+# An Explorer export's table of its schema version, read beside its SystemProfileEvents.
+METADATA_PARQUET = re.compile(r"^Metadata.*\.parquet$")
+
+
+def read_when_found(name: str) -> bool:
+    """Return True when traceana reads the bytes of a file of this name found in a folder.
+
+    Sources (trace JSON, Explorer tables), capture.json and an export's Metadata table are
+    read; every other file is listed by name and size, or not at all. An archive holds in
+    memory the members this takes, and no others (archive.py).
+    """
+    ft = file_type(name)
+    wanted = ft is not None and (ft.kind in SOURCE_KINDS or ft.kind == "capture")
+    return wanted or bool(METADATA_PARQUET.match(name))
 
 
 def file_type(name: str, *, sources_only: bool = False) -> FileType | None:
@@ -112,6 +129,9 @@ class Run:
     ntffs: list[AnyPath] = field(default_factory=list)
     raw: list[AnyPath] = field(default_factory=list)  # ntrace.pb, trace_info.pb, ...
     skipped: list[tuple[AnyPath, str]] = field(default_factory=list)
+    # files named like an input that are not regular files (a FIFO, a link to a device):
+    # never opened, each a warning of the run (what it is)
+    not_regular: list[tuple[AnyPath, str]] = field(default_factory=list)
     captures: list[AnyPath] = field(default_factory=list)  # capture.json files
     layouts: set[str] = field(default_factory=set)
 
@@ -195,6 +215,9 @@ def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
     top: AnyPath = path if isinstance(path, MemberPath) else Path(path)
     if not top.exists():
         raise InputError(str(top), "no such file or folder")
+    odd = not_regular(top) if isinstance(top, Path) and not top.is_dir() else None
+    if odd is not None:  # a FIFO would block the read, /dev/zero never end it
+        raise InputError(str(top), f"{odd}, not a regular file: traceana reads files")
     if not isinstance(top, MemberPath) and top.is_file() and is_archive(top):
         top = open_archive(top, max_bytes=max_bytes).root
     if top.is_file():
@@ -204,8 +227,9 @@ def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
         finder.add(f)
     found = finder.runs()
     if not found:
+        odd = "".join(f"; {p.name}: {why}" for p, why in finder.odd[:3])
         raise InputError(
-            str(top), "no profile found (no trace JSON, Explorer export or Neuron capture)"
+            str(top), f"no profile found (no trace JSON, Explorer export or Neuron capture){odd}"
         )
     return found
 
@@ -218,14 +242,20 @@ class _Finder:
         self.by_root: dict[AnyPath, Run] = {}
         self.loose: list[tuple[AnyPath, Source]] = []  # run root decided at the end
         self.folders: set[AnyPath] = set()  # folders already made a (folder) source
+        self.odd: list[tuple[Path, str]] = []  # named like an input, not a regular file
 
     def run_at(self, root: AnyPath) -> Run:
         return self.by_root.setdefault(root, Run(root=root))
 
     def add(self, f: AnyPath) -> None:
         """File one file: as a source, an artifact of its run, or nothing."""
-        cap, root = capture_of(f, self.top)
         ft = file_type(f.name)
+        if ft is not None and ft.kind != "not-a-trace" and isinstance(f, Path):
+            odd = not_regular(f)
+            if odd is not None:
+                self.odd.append((f, f"{odd}, not a regular file: not read"))
+                return
+        cap, root = capture_of(f, self.top)
         if ft is not None and ft.kind == "neff" and f.parent.name == "neffs":  # vLLM
             self.run_at(f.parent.parent).neffs.append(f)
             self.run_at(f.parent.parent).layouts.add("vllm-neffs")
@@ -266,7 +296,13 @@ class _Finder:
         """Return the runs with content, in path order, loose sources settled."""
         _settle(self.loose, self.by_root, self.top)
         runs = sorted(self.by_root.values(), key=lambda r: str(r.root))
-        return [r for r in runs if _has_content(r)]
+        runs = [r for r in runs if _has_content(r)]
+        for f, why in self.odd:  # the run of its folder or the nearest above, else the first
+            near = [r for r in runs if isinstance(r.root, Path) and f.is_relative_to(r.root)]
+            home = max(near, key=lambda r: len(r.root.parts), default=runs[0] if runs else None)
+            if home is not None:
+                home.not_regular.append((f, why))
+        return runs
 
 
 def _place(src: Source, owner: Run | None, loose: list[tuple[AnyPath, Source]]) -> None:
