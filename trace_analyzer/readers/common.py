@@ -64,15 +64,25 @@ def load_json(path: AnyPath, *, max_bytes: int | None = None) -> object:
                 raise InputError(str(path), too_large("the file", cap), param=PARAM)
         except (OSError, EOFError, zlib.error) as e:
             raise InputError(str(path), f"not a readable gzip file ({e})") from e
-    if not data.strip():
+    if not data or data.isspace():  # no copy of the text (strip would make one)
         raise InputError(str(path), "empty file")
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    text = memoryview(data)[3:] if data.startswith(b"\xef\xbb\xbf") else data
     try:
-        return orjson.loads(data)
+        return orjson.loads(text)
     except orjson.JSONDecodeError as e:
+        out_of_memory(e)
         hint = " (truncated?)" if e.pos >= len(data.rstrip()) - 1 else ""
         raise InputError(str(path), f"not valid JSON{hint}: {e}") from e
+
+
+def out_of_memory(e: orjson.JSONDecodeError) -> None:
+    """Raise MemoryError when orjson's error is that it could not allocate its buffer.
+
+    orjson reports that as a JSONDecodeError; it is no fault of the file, and the CLI says
+    "out of memory" for a MemoryError, never "not valid JSON".
+    """
+    if "not enough memory" in str(e).lower():
+        raise MemoryError(str(e)) from e
 
 
 def json_text(value: object) -> str | None:

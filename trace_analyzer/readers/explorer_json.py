@@ -63,6 +63,7 @@ HW_NAMES = (
     | set(HW_SYNC)
     | {"timestamp_sync_point", "nc_model_switch", "nrt_model_switch", "numerical_err", "hw_notify"}
 )
+LINK_KEYS = ("exec_id", "nrt_sequence_id")  # the keys that link executions and runtime calls
 RT_GROUP = re.compile(r"^nrt-nc-(\d+)")
 # ns per unit of a record's timestamp_unit (lower-cased; µ and μ both spell micro).
 UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -101,7 +102,7 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
     records = _records(src, doc)
     cols: dict[str, list[Any]] = {k: [] for k in COLUMNS}
     default = doc.get("timestamp_unit", "ns")  # the document's unit, for records without one
-    bad, unknown = 0, Counter[str]()
+    bad, unlinked, unknown = 0, 0, Counter[str]()
     for e in records:
         if not isinstance(e, dict):
             bad += 1
@@ -115,8 +116,13 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
         if start is None:
             bad += 1
             continue
-        _append(cols, e, start, as_ns(e.get("duration"), scale) or 0)
+        unlinked += _append(cols, e, start, as_ns(e.get("duration"), scale) or 0)
     result = ReadResult(source=src, format="explorer-json")
+    if unlinked:  # what an extra_attributes_json that does not parse is to the Parquet export
+        result.warnings.append(
+            f"{src.path}: {unlinked} of {len(records)} trace_event records have an exec_id or "
+            "nrt_sequence_id that is not an integer: the links of those records are lost"
+        )
     result.warnings += [f"{src.path}: the export warns: {w}" for w in export_warnings(doc)]
     if bad:
         result.warnings.append(f"{src.path}: {bad} trace_event records without a timestamp dropped")
@@ -249,7 +255,8 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) or value is None else str(value)
 
 
-def _append(cols: dict[str, list[Any]], e: dict[str, Any], start: int, duration: int) -> None:
+def _append(cols: dict[str, list[Any]], e: dict[str, Any], start: int, duration: int) -> bool:
+    """Append one record to ``cols``; return True when one of its link keys is unreadable."""
     name = _text(e.get("name"))
     source = e.get("trace_event_source")
     if not isinstance(source, str) or not source:
@@ -271,10 +278,13 @@ def _append(cols: dict[str, list[Any]], e: dict[str, Any], start: int, duration:
     cols["stream"].append(as_i64(e.get("framework_stream_id")))
     flows = e.get("flow_id")
     cols["flow_ids"].append([as_i64(f) for f in flows] if isinstance(flows, list) else None)
+    lost = False
     for key, col in EXTRA_COLUMNS.items():
-        cols[col].append(as_i64(e.get(key)))
+        cols[col].append(value := as_i64(e.get(key)))
+        lost |= value is None and e.get(key) is not None and key in LINK_KEYS
     rest = {k: v for k, v in e.items() if k not in COLUMN_KEYS}
     cols["args_json"].append(json_text(rest) if rest else None)
+    return lost
 
 
 def _source_of(e: dict[str, Any], name: object) -> str:

@@ -12,12 +12,15 @@ on polars columns.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import polars as pl
 
 from trace_analyzer.core.schema import conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
+from trace_analyzer.inputs.limits import refuse_inflating_parquet
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS, label
@@ -45,16 +48,56 @@ COMPANIONS = ("SystemProfileMetadata", "Metadata", "SchemaFields", "CpuUsage", "
 
 
 def tables(folder: AnyPath) -> list[AnyPath]:
-    """Return the SystemProfileEvents files of an export folder, split parts in order."""
-    parts = [(m[1], p) for p in folder.iterdir() if (m := PARQUET_EVENTS.match(p.name))]
-    return [p for _, p in sorted(parts, key=lambda mp: int(mp[0][1:]) if mp[0] else -1)]
+    """Return the SystemProfileEvents files of an export folder that are read, in order."""
+    return split_parts(folder)[0]
+
+
+def split_parts(folder: AnyPath) -> tuple[list[AnyPath], list[str]]:
+    """Return the SystemProfileEvents files of an export folder to read, and warnings.
+
+    A large table is split into parts ``_0``, ``_1``, ... (docs/neuron-formats.md §2.1). A
+    part missing from the sequence (a copy cut short) is a hole in the run's time: named, and
+    the parts there are read. The unsplit table beside split parts is two exports in one
+    folder, and both would count every event twice: the split parts (the larger export)
+    are read, not the unsplit table, and a warning names both.
+    """
+    found: dict[int, AnyPath] = {}
+    whole: AnyPath | None = None
+    entries: list[AnyPath] = [*folder.iterdir()]
+    for p in sorted(entries, key=lambda e: e.name):
+        if m := PARQUET_EVENTS.match(p.name):
+            if m[1]:
+                found.setdefault(int(m[1][1:]), p)
+            else:
+                whole = p
+    parts = [found[i] for i in sorted(found)]
+    numbers = ", ".join(p.name[len("SystemProfileEvents") : -len(".parquet")] for p in parts[:6])
+    numbers += ", ..." if len(parts) > 6 else ""
+    warnings = []
+    if whole is not None and parts:
+        warnings.append(
+            f"{folder}: {whole.name} beside the split parts {numbers} (two exports in one "
+            f"folder?): read the split part{'s' * (len(parts) > 1)}, not {whole.name}"
+        )
+    holes = [(a, b) for a, b in pairwise([-1, *sorted(found)]) if b > a + 1]  # (_a, _b)
+    if missing := sum(b - a - 1 for a, b in holes):  # counted, not listed: _9999999999
+        first = [i for a, b in holes[:3] for i in range(a + 1, min(b, a + 4))][:3]
+        warnings.append(
+            f"{folder}: split part{'s' * (missing > 1)} "
+            f"{', '.join(f'SystemProfileEvents_{i}.parquet' for i in first)}"
+            f"{f' and {missing - 3} more' if missing > 3 else ''} missing (found "
+            f"{numbers}): read the {len(parts)} there are; the run lacks the missing events"
+        )
+    return (parts or ([whole] if whole is not None else [])), warnings
 
 
 def read(src: Source) -> ReadResult:
     """Return the events of one Parquet export folder."""
     result = ReadResult(source=src, format="explorer-parquet")
     result.schema_version = _schema_version(src, result)
-    frames = [_read_table(p) for p in tables(src.path)]
+    paths, layout = split_parts(src.path)
+    result.warnings += layout
+    frames = [_read_table(p) for p in paths]
     n_files = len(frames)
     raw = pl.concat(frames, how="diagonal_relaxed") if n_files > 1 else frames[0]
     del frames
@@ -62,14 +105,22 @@ def read(src: Source) -> ReadResult:
     result.notes.append(
         f"{n_files} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
     )
-    events = _mark_dispatch(_label(_columns(raw)).with_columns(file=pl.lit(str(src.path))))
+    columns = _columns(raw)
+    if bad := _unparsed(columns):
+        result.warnings.append(
+            f"{src.path}: {bad} of {columns.height} rows have an extra_attributes_json that is "
+            "not JSON: their exec_id and nrt_sequence_id (which link executions to runtime "
+            "calls) are lost; the rest of each row is read"
+        )
+    events = _mark_dispatch(_label(columns).with_columns(file=pl.lit(str(src.path))))
     result.events = assign_steps(conform(events))
     return result
 
 
 def read_path(src: Source, keep_args: bool = False, *, max_bytes: int | None = None) -> ReadResult:
     """The registry's way in: ``read``. An export's args are always kept (they are a column
-    already), and its tables are not compressed files (an archive's cap bounds a member)."""
+    already); what its tables' pages inflate to is capped before they are read (limits.py)."""
+    refuse_inflating_parquet(tables(src.path), max_bytes, {**REQUIRED, **OPTIONAL})
     return read(src)
 
 
@@ -150,6 +201,23 @@ def _columns(raw: pl.DataFrame) -> pl.DataFrame:
         args_json=extra,
         **{col: lifted(key) for key, col in EXTRA_COLUMNS.items()},
     )
+
+
+def _unparsed(df: pl.DataFrame) -> int:
+    """Return how many rows hold an ``extra_attributes_json`` (``args_json``) that is not JSON:
+    text not shaped as an object, or, in rows naming a lifted key, text from which no key came
+    and which does not parse. Only those few rows are looked into (parsing every row again
+    would add half the reading time); a malformed row that names no key loses no link."""
+    extra = pl.col("args_json")
+    shaped = extra.str.contains(r"^\{[\s\S]*\}$")  # fast: a literal at each end
+    nothing = pl.all_horizontal(pl.col(c).is_null() for c in EXTRA_COLUMNS.values())
+    maybe = pl.any_horizontal(extra.str.contains(k, literal=True) for k in (*EXTRA_COLUMNS, "\\u"))
+    few = df.filter(extra.is_not_null() & (~shaped | nothing)).select(extra)
+    # eager, in two steps: one lazy filter would look for the keys in every row
+    few = few.filter(~shaped | maybe).select(text=extra.str.strip_chars())
+    text = pl.col("text")
+    parses = text.str.starts_with("{") & text.str.json_path_match("$").is_not_null()
+    return few.filter((text.str.len_bytes() > 0) & ~parses).height
 
 
 # The columns neuron.label reads; lane_kind, lane, name and category depend on nothing else.

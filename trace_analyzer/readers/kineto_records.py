@@ -79,3 +79,50 @@ def collect(events: list[Any]) -> tuple[pl.DataFrame, int]:
             cols[col].append(v)
         cols["args_json"].append(json_text(args) if args else None)
     return pl.DataFrame(cols, schema=RAW_SCHEMA), non_objects
+
+
+UNMATCHED_B, UNMATCHED_E = "unmatched B (begin) records", "unmatched E (end) records"
+_KEY = ["pid", "tid", "_level", "_pair"]
+
+
+def pair_spans(raw: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Return the raw table with each matched pair of duration events (``ph`` B, then E) as
+    the one complete ('X') record it describes, and the count of those left unmatched.
+
+    The Chrome trace format's B and E events nest per pid and tid: an E closes the innermost
+    open B, in time order (file order among equal times). The pair is the B record with the
+    E's ts less the B's as its dur; the E's keys fill what the B lacks (the format merges
+    their args). An E with no open B, and a B never closed, are counted and dropped.
+    """
+    ph = pl.col("ph")
+    is_pair = ph.is_in(["B", "E"]).fill_null(False)
+    if not raw.select(is_pair.any()).item():
+        return raw, {}
+    g = ["pid", "tid"]
+    # The depth after each B or E, clamped at 0 (an E with nothing open closes nothing):
+    # for a walk of +1/-1 steps S, the clamped depth is S - min(0, the least S so far).
+    s = pl.when(ph == "B").then(1).otherwise(-1).cum_sum().over(g)
+    be = raw.with_row_index("_i").filter(is_pair).sort([*g, "ts", "_i"])
+    be = be.with_columns(_depth=s - pl.min_horizontal(s.cum_min().over(g), 0))
+    before = pl.col("_depth").shift(1).over(g).fill_null(0)
+    stray = (ph == "E") & (before == 0)
+    be = be.with_columns(_stray=stray, _level=pl.when(ph == "B").then("_depth").otherwise(before))
+    unmatched_e = be["_stray"].sum()
+    # Within one depth the events alternate B, E, B, E ...: the k-th B pairs with the k-th E.
+    be = be.filter(~pl.col("_stray")).with_columns(
+        _pair=pl.int_range(pl.len()).over([*g, "_level"]) // 2
+    )
+    ends = be.filter(ph == "E").select(*_KEY, *(pl.col(c).alias(c + "_e") for c in RAW_SCHEMA))
+    spans = be.filter(ph == "B").join(ends, on=_KEY, how="left", nulls_equal=True)
+    matched = pl.col("ph_e").is_not_null()
+    unmatched_b = spans.height - spans.select(matched.sum()).item()
+    fill = [c for c in RAW_SCHEMA if c not in ("ph", "ts", "dur")]
+    spans = spans.filter(matched).select(
+        ph=pl.lit("X"),
+        ts=pl.col("ts"),
+        dur=pl.col("ts_e") - pl.col("ts"),
+        **{c: pl.coalesce(c, c + "_e") for c in fill},
+    )
+    counts = {UNMATCHED_B: unmatched_b, UNMATCHED_E: int(unmatched_e)}
+    rest = raw.filter(~is_pair)
+    return pl.concat([rest, spans.select(rest.columns)]), {k: n for k, n in counts.items() if n}

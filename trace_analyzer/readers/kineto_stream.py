@@ -7,6 +7,13 @@ typed columns on every core, while this thread prepares the next block. A separa
 inside a record (in a string, or between objects nested in args) leaves an unbalanced line,
 which polars rejects: the file is then read again the general way, then the exact way.
 Nothing this path accepts is read differently from the exact path (tests compare both).
+
+Memory is bounded by the blocks in flight and the one record being cut: whitespace outside
+strings (padding before, between or after records, however long) is cut to one blank as it
+comes, and a record longer than ``MAX_RECORD`` is an InputError naming its byte offset, so a
+gzip file of gigabytes of blanks streams at the scanner's speed. A block in which a key this
+path reads may occur twice in one record is read the exact way (orjson keeps a key's last
+value, as JSON says; polars would keep the first).
 """
 
 from __future__ import annotations
@@ -25,18 +32,22 @@ import polars as pl
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, MemberPath, cap_for
 from trace_analyzer.inputs.limits import PARAM, too_large
-from trace_analyzer.readers.kineto_records import ARG_COLUMNS, RAW_SCHEMA
+from trace_analyzer.readers.common import out_of_memory
+from trace_analyzer.readers.kineto_records import ARG_COLUMNS, RAW_SCHEMA, collect
 
 BLOCK = 1 << 23
+MAX_RECORD = 64 << 20  # bytes: the longest record (or run without a record boundary) read
+WS = b" \t\n\r"  # JSON's whitespace
 HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
 KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
 ANY_SEP = re.compile(rb"\}\s*,\s*\{")
 ID = pl.String()  # pids and flow ids may be numbers or strings; cast like as_i64 afterwards
 ARG_KEYS = (*ARG_COLUMNS, "device", "stream", "stream_id")
-# Args are read as integers, and a block where one is not is read again with strings.
+# Args are read as integers, and a block where one is not is read again with strings. The
+# args' "name" (metadata records write one) is read only to count it (duplicate keys).
 ARGS, ARGS_ANY = (
-    pl.Struct(dict.fromkeys(ARG_KEYS, pl.Int64)),
-    pl.Struct(dict.fromkeys(ARG_KEYS, ID)),
+    pl.Struct({**dict.fromkeys(ARG_KEYS, pl.Int64), "name": ID}),
+    pl.Struct(dict.fromkeys((*ARG_KEYS, "name"), ID)),
 )
 LINE_SCHEMA: dict[str, pl.DataType] = {
     "ph": pl.String(),
@@ -48,6 +59,12 @@ LINE_SCHEMA: dict[str, pl.DataType] = {
     "dur": pl.Float64(),
     "id": ID,
 }
+
+
+TOP_KEYS = (*LINE_SCHEMA, "args")
+KEYS = dict.fromkeys((*TOP_KEYS, *ARG_KEYS, "name"))  # "name": top level and in args
+KEYS_WRITTEN = '"(?:' + "|".join(re.escape(k) for k in KEYS) + r')"\s*:'
+ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a key could be spelled so
 
 
 class NotFast(Exception):
@@ -98,7 +115,72 @@ def scan(
         orjson.JSONDecodeError,
         UnicodeDecodeError,
     ) as e:
+        if isinstance(e, orjson.JSONDecodeError):
+            out_of_memory(e)  # a MemoryError, not a file this path declines
         raise NotFast(str(e)) from e
+
+
+class Reader:
+    """The decompressed bytes of a trace, block by block, counted against its cap."""
+
+    def __init__(self, f: IO[bytes] | gzip.GzipFile, path: AnyPath, cap: int | None) -> None:
+        self.f, self.path, self.cap = f, path, cap
+        self.seen = 0  # bytes read so far: the offset, in the file as written, of the next
+
+    def read(self) -> bytes:
+        block = self.f.read(BLOCK)
+        self.seen += len(block)
+        if self.cap is not None and self.seen > self.cap:
+            raise InputError(str(self.path), too_large("the file", self.cap), param=PARAM)
+        return block
+
+
+def _in_string(text: bytes) -> bool:
+    """Whether ``text``, which starts outside any string, ends inside one.
+
+    Quotes open and close strings but escaped ones (an odd run of backslashes before them);
+    dropping every escaped backslash first leaves one backslash before just those.
+    """
+    t = text.replace(b"\\\\", b"")
+    return (t.count(b'"') - t.count(b'\\"')) % 2 == 1
+
+
+def _blank(block: bytes) -> bool:
+    """Whether ``block`` is JSON whitespace only (its ends looked at first: no copy)."""
+    return block[:1].isspace() and block[-1:].isspace() and not block.strip(WS)
+
+
+def _compact(text: bytes) -> tuple[bytes, int]:
+    """Return ``text`` (which starts outside strings, between JSON values or tokens) without
+    its leading whitespace and with its trailing whitespace, when outside a string, cut to
+    one blank; and the count of bytes cut from its end. The JSON means the same."""
+    text = text.lstrip(WS)
+    body = text.rstrip(WS)
+    cut = len(text) - len(body) - 1
+    if cut < 1 or _in_string(body):
+        return text, 0
+    return body + b" ", cut
+
+
+def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
+    """Return the trace's keys before traceEvents, and what follows the array's ``[``.
+
+    The text before the array may be longer than a block only by whitespace."""
+    block = r.read()
+    if block.startswith(b"\xef\xbb\xbf"):
+        block = block[3:]
+    m = HEAD.search(block)
+    while m is None:
+        block = _compact(block)[0]
+        more = r.read() if len(block) < BLOCK else b""
+        if not more:
+            raise NotFast("no traceEvents array in the first block")
+        block += more
+        m = HEAD.search(block)
+    meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
+    if not isinstance(meta, dict):
+        raise NotFast("not an object")
+    return meta, block[m.end() :]
 
 
 def _scan(
@@ -108,41 +190,36 @@ def _scan(
     pool: ThreadPoolExecutor,
     limit: tuple[AnyPath, int | None],
 ) -> tuple[dict[str, Any], pl.DataFrame]:
-    path, cap = limit  # the file, and what it may inflate to (None: not compressed)
-    block = f.read(BLOCK)
-    seen = len(block)
-    if block.startswith(b"\xef\xbb\xbf"):
-        block = block[3:]
-    m = HEAD.search(block)
-    if m is None:
-        raise NotFast("no traceEvents array in the first block")
-    meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
-    if not isinstance(meta, dict):
-        raise NotFast("not an object")
+    r = Reader(f, *limit)  # the file, and what it may inflate to (None: not compressed)
+    meta, block = _head(r)
     schema = {**LINE_SCHEMA, "args": pl.String() if keep_args else ARGS}
     parts: list[pl.DataFrame] = []
     pending: Future[pl.DataFrame] | None = None
-    carry = b""
-    block = block[m.end() :]
+    carry, cut_off = b"", 0  # the record being cut (from its start), bytes cut from its end
     while block:
+        if _blank(block) and not _in_string(carry):  # padding: one blank is the same JSON
+            keep = b" " if carry and carry[-1:] != b" " else b""
+            cut_off += len(block) - len(keep) if carry else 0
+            carry += keep
+            block = r.read()
+            continue
         block = block.replace(b"\n", b" ")
         if b"\r" in block:
             block = block.replace(b"\r", b" ")
         buf = split(carry + block)
         cut = buf.rfind(b"\n")
         if cut < 0:
-            if split is split_kineto and len(buf) > BLOCK:
-                raise NotFast("no Kineto record separator in a whole block")
             carry = buf
         else:
-            carry = buf[cut + 1 :]
+            carry, cut_off = buf[cut + 1 :], 0
             if pending is not None:
                 parts.append(pending.result())
             pending = pool.submit(_parse, buf[:cut], schema, keep_args)
-        block = f.read(BLOCK)
-        seen += len(block)
-        if cap is not None and seen > cap:
-            raise InputError(str(path), too_large("the file", cap), param=PARAM)
+        if len(carry) > BLOCK:
+            carry, more = _compact(carry)
+            cut_off += more
+            _check_record(r, split, carry, cut_off)
+        block = r.read()
     if pending is not None:
         parts.append(pending.result())
     last, tail = _array_end(carry, schema, keep_args)
@@ -151,6 +228,20 @@ def _scan(
     meta.update(tail)
     raw = pl.concat(parts) if parts else pl.DataFrame(schema=RAW_SCHEMA)
     return meta, raw
+
+
+def _check_record(r: Reader, split: Split, carry: bytes, cut_off: int) -> None:
+    """Refuse a record being cut that is longer than a block (Kineto's separator: NotFast,
+    the general one is tried) or than ``MAX_RECORD`` (an InputError naming its offset)."""
+    if split is split_kineto and len(carry) > BLOCK:
+        raise NotFast("no Kineto record separator in a whole block")
+    if len(carry) > MAX_RECORD:
+        start = r.seen - len(carry) - cut_off
+        raise InputError(
+            str(r.path),
+            f"a record of traceEvents, at byte {start:,} (decompressed), is longer than "
+            f"{MAX_RECORD:,} bytes, the most traceana reads in one record",
+        )
 
 
 def _array_end(
@@ -192,6 +283,8 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> pl.
             args_json=pl.when(pl.col("args") != "{}").then("args"),
             args=pl.col("args").str.json_decode(ARGS_ANY),
         )
+    if _twice(lines, df):
+        return _exact(lines, keep_args)
     a = pl.col("args").struct
 
     def i64(e: pl.Expr) -> pl.Expr:
@@ -214,3 +307,36 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> pl.
         i64(a.field("exec_id")).alias("exec_id"),
         (pl.col("args_json") if keep_args else pl.lit(None, pl.String)).alias("args_json"),
     )
+
+
+def _twice(lines: bytes, df: pl.DataFrame) -> bool:
+    """Whether a key this path reads may occur twice in one record of ``lines``.
+
+    polars keeps a key's first value, JSON (and orjson) its last. The keys are counted as
+    written (one pass of polars' regex) against the values polars found: more keys than
+    values is a key twice in a record, or a null, or one nested deeper, all suspect; so is
+    a key that could be spelled with escapes.
+    """
+    a = pl.col("args").struct
+    held = df.select(
+        pl.sum_horizontal(
+            *(pl.col(k).is_not_null().sum() for k in TOP_KEYS),
+            *(a.field(k).is_not_null().sum() for k in (*ARG_KEYS, "name")),
+        )
+    ).item()
+    if ESCAPED_ASCII.search(lines):
+        return True
+    try:
+        text = pl.Series([lines], dtype=pl.Binary).cast(pl.String)
+    except pl.exceptions.PolarsError:  # not UTF-8: orjson will say so
+        return True
+    return bool(text.str.count_matches(KEYS_WRITTEN)[0] > held)
+
+
+def _exact(lines: bytes, keep_args: bool) -> pl.DataFrame:
+    """Return the raw table of NDJSON ``lines`` read the exact path's way (orjson, then
+    ``collect``), where a key may occur twice in one record."""
+    raw, non_objects = collect([orjson.loads(x) for x in lines.split(b"\n") if x.strip()])
+    if non_objects:
+        raise NotFast("a record that is not an object")
+    return raw if keep_args else raw.with_columns(args_json=pl.lit(None, pl.String))
