@@ -1,4 +1,5 @@
-"""Traces whose clocks are far apart are not one run (docs/formats.md, "Layouts and runs").
+"""Times far apart: traces that are not one run, events far outside their run (docs/formats.md,
+"Layouts and runs").
 
 Discovery makes a folder's trace files one run by their names alone (the ranks of one job).
 Once they are read, their times say whether that holds: the files of one run overlap in time,
@@ -6,14 +7,34 @@ or nearly so (hosts' clocks differ by milliseconds under NTP). Files whose spans
 than ``FAR_APART_NS`` between them were recorded at different times, not by one job; merged,
 they would make one window mostly made of a hole, with devices idle in it, and no warning.
 Such a run is refused with one line that names the files, so that each is analysed on its own.
+
+Within a run, a few events can lie far from all the others: one kernel stamped on another
+clock, one host event at ts 0 among events at epoch 1.7e18 ns. Kept, they stretch the window
+(and the origin of every time shown) to days or years. The run's events are grouped the same
+way as files are (an event more than ``FAR_APART_NS`` after every earlier one has ended opens
+a new group); the group holding the most events is the run's bulk. The groups that lie
+farther from the bulk than both ``FAR_APART_NS`` and the bulk's own span are excluded, with a
+warning that says how many and how far, and counted as dropped (``FAR_REASON``), when they are
+few: at most 1 % of the run's events, or a single event beside at least 10 others. More than
+that is real work, or another run, and is left as it is. It costs one sort of the start and
+end times, and only for a run (or a file) that spans more than ``FAR_APART_NS`` at all.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
 from trace_analyzer.errors import InputError
+from trace_analyzer.numbers import duration
 from trace_analyzer.readers import ReadResult
 
 FAR_APART_NS = 60 * 1_000_000_000  # one minute: far above clock skew, far below a day
+FAR_REASON = "far outside the run's span"  # the reason excluded events are counted by
+FEW_PCT = 1  # excluded only when they are at most this % of the events (or a single event)
+FEW_BESIDE = 10  # ... a single event beside at least this many others
 
 
 def spans(reads: list[ReadResult]) -> list[tuple[int, int, str]]:
@@ -24,9 +45,22 @@ def spans(reads: list[ReadResult]) -> list[tuple[int, int, str]]:
         if not r.read or not len(r.events):
             continue
         start, end = r.events["start_ns"].min(), r.events["end_ns"].max()
+        if isinstance(start, int) and isinstance(end, int) and end - start > FAR_APART_NS:
+            start, end = _bulk_span(r.events, start, end)
         if isinstance(start, int) and isinstance(end, int):
             out.append((start, max(start, end), str(r.source.path)))
     return sorted(out)
+
+
+def _bulk_span(events: pl.DataFrame, start: int, end: int) -> tuple[Any, Any]:
+    """Return the span of ``events`` without their own outliers (so that one stray event at
+    ts 0 does not make a file overlap every other); ``start``, ``end`` when there are none."""
+    timed = events.select("start_ns", "end_ns").drop_nulls()
+    far = outliers(timed)
+    if far is None:
+        return start, end
+    kept = timed.filter(~far.mask)
+    return kept["start_ns"].min(), kept["end_ns"].max()
 
 
 def groups(reads: list[ReadResult]) -> tuple[list[list[str]], int]:
@@ -46,15 +80,93 @@ def groups(reads: list[ReadResult]) -> tuple[list[list[str]], int]:
 def refuse_far_apart(root: object, reads: list[ReadResult]) -> None:
     """Raise an InputError, one line naming the files, when the reads of the run at ``root``
     fall into groups more than ``FAR_APART_NS`` apart in time."""
+    if sum(1 for r in reads if r.read and len(r.events)) < 2:  # one file is one group
+        return
     found, widest = groups(reads)
     if len(found) < 2:
         return
     named = " | ".join(_names(g) for g in found)
     raise InputError(
         str(root),
-        f"its traces were recorded {_duration(widest)} apart, so they are not one run: "
+        f"its traces were recorded {far_words(widest)} apart, so they are not one run: "
         f"{named}; analyse each on its own (name the file, or give each a folder)",
     )
+
+
+@dataclass(frozen=True)
+class Far:
+    """The events far outside a run's bulk: which rows (``mask``), how many, how far the
+    farthest lies (ns) and on which side, and the bulk's count and span (ns)."""
+
+    mask: pl.Series
+    count: int
+    farthest_ns: int
+    before: bool
+    bulk: int
+    bulk_ns: int
+
+
+def outliers(events: pl.DataFrame) -> Far | None:
+    """Return the events of ``events`` (start_ns and end_ns, no nulls) that lie far outside the
+    bulk of them and are few enough to exclude (the rule in this module's docstring); None
+    when there are none."""
+    n = events.height
+    if n < 2 or _span(events) <= FAR_APART_NS:  # the common case: no sort at all
+        return None
+    start, end = pl.col("start_ns").cast(pl.Float64), pl.col("end_ns").cast(pl.Float64)
+    rows = (
+        events.select(start, end)
+        .with_row_index("_row")
+        .sort("start_ns")
+        .with_columns(opens=(start - end.cum_max().shift(1) > FAR_APART_NS).fill_null(False))
+        .with_columns(_group=pl.col("opens").cum_sum())
+    )
+    groups = rows.group_by("_group").agg(
+        n=pl.len(), start=pl.col("start_ns").min(), end=pl.col("end_ns").max()
+    )
+    bulk = groups.row(int(groups["n"].arg_max() or 0), named=True)
+    bulk_ns = int(bulk["end"] - bulk["start"])
+    away = pl.max_horizontal(bulk["start"] - pl.col("end"), pl.col("start") - bulk["end"])
+    far = groups.with_columns(away=away).filter(pl.col("away") > max(FAR_APART_NS, bulk_ns))
+    count = int(far["n"].sum())
+    if not count or not (100 * count <= FEW_PCT * n or (count == 1 and n > FEW_BESIDE)):
+        return None
+    farthest = far.row(int(far["away"].arg_max() or 0), named=True)
+    mask = rows.sort("_row")["_group"].is_in(far["_group"].implode())
+    return Far(
+        mask, count, int(farthest["away"]), farthest["end"] < bulk["start"], n - count, bulk_ns
+    )
+
+
+def exclude_far(root: object, events: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]:
+    """Return ``events`` without those far outside the run's bulk, how many were excluded, and
+    the warning that says how many and how far."""
+    far = outliers(events.select("start_ns", "end_ns"))
+    if far is None:
+        return events, 0, []
+    kinds = events.filter(far.mask)["lane_kind"].cast(pl.String).value_counts(sort=True)
+    if far.count == 1:
+        what = f"1 event ({kinds.item(0, 0)}) lies"
+    else:
+        what = (
+            f"{far.count} events ({', '.join(f'{k} {c}' for k, c in kinds.iter_rows())}) lie up to"
+        )
+    side = "before" if far.before else "after"
+    return (
+        events.filter(~far.mask),
+        far.count,
+        [
+            f"{root}: {what} {far_words(far.farthest_ns)} {side} the span of the run's other "
+            f"{far.bulk} events ({far_words(far.bulk_ns)}), on another clock or with a wrong "
+            f"time: excluded, and counted as dropped ({FAR_REASON})"
+        ],
+    )
+
+
+def _span(events: pl.DataFrame) -> int:
+    """Return the time from the first start to the last end of ``events``, ns (0 if none)."""
+    first, last = events["start_ns"].min(), events["end_ns"].max()
+    return int(last) - int(first) if isinstance(first, int) and isinstance(last, int) else 0
 
 
 def _names(paths: list[str]) -> str:
@@ -62,9 +174,16 @@ def _names(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
-def _duration(ns: int) -> str:
+def far_words(ns: int) -> str:
+    """Return a time apart for people: years, days, hours or minutes with one decimal, or a
+    shorter duration as every output writes one (numbers.duration)."""
     s = ns / 1e9
-    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+    for unit, size in (
+        ("years", 365.25 * 86400),
+        ("days", 86400),
+        ("hours", 3600),
+        ("minutes", 60),
+    ):
         if s >= size:
             return f"{s / size:.1f} {unit}"
-    return f"{s:.1f} s"
+    return duration(ns)

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import polars as pl
 
-from trace_analyzer.core.clocks import refuse_far_apart
+from trace_analyzer.core.clocks import FAR_REASON, exclude_far, refuse_far_apart
 from trace_analyzer.core.link import link
-from trace_analyzer.core.schema import check_events, empty_events
+from trace_analyzer.core.offsets import align_exports
+from trace_analyzer.core.schema import check_events, empty_events, numbered
 from trace_analyzer.errors import InputError, UsageError
-from trace_analyzer.inputs.archive import AnyPath
-from trace_analyzer.inputs.discover import Run, discover
+from trace_analyzer.inputs.archive import AnyPath, relative_parts
+from trace_analyzer.inputs.discover import Run, Source, discover
+from trace_analyzer.inputs.fingerprint import same_bytes
 from trace_analyzer.inputs.neff import Pair, neff_pairs, raw_without_export, undecoded_hardware
 from trace_analyzer.readers import ReadResult as ReadResult  # a Profile's reads (cache.py too)
 from trace_analyzer.readers import read_source
@@ -149,32 +151,119 @@ def check_strict(profile: Profile, strict: bool) -> Profile:
 
 def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> Profile:
     """Return the profile of one run read from its files (no strict check)."""
+    sources, copies = unique_sources(run)
     reads = [
-        r for r in (read_source(s, args, max_bytes=max_bytes) for s in run.sources) if r is not None
+        r for r in (read_source(s, args, max_bytes=max_bytes) for s in sources) if r is not None
     ]
+    reads, clock_warnings, clock_notes = align_exports(reads)  # an export off trace.json's clock
     refuse_far_apart(run.root, reads)  # unrelated traces in one folder: not one run
     events, notes = deduplicate(reads)
+    events, apart = keep_files_apart(events, reads, run.root, notes)
     events, dropped = check_events(events)
-    events = events.sort("start_ns", "end_ns").with_columns(
-        event_id=pl.int_range(pl.len(), dtype=pl.Int64)
-    )
-    warnings = [w for r in reads for w in r.warnings]
+    events, far, far_warnings = exclude_far(run.root, events)  # events far outside the run
+    for r in reads:  # the run's table holds their events now; each read keeps its count
+        r.n_events, r.events = r.count, r.events.clear()
+    held = [events]
+    del events  # numbered() holds the table alone, so it can let each column go
+    events = numbered(held)
+    warnings = copies + [w for r in reads for w in r.warnings]
     if dropped:
         detail = ", ".join(f"{n} with {why}" for why, n in dropped.items())
         warnings.append(f"{run.root}: malformed events dropped: {detail}")
+    dropped |= {FAR_REASON: far} if far else {}
+    warnings += clock_warnings + far_warnings
+    notes += clock_notes
     notes += [f"{path}: {why}" for path, why in run.skipped]
+    warnings += [f"{path}: {why}" for path, why in run.not_regular]  # a FIFO, a device
     pairs = neff_pairs(run, warnings)
     warnings += raw_without_export(run, has_export(reads))
     return Profile(
         run=run,
         events=events,
-        edges=link(events),
+        edges=link(processes_apart(events, apart) if apart else events),
         reads=reads,
         warnings=warnings,
         notes=notes,
         dropped=dropped,
         pairs=pairs,
     )
+
+
+def unique_sources(run: Run) -> tuple[list[Source], list[str]]:
+    """Return the run's sources less byte-identical copies, and a warning naming each pair.
+
+    A trace and its copy (``trace.json``, ``trace (1).json``) would count every event twice:
+    the copy is read once (``fingerprint.same_bytes``). Export folders are not compared."""
+    files = [s.path for s in run.sources if s.kind == "json"]
+    pairs = same_bytes(files) if len(files) > 1 else []
+    if not pairs:
+        return run.sources, []
+    left_out = {str(copy) for _, copy in pairs}
+    warnings = [
+        f"{copy}: the same bytes as {kept}: a copy of one trace, read once" for kept, copy in pairs
+    ]
+    return [s for s in run.sources if str(s.path) not in left_out], warnings
+
+
+def keep_files_apart(
+    events: pl.DataFrame, reads: list[ReadResult], root: AnyPath, notes: list[str]
+) -> tuple[pl.DataFrame, list[str]]:
+    """Return ``events`` with the lanes of files that would share a lane told apart, and the
+    files whose lanes were (their ``file`` values); ``notes`` gains a line per format.
+
+    A lane is named after its process and device, so two traces of one format whose pid and
+    device agree at the same time (two ranks in containers, both pid 1) would land on one
+    lane: their busy intervals merged, device time doubled. Such files keep their rank in
+    every lane name (``rank:1/PID:1/GPU:0/stream:7``) when each has its own, else their path
+    in the run (``file:b.json/PID:1/...``). Lanes that differ already (ranks with their own
+    pids; a trace and its Explorer export, whose copies ``deduplicate`` removed), and one
+    process's sessions one after another, keep their names.
+    """
+    formats = {str(r.source.path): (r.format, r.rank) for r in reads if r.read}
+    if len(formats) < 2 or events.is_empty():
+        return events, []
+    fmt_of = {f: fmt for f, (fmt, _) in formats.items()}
+    spans = (
+        events.group_by("lane", "file")
+        .agg(lo=pl.col("start_ns").min(), hi=pl.col("end_ns").max())
+        .with_columns(fmt=pl.col("file").replace_strict(fmt_of, default=None))
+        .sort("fmt", "lane", "lo")
+    )
+    overlap = pl.col("lo") < pl.col("hi").cum_max().shift(1).over("fmt", "lane")
+    shared = spans.filter(overlap.fill_null(False).any().over("fmt", "lane"))
+    prefix: dict[str, str] = {}
+    for (fmt,), group in shared.group_by("fmt"):
+        files = sorted(group["file"].unique().to_list())
+        ranks = [formats[f][1] for f in files]
+        by_rank = None not in ranks and len(set(ranks)) == len(ranks)
+        prefix |= {
+            f: f"rank:{r}/" if by_rank else f"file:{_in_run(f, reads, root)}/"
+            for f, r in zip(files, ranks, strict=True)
+        }
+        notes.append(
+            f"{len(files)} {fmt} files share process and device numbers at the same time "
+            f"({', '.join(files)}): their lanes are kept apart by {'rank' if by_rank else 'file'}"
+        )
+    if not prefix:
+        return events, []
+    qualifier = pl.col("file").replace_strict(prefix, default="")
+    return events.with_columns(lane=pl.concat_str(qualifier, pl.col("lane"))), sorted(prefix)
+
+
+def _in_run(file: str, reads: list[ReadResult], root: AnyPath) -> str:
+    """Return a file's path inside its run root (its name when it is not under the root)."""
+    path = next(r.source.path for r in reads if str(r.source.path) == file)
+    parts = relative_parts(path, root) if path != root else ()
+    return "/".join(parts) or path.name
+
+
+def processes_apart(events: pl.DataFrame, files: list[str]) -> pl.DataFrame:
+    """Return ``events`` as the linker sees them: each (file, pid) of ``files`` and each pid
+    of the other files numbered apart. Link keys (correlation, flow and sequence ids) are
+    unique within a process only: two ranks sharing a pid would take each other's launches."""
+    own = pl.when(pl.col("file").is_in(files)).then(pl.col("file"))
+    process = pl.struct(own.alias("_f"), pl.col("pid")).rank("dense").cast(pl.Int64)
+    return events.with_columns(pid=pl.when(pl.col("pid").is_not_null()).then(process))
 
 
 def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:

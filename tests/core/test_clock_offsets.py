@@ -1,0 +1,190 @@
+"""Clocks within one run (issue 18): an Explorer export off its trace.json's clock is aligned
+onto it, and a few events far outside the run's span are excluded (core/offsets.py,
+core/clocks.py, docs/formats.md "Layouts and runs")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import trace_analyzer as ta
+from conftest import X, kineto, run_cli, write_trace
+from trace_analyzer.core.clocks import FAR_REASON
+from trace_analyzer.errors import InputError
+
+NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"
+S = 1_000_000_000  # ns in a second
+HOUR, DAY = 3600 * S, 86400 * S
+YEAR = 365.25 * DAY
+
+
+def _copy(to: Path, shift_ns: int, *, framework: bool = True) -> Path:
+    """Copy the naive RMSNorm run to ``to`` with both its Explorer exports (Parquet and legacy
+    JSON) moved by ``shift_ns``; without ``framework``, the exports lose their framework rows
+    (Explorer's copies of trace.json's events), so nothing can be matched."""
+    shutil.copytree(NAIVE, to, ignore=shutil.ignore_patterns(".traceana-cache"))
+    table = to / "explorer/parquet/SystemProfileEvents.parquet"
+    df = pl.read_parquet(table).with_columns(pl.col("start_ts", "end_ts") + shift_ns)
+    if not framework:
+        df = df.filter(pl.col("trace_event_source") != "framework")
+    df.write_parquet(table)
+    legacy = to / "explorer/json/system_profile.json"
+    doc = json.loads(legacy.read_text())
+    doc["trace_event"] = [
+        {**e, "timestamp": e["timestamp"] + shift_ns}
+        for e in doc["trace_event"]
+        if framework or e.get("trace_event_source") != "framework"
+    ]
+    legacy.write_text(json.dumps(doc))
+    return to
+
+
+def _clock_warnings(p: ta.Profile) -> list[str]:
+    return [w for w in p.warnings if "trace.json's" in w and "clock" in w]
+
+
+@pytest.mark.parametrize(
+    ("shift_ns", "words"),
+    [(3 * HOUR, "3.0 hours ahead of"), (-3 * HOUR, "3.0 hours behind"), (30 * S, "30 s ahead of")],
+)
+def test_an_export_off_its_trace_json_gives_the_unshifted_hops_and_causes(
+    tmp_path, shift_ns, words
+):
+    base = ta.load(_copy(tmp_path / "base", 0))
+    off = ta.load(_copy(tmp_path / "off", shift_ns))
+    same = pl.exclude("file")  # the folders differ; every time is back on trace.json's clock
+    assert off.events.select(same).equals(base.events.select(same))
+    hops = ta.chains(off).table
+    assert hops.equals(ta.chains(base).table)
+    assert (hops["dispatch_to_hw_us"] >= 0).all()
+    g, g0 = ta.gaps(off), ta.gaps(base)
+    assert g.window == g0.window and g.summary == g0.summary
+    assert g.gaps.equals(g0.gaps)  # each gap's cause, evidence and ops as unshifted
+    assert _clock_warnings(base) == []
+    warned = _clock_warnings(off)
+    assert len(warned) == 2 and all(words in w for w in warned), warned  # Parquet and JSON
+
+    code, out, _ = run_cli("gaps", tmp_path / "off", "--no-cache", "--format", "json")
+    assert code == 0
+    run = json.loads(out)["runs"][0]
+    assert any(words in w for w in run["warnings"])
+
+
+def test_an_export_with_nothing_to_match_or_within_a_microsecond_is_left_as_it_is(tmp_path):
+    """Guards (they hold before the change too): no match, no warning, nothing moved."""
+    base = ta.load(_copy(tmp_path / "base", 0))
+    hw0 = base.events.filter(pl.col("source") == "neuron_hw")["start_ns"].min()
+    bare = ta.load(_copy(tmp_path / "bare", 30 * S, framework=False))
+    assert _clock_warnings(bare) == []
+    assert bare.events.filter(pl.col("source") == "neuron_hw")["start_ns"].min() == hw0 + 30 * S
+    near = ta.load(_copy(tmp_path / "near", 500))  # within the 1 µs matching tolerance
+    assert _clock_warnings(near) == []
+    assert near.events.filter(pl.col("source") == "neuron_hw")["start_ns"].min() == hw0 + 500
+
+
+T0 = 1_700_000_000_000_000.0  # epoch µs (no baseTimeNanoseconds): 1.7e18 ns
+STEPS = 100  # each step: an op, its launch and its kernel, 100 µs apart (300 events)
+
+
+def _steps(t0: float = T0, steps: int = STEPS, every_us: float = 100) -> list[dict]:
+    out = []
+    for i in range(steps):
+        t = t0 + every_us * i
+        ext = {"External id": i}
+        out += [
+            X("cpu_op", "aten::mm", t, 20, pid=1, tid=1, **ext),
+            X("cuda_runtime", "cudaLaunchKernel", t + 1, 5, pid=1, tid=1, correlation=i, **ext),
+            X("kernel", "k", t + 30, 40, pid=0, tid=7, device=0, stream=7, correlation=i),
+        ]
+    return out
+
+
+def _kernel(ts_us: float, corr: int = 10_000) -> dict:
+    return X("kernel", "k", ts_us, 40, pid=0, tid=7, device=0, stream=7, correlation=corr)
+
+
+def _gaps(folder: Path, *extra: str) -> tuple[dict, str]:
+    code, out, err = run_cli("gaps", folder, "--no-cache", "--format", "json", *extra)
+    assert code == 0, err
+    return json.loads(out)["runs"][0], err
+
+
+def _same_analysis(a: dict, b: dict) -> None:
+    for key in ("window", "summary", "devices", "lanes", "gaps", "device_gaps"):
+        assert a[key] == b[key], key
+
+
+OUTLIERS = {
+    # ts 5e9 µs: 83 minutes after boot, 53.9 years before the run
+    "a kernel on the boot clock": (_kernel(5e9), "hardware", T0 - 5e9 - 40, "before"),
+    # 3.2 years after the run's last kernel ends (T0 + 9,970 µs)
+    "a kernel years later": (_kernel(T0 + 1e14), "hardware", 1e14 - 9_970, "after"),
+    "a host op at ts 0": (X("cpu_op", "aten::mm", 0.0, 20, pid=1, tid=1), "framework_op",
+                          T0 - 20, "before"),
+}
+
+
+@pytest.mark.parametrize("case", list(OUTLIERS))
+def test_one_event_far_outside_the_run_is_excluded_and_the_analysis_is_the_runs(tmp_path, case):
+    event, kind, away_us, side = OUTLIERS[case]
+    write_trace(tmp_path / "base/trace.json", kineto(_steps()))
+    write_trace(tmp_path / "odd/trace.json", kineto([*_steps(), event]))  # last: epoch µs read
+    for extra in ((), ("--window", "0ms:5ms")):  # --window counts from the run's first event
+        base, _ = _gaps(tmp_path / "base", *extra)
+        odd, err = _gaps(tmp_path / "odd", *extra)
+        _same_analysis(odd, base)
+    assert base["window"]["duration_ns"] == 5_000_000
+    far = [w for w in odd["warnings"] if "excluded" in w]
+    years = away_us * 1000 / YEAR
+    assert len(far) == 1 and f"1 event ({kind}) lies {years:.1f} years {side}" in far[0], far
+    assert "other 300 events" in far[0]
+    assert ta.load(tmp_path / "odd").dropped == {FAR_REASON: 1}
+    with pytest.raises(InputError):  # counted as a drop: --strict refuses it
+        ta.load(tmp_path / "odd", strict=True)
+
+
+@pytest.mark.parametrize(("far", "excluded"), [(3, True), (4, False)])
+def test_at_most_one_event_in_a_hundred_is_excluded(tmp_path, far, excluded):
+    """3 far kernels among 303 events are 1 %: excluded; 4 among 304 are more: kept."""
+    odd = [_kernel(5e9 + 100 * i, 10_000 + i) for i in range(far)]
+    write_trace(tmp_path / "base/trace.json", kineto(_steps()))
+    write_trace(tmp_path / "odd/trace.json", kineto([*_steps(), *odd]))
+    base, _ = _gaps(tmp_path / "base")
+    got, _ = _gaps(tmp_path / "odd")
+    if excluded:
+        _same_analysis(got, base)
+        assert ta.load(tmp_path / "odd").dropped == {FAR_REASON: far}
+    else:  # real work, or another run: left as it is (the window reaches them)
+        assert got["window"]["start_ns"] == 5_000_000_000_000
+        assert ta.load(tmp_path / "odd").dropped == {}
+
+
+def test_a_late_phase_and_an_event_within_the_runs_own_span_are_kept(tmp_path):
+    """Guards (they hold before the change too): a second phase of real work two minutes
+    after the first, and one kernel two minutes after a run 75 minutes long, stay."""
+    late = T0 + 120e6 + 9_970  # two minutes after the first phase's last kernel ends
+    write_trace(tmp_path / "phases/trace.json", kineto(_steps() + _steps(late)))
+    got, _ = _gaps(tmp_path / "phases")
+    assert got["summary"]["executions"] == 2 * STEPS
+    assert got["window"]["end_ns"] == int(late + 9_970) * 1000
+    long_run = _steps(steps=151, every_us=30e6)  # 75 minutes, a step every 30 s
+    end_us = T0 + 150 * 30e6 + 70
+    write_trace(tmp_path / "long/trace.json", kineto([*long_run, _kernel(end_us + 120e6)]))
+    got, _ = _gaps(tmp_path / "long")
+    assert got["summary"]["executions"] == 152
+    assert ta.load(tmp_path / "long").dropped == {}
+
+
+def test_a_files_own_outlier_does_not_join_two_runs_days_apart(tmp_path):
+    """A host event at ts 0 in one of two traces 200 days apart made its span reach the other
+    file, and the two runs were merged; its outlier set aside, they are refused as not one."""
+    write_trace(tmp_path / "a.json", kineto(_steps()))
+    later = T0 + 200 * DAY / 1000
+    write_trace(tmp_path / "b.json", kineto([*_steps(later), X("cpu_op", "x", 0.0, 1, pid=1)]))
+    code, out, err = run_cli("gaps", tmp_path, "--no-cache")
+    assert code == 2 and out == ""
+    assert "200.0 days apart" in err and "a.json" in err and "b.json" in err
