@@ -199,8 +199,8 @@ def _idle(out: pl.DataFrame, w: Window) -> pl.DataFrame:
         - pl.col("leading_ns")
         - pl.col("trailing_ns")
     )
-    active = pl.col("active_ns")
-    return out.with_columns(
-        idle_pct=(100 * pl.col("idle_ns") / W).round(2) if W else pl.lit(None, pl.Float64),
-        active_idle_pct=pl.when(active > 0).then((100 * pl.col("idle_ns") / active).round(2)),
+    active, idle = pl.col("active_ns"), pl.col("idle_ns").cast(pl.Float64)
+    return out.with_columns(  # shares in floats: 100 × an Int64 of ns overflows past 2.9 years
+        idle_pct=(100 * idle / W).round(2) if W else pl.lit(None, pl.Float64),
+        active_idle_pct=pl.when(active > 0).then((100 * idle / active).round(2)),
     )

@@ -15,7 +15,6 @@ SYNC_NAMES = r"(?i)synchroni[sz]e"
 # inside an op count for the call): a synchronize, a runtime or driver call (or a Neuron
 # host-side copy), a framework op. Python frames and nothing recorded are "untraced".
 HOST_KINDS = ("framework_op", "framework_dispatch", "runtime", "transfer")
-HOST_SPLIT = ("host_sync_ns", "host_runtime_ns", "host_framework_ns", "host_untraced_ns")
 
 
 def covered(
@@ -98,7 +97,15 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
     its op's thread)."""
     dispatch = pl.col("cause") == "host_dispatch"
-    late_rows = gaps.with_row_index("_r").filter(dispatch)
+    late_rows = (
+        gaps.lazy()
+        .with_row_index("_r")
+        .filter(dispatch)
+        .select(
+            "_r", "next_op_event", "launch_pid", "launch_tid", "launch_ns", "start_ns", "end_ns"
+        )
+        .collect()
+    )
     if late_rows.is_empty():
         return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
     ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
@@ -110,10 +117,20 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         ),
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
-    host = events.filter(
-        pl.col("lane_kind").is_in(HOST_KINDS)
-        & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
-    ).with_columns(_thread=pl.format("{}:{}", "pid", "tid"))
+    # only the columns the marks need: the whole host side of a wide table is a copy of most
+    # of it (at 5 million events, 1.3 GB more at the peak)
+    host = (
+        events.lazy()
+        .filter(
+            pl.col("lane_kind").is_in(HOST_KINDS)
+            & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
+        )
+        .select(
+            "event_id", "start_ns", "end_ns", "name", "lane_kind",
+            _thread=pl.format("{}:{}", "pid", "tid"),
+        )
+        .collect()
+    )  # fmt: skip
     sync = host.filter(pl.col("name").str.contains(SYNC_NAMES))
     calls = host.filter(
         pl.col("lane_kind").is_in(["runtime", "transfer"]) | pl.col("name").str.contains(SYNC_NAMES)
@@ -158,8 +175,11 @@ def _worded(gaps: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
     """Return ``gaps`` with ``evidence``: the numbers that decided each cause, in words."""
     gaps, words = _worded(gaps)
-    pct = (100 * pl.col("transfer_ns") / pl.col("duration_ns")).round(0).cast(pl.Int64)
-    spct = (100 * pl.col("sync_ns") / pl.col("duration_ns")).round(0).cast(pl.Int64)
+    share = {
+        c: 100 * pl.col(c).cast(pl.Float64) / pl.col("duration_ns")
+        for c in ("transfer_ns", "sync_ns")
+    }  # floats: 100 × ns overflows Int64
+    pct, spct = (share[c].round(0).cast(pl.Int64) for c in ("transfer_ns", "sync_ns"))
     host = pl.format(
         "next launched {} after the lane went idle (host: {} in framework ops, {} in runtime "
         "calls, {} in synchronize, {} untraced)",

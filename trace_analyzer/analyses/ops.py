@@ -94,7 +94,7 @@ def ops_table(
         edges = link(events) if edges is None else edges
         execs = executions(chain_table(events, edges), events, edges)
     framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
-    total_ns = execs["device_ns"].sum()
+    total_ns = execs["device_ns"].cast(pl.Float64).sum()  # a share: floats never overflow
     host = framework.group_by("name").agg(
         calls=pl.len(), self_ns=pl.col("self_ns").sum(), cpu_ns=pl.col("duration_ns").sum()
     )
@@ -112,7 +112,7 @@ def ops_table(
         self_cpu_us=(pl.col("self_ns") / 1000).round(3),
         cpu_total_us=(pl.col("cpu_ns") / 1000).round(3),
         device_us=(pl.col("device_ns") / 1000).round(3),
-        device_pct=(100 * pl.col("device_ns") / total_ns).round(2)
+        device_pct=(100 * pl.col("device_ns").cast(pl.Float64) / total_ns).round(2)
         if total_ns
         else pl.lit(None, pl.Float64),
         executions="executions",

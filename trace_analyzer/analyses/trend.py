@@ -14,9 +14,23 @@ from typing import Any
 import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
-from trace_analyzer.errors import UsageError
+from trace_analyzer.errors import InputError, UsageError
 
 GROUPINGS = ("variant", "backend", "path-glob")
+# The columns of a batch table trend reads, and the kind of value each must hold.
+COLUMNS = {
+    "run_id": "text",
+    "error": "text",
+    "capture_time": "time",
+    "modified_time": "time",
+    "variant": "text",
+    "backend": "text",
+    "device": "text",
+    "busy_ns": "number",
+    "idle_ns": "number",
+    "window_ns": "number",
+    "executions": "number",
+}
 
 
 @dataclass(frozen=True, repr=False)
@@ -81,7 +95,7 @@ def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = 
         runs.with_columns(group=group)
         .with_columns(
             idle_pct=pl.when(pl.col("window_ns") > 0).then(
-                (100 * pl.col("idle_ns") / pl.col("window_ns")).round(2)
+                (100 * pl.col("idle_ns").cast(pl.Float64) / pl.col("window_ns")).round(2)
             ),
             device_time_ms=(pl.col("busy_ns") / 1e6).round(3),
         )
@@ -95,6 +109,7 @@ def trend(
 ) -> RunResults[TrendResult]:
     """Return the trend of a batch table ``df`` (read from ``path``), grouped ``by`` one of
     GROUPINGS; with ``path-glob``, a group per pattern in ``globs`` (first match wins)."""
+    check_columns(df, path)
     table = trend_table(df, by, globs)
     failed = df.filter(pl.col("error").is_not_null())["run_id"].n_unique()
     groups = table.group_by("group", maintain_order=True).agg(
@@ -106,3 +121,33 @@ def trend(
     )
     result = TrendResult(str(path), table, groups, failed)
     return RunResults(str(path), (result,), header={"by": by, "globs": list(globs)})
+
+
+def check_columns(df: pl.DataFrame, path: str) -> None:
+    """Raise an InputError naming ``path`` and every column trend needs that the table lacks
+    (a table of an older traceana, or not a batch table), or holds of the wrong kind."""
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        s = "s" * (len(missing) != 1)
+        raise InputError(
+            path,
+            f"not a traceana batch table trend can read: no {', '.join(missing)} column{s} "
+            "(rerun `traceana batch` to write a new table)",
+        )
+    wrong = [
+        f"{c} holds {df.schema[c]}, not {kind}"
+        for c, kind in COLUMNS.items()
+        if not _holds(df.schema[c], kind)
+    ]
+    if wrong:
+        raise InputError(path, f"not a traceana batch table trend can read: {'; '.join(wrong)}")
+
+
+def _holds(dtype: pl.DataType, kind: str) -> bool:
+    """True when a column of ``dtype`` can hold the ``kind`` of value (COLUMNS) trend reads;
+    an all-null column holds any."""
+    if dtype == pl.Null:
+        return True
+    if kind == "text":
+        return dtype == pl.String
+    return dtype.is_temporal() if kind == "time" else dtype.is_numeric()

@@ -2,8 +2,10 @@
 
 The CLI maps flags and environment variables to the library's arguments (``Loading``,
 ``View``), and words the library's errors as flags (``FLAGS``). Exit codes: 0 success, 1 a
-requested threshold failed, 2 bad usage or unusable input, 130 interrupted (Ctrl-C). Option
-names mean one thing in every command (``--top N``: how many rows; docs/output.md).
+requested threshold failed, 2 bad usage or unusable input (and out of memory, and an output
+that cannot be written), 130 interrupted (Ctrl-C), 141 the reader of standard output went away
+(``| head``: quietly, as a program killed by SIGPIPE). Option names mean one thing in every
+command (``--top N``: how many rows; docs/output.md).
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ import click
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cache import Cache
+from trace_analyzer.cli.messages import MEMORY_ADVICE, to_stdout, warn_dropped
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
 from trace_analyzer.render import RENDERERS, for_output
+from trace_analyzer.render.safe import plain
 from trace_analyzer.render.view import View
 from trace_analyzer.units import parse_size
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 # The library's parameter names as the CLI's flags, for its error messages.
 FLAGS = {
@@ -58,18 +63,37 @@ class Loading:
 
     def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
         """Every run under ``path`` (their files kept as this command's inputs)."""
-        profiles = self.cache.load_runs(
-            path, args=args, strict=self.strict, max_bytes=self.max_bytes
+        profiles = self._reading(
+            path,
+            lambda: self.cache.load_runs(
+                path, args=args, strict=self.strict, max_bytes=self.max_bytes
+            ),
         )
         for p in profiles:
-            read_from(p)
+            warn_dropped(read_from(p))
         return profiles
 
     def one(self, path: Path, *, args: bool = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them)."""
-        return read_from(
-            self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes)
+        profile = self._reading(
+            path,
+            lambda: self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes),
         )
+        return warn_dropped(read_from(profile))
+
+    @staticmethod
+    def _reading(path: Path, load: Callable[[], T]) -> T:
+        """Return ``load()``; a MemoryError in it is an InputError naming ``path`` (raised
+        once the failed read's memory is let go). ``path`` is kept as what the command
+        analyses, for a MemoryError later on (``handle_errors``)."""
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.find_root().meta["traceana.analysing"] = path
+        try:
+            return load()
+        except MemoryError:
+            pass  # leaving the handler drops the traceback, and the memory it holds
+        raise InputError(path, f"out of memory reading it ({MEMORY_ADVICE})")
 
 
 MAX_ROWS = 1_000_000_000  # a --top beyond this means "all": taken as this many
@@ -173,7 +197,7 @@ def limit_options(fn: F) -> F:
         try:
             cap = None if max_bytes is None else parse_size(max_bytes)
         except UsageError as e:  # a bad size is a usage error now, not in a worker later
-            click.echo(f"traceana: error: {e.worded(FLAGS)}", err=True)
+            click.echo(f"traceana: error: {plain(e.worded(FLAGS))}", err=True)
             sys.exit(2)
         return fn(*args, max_bytes=cap, **kwargs)
 
@@ -254,7 +278,7 @@ def terminal_width(output: Path | None) -> int | None:
     columns = os.environ.get("COLUMNS", "").strip()
     if columns.isdigit() and int(columns) > 0:
         return max(MIN_WIDTH, int(columns))
-    if output is None and sys.stdout.isatty():
+    if output is None and sys.stdout is not None and sys.stdout.isatty():
         return max(MIN_WIDTH, shutil.get_terminal_size().columns)
     return None
 
@@ -266,7 +290,7 @@ def emit(
     renderer = for_output(fmt, str(output) if output else None)
     text = renderer(result, options=view, width=terminal_width(output))
     if output is None:
-        click.echo(text, nl=False)
+        to_stdout(text)
         return
     with writing(output):
         output.write_text(text)
@@ -276,7 +300,7 @@ def exit_on_failures(result: RunResults[Any]) -> None:
     """Name every --fail-on condition that held, on stderr, and exit 1 if any did."""
     failures = [f"{run.root}: {line}" for run in result.runs for line in run.failed]
     for line in failures:
-        click.echo(f"traceana: {line}", err=True)
+        click.echo(f"traceana: {plain(line)}", err=True)
     if failures:
         sys.exit(1)
 
@@ -286,7 +310,8 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        debug = click.get_current_context().find_root().params.get("debug", False)
+        ctx = click.get_current_context()
+        debug = ctx.find_root().params.get("debug", False)
         try:
             return fn(*args, **kwargs)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -297,19 +322,36 @@ def handle_errors(fn: F) -> F:
         except TraceanaError as e:
             if debug:
                 traceback.print_exc()
-            click.echo(f"traceana: error: {e.worded(FLAGS)}", err=True)
+            click.echo(f"traceana: error: {plain(e.worded(FLAGS))}", err=True)
             sys.exit(2)
+        except MemoryError:  # anywhere past reading (``Loading`` words a read that ran out)
+            if debug:
+                traceback.print_exc()
         except Exception as e:  # a bug: still one line, unless asked for the traceback
             if debug:
                 traceback.print_exc()
             click.echo(
-                f"traceana: internal error: {type(e).__name__}: {e} "
+                f"traceana: internal error: {type(e).__name__}: {plain(e)} "
                 "(rerun with --debug for the traceback)",
                 err=True,
             )
             sys.exit(2)
+        # Out of memory: said once the handler has let the exception, and its memory, go.
+        what = plain(ctx.find_root().meta.get("traceana.analysing") or _first_input(ctx))
+        click.echo(f"traceana: error: out of memory analysing {what} ({MEMORY_ADVICE})", err=True)
+        sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _first_input(ctx: click.Context) -> str:
+    """The first path a command was given to read (what it ran out of memory on)."""
+    for name, value in ctx.params.items():
+        values = value if isinstance(value, tuple | list) else (value,)
+        paths = [v for v in values if isinstance(v, Path)]
+        if paths and name not in WRITTEN:
+            return str(paths[0])
+    return "the input"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -30,6 +30,7 @@ from trace_analyzer.render.plotting import patch as _patch
 from trace_analyzer.render.plotting import require as require  # the CLI's check before drawing
 from trace_analyzer.render.plotting import save as _save
 from trace_analyzer.render.plotting import ticks as _ticks
+from trace_analyzer.render.safe import plain
 
 if TYPE_CHECKING:  # matplotlib is imported only to draw
     from matplotlib.axes import Axes
@@ -86,7 +87,7 @@ def timeline(
     """
     t = timeline["runs"][0]
     if t["from_ns"] is None or not t["lanes"]:
-        return _message(f"{t['root']}: nothing ran on hardware, no timeline to draw", fmt)
+        return _message(f"{_text(t['root'])}: nothing ran on hardware, no timeline to draw", fmt)
     lanes = t["lanes"]
     rows = _op_rows(t)
     fig = _figure(1.9 + 0.36 * (len(rows) + len(lanes)) + (0.2 if rows else 0))
@@ -103,13 +104,13 @@ def timeline(
     for i, lane in enumerate(lanes):
         seen |= _draw_lane(ax, base + i, lane, x)
     labels = ["framework ops" if y == 0 else "" for y in range(len(rows))]
-    labels += short_names([lane["lane"] for lane in lanes])
+    labels += [_text(n) for n in short_names([lane["lane"] for lane in lanes])]
     ax.set_yticks([*range(len(rows)), *(base + i for i in range(len(lanes)))], labels, fontsize=9)
     ax.set_ylim(base + len(lanes) - 0.4, -0.6)
     _draw_time_axis(ax, t, left / per, right / per, (per, unit))
     more = t["lane_count"] - len(lanes)
     ax.set_title(
-        f"{t['root']}" + (f" (first {len(lanes)} of {t['lane_count']} lanes)" if more else ""),
+        _text(t["root"]) + (f" (first {len(lanes)} of {t['lane_count']} lanes)" if more else ""),
         fontsize=10,
         loc="left",
     )
@@ -238,6 +239,13 @@ def _draw_time_axis(
         ax.spines[side].set_visible(False)
 
 
+def _text(name: str) -> str:
+    """Return a name from a trace as a plot draws it: control characters shown as escapes
+    (``safe.plain``: no glyph is missing, no warning carries them to stderr), and ``$``
+    escaped, so that matplotlib draws it rather than reading mathtext."""
+    return plain(name).replace("$", r"\$")
+
+
 def _label_ops(
     ax: Axes, y: int, spans: list[tuple[float, float, str]], right: float, px_per_unit: float
 ) -> None:
@@ -252,7 +260,7 @@ def _label_ops(
             at, ha = x + width + 3 / px_per_unit, "left"
         else:
             continue
-        ax.text(at, y, name, ha=ha, va="center", fontsize=8, color="#1b1b1b", clip_on=True)
+        ax.text(at, y, _text(name), ha=ha, va="center", fontsize=8, color="#1b1b1b", clip_on=True)
 
 
 def histogram(report: dict[str, Any], *, fmt: str = "png") -> bytes | str:
@@ -291,7 +299,7 @@ def _histogram_panel(ax: Axes, path: str, h: dict[str, Any]) -> set[str]:
     from matplotlib.ticker import MaxNLocator
 
     n = sum(sum(c) for c in h["counts"].values())
-    ax.set_title(f"{path}: {n:,} device gaps", fontsize=10, loc="left")
+    ax.set_title(f"{_text(path)}: {n:,} device gaps", fontsize=10, loc="left")
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     if not h["counts"]:
@@ -361,8 +369,8 @@ def trend(result: dict[str, Any]) -> bytes:
     for name in sorted({r["group"] for r in rows}):
         pts = [r for r in rows if r["group"] == name]
         x = [datetime.fromisoformat(r["time"]) for r in pts]
-        top.plot(x, [r["idle_pct"] for r in pts], marker="o", label=name)
-        bottom.plot(x, [r["device_time_ms"] for r in pts], marker="o", label=name)
+        top.plot(x, [r["idle_pct"] for r in pts], marker="o", label=_text(name))
+        bottom.plot(x, [r["device_time_ms"] for r in pts], marker="o", label=_text(name))
     top.set_ylabel("idle %")
     bottom.set_ylabel("device time (ms)")
     bottom.set_xlabel("capture time")

@@ -23,6 +23,7 @@ from trace_analyzer.analyses.timeline import TOP_GAPS
 from trace_analyzer.errors import UsageError
 from trace_analyzer.render import html, plots, text
 from trace_analyzer.render.json import dumps
+from trace_analyzer.render.safe import markdown as inert_markdown
 from trace_analyzer.render.safe import warning_block
 from trace_analyzer.render.tables import MARKDOWN
 
@@ -71,7 +72,10 @@ def markdown(
     ``<stem>.<plot>.png``, ``image_names``; none without ``images``)."""
     names = image_names(stem, report) if images else {}
     path, base = report.path, report.base
-    parts = [f"# traceana report: {path}" + (f" (base: {base})" if base else "")]
+    parts = [
+        f"# traceana report: {inert_markdown(path)}"
+        + (f" (base: {inert_markdown(base)})" if base else "")
+    ]
     parts += _warnings(report)
     if base and report.diff is not None:
         parts.append(text.render_markdown(report.diff, budget=SHARES["diff"]).rstrip())

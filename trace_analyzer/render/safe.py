@@ -1,10 +1,14 @@
 """Text from a trace is data: how the renderers make it inert, and how they show warnings.
 
 Names, warnings and notes can hold anything a trace file holds. For a terminal, control
-characters (ANSI escapes, bells, bidirectional overrides) are removed and line breaks become
-spaces; Markdown also backslash-escapes the characters that would make markup (``<`` and
+characters (C0 and C1 controls, DEL, bidirectional overrides and isolates) are shown as the
+text of an escape (``\\x1b``, ``\\u202e``), never sent, and line breaks become spaces: the
+reader sees that a name holds an escape, the terminal receives none (JSON keeps the name as
+it is). Markdown also backslash-escapes the characters that would make markup (``<`` and
 ``&`` of raw HTML, ``|`` of a table, ``*``, the backtick, ``[``, ``]``, ``~`` and the
-backslash); HTML escapes with ``html.escape``. A warning that says events were dropped (the
+backslash); HTML escapes with ``html.escape``. The files for other tools have their own
+rules: ``xml_text`` (GraphML) shows the characters XML 1.0 cannot hold the same way, and
+``dot_quoted`` quotes a DOT value. A warning that says events were dropped (the
 word "dropped", whether the export says it or traceana does) is emphasised and says that gaps
 may be missing events: bold in Markdown and HTML, marked ``!!`` in a terminal.
 
@@ -25,16 +29,51 @@ TABLE: Style = "ASCII_MARKDOWN"
 MARKDOWN: Style = "MARKDOWN"
 ELLIPSIS = "…"
 
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-BREAKS = re.compile("[\t\n\r]")
+# Characters a terminal would act on or that reorder what it shows: C0 (but tab and line
+# feed, and carriage return, which BREAKS takes first), DEL, C1, the Arabic letter mark, the
+# directional marks, embeddings, overrides and isolates.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+BREAKS = re.compile("[\t\n\r\u2028\u2029]")
+# What XML 1.0 cannot hold, even as a character reference: C0 but tab, line feed and carriage
+# return; U+FFFE, U+FFFF; surrogates.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 MARKUP = re.compile(r"([\\`*\[\]<>|&~])")
 DROPPED = re.compile(r"\bdropped\b", re.IGNORECASE)
 MISSING = "gaps may be missing events"
 
 
+def escaped(char: str) -> str:
+    """Return one character as the text of its escape: ``\\x1b``, ``\\u202e``."""
+    n = ord(char)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def visible(text: str, chars: re.Pattern[str] = CONTROL) -> str:
+    """Return ``text`` with each of ``chars`` shown as its escape (``escaped``)."""
+    return chars.sub(lambda m: escaped(m[0]), text)
+
+
 def plain(text: object) -> str:
-    """Return ``text`` with control characters removed and line breaks as spaces."""
-    return CONTROL.sub("", BREAKS.sub(" ", str(text)))
+    """Return ``text`` for a terminal: control characters shown as escapes (``\\x1b``), line
+    breaks as spaces. Shown rather than removed, so that a name that holds an escape says so
+    (and two names that differ only in one stay apart)."""
+    return visible(BREAKS.sub(" ", str(text)))
+
+
+def xml_text(text: str) -> str:
+    """Return ``text`` as XML 1.0 can hold it: the characters it cannot (``NOT_XML``) shown
+    as escapes (``\\x1b``), everything else as it is."""
+    return visible(text, NOT_XML)
+
+
+def dot_quoted(text: str) -> str:
+    """Return ``text`` as a quoted Graphviz DOT string that shows it as written: the
+    backslash doubled (Graphviz reads ``\\N``, ``\\G`` and ``\\l`` in labels), the quote
+    escaped, line breaks as DOT's ``\\n`` and ``\\r``, other control characters shown as
+    escapes. Nothing in it can end the string or start an HTML label."""
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    body = body.replace("\n", "\\n").replace("\r", "\\r")
+    return '"' + CONTROL.sub(lambda m: "\\" + escaped(m[0]), body) + '"'
 
 
 def markdown(text: object) -> str:

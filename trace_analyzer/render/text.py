@@ -100,7 +100,7 @@ def _info(run: dict[str, Any], style: Style) -> list[Block]:
     blocks: list[Block] = [
         heading(f"run: {shown(run['root'], style)}", style),
         "",
-        f"{plural(run['events'], 'event')} over {duration(span)}; "
+        f"{plural(run['events'], 'event')}{'' if span is None else ' over ' + duration(span)}; "
         f"{plural(run['hardware_lanes'], 'hardware lane')}; layout: {layouts}",
     ]
     if cov.get("hardware_executions"):

@@ -1,0 +1,112 @@
+"""What the CLI says besides results: events dropped, output that cannot be written, memory.
+
+Every analysing command says on stderr, in one line per run, how many events were dropped and
+why (``warn_dropped``): the report body says it too, but a pipe, a file or JSON output hides
+the body from the user. Standard output that cannot take the output (closed, a full disk) is
+one error line and exit 2; a reader that went away (``| head -1``) ends the command quietly
+with 141, as a program killed by SIGPIPE ends (``to_stdout``). ``MEMORY_ADVICE`` ends the line
+of a command that ran out of memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from trace_analyzer.core.profile import Profile
+from trace_analyzer.errors import TraceanaError
+from trace_analyzer.render.safe import plain
+
+EXIT_PIPE = 128 + 13  # SIGPIPE: what a shell reports for `cat big | head -1`
+
+
+class OutputError(TraceanaError):
+    """Standard output cannot take the output (closed, a full disk): one line, exit 2."""
+
+
+MEMORY_ADVICE = (
+    "this process may use no more; free memory, raise its limit (ulimit -v), or name a "
+    "smaller part of the run"
+)
+# What each command's results are, for the warning that events were dropped.
+RESULTS = {
+    "gaps": "gaps",
+    "ops": "ops",
+    "chain": "chains",
+    "diff": "the diff",
+    "info": "lanes and spans",
+}
+# A reader's warning that it dropped records: "<file>: <n> <what> dropped[: <details>]".
+READER_DROPPED = re.compile(r"^(?P<file>(?:(?!: ).)+): (?P<n>\d[\d,]*) (?P<what>[^:]+?) dropped\b")
+
+
+def dropped_line(p: Profile, results: str = "gaps") -> str | None:
+    """Return the one line that says how many events of ``p`` were dropped, and why (the
+    malformed rows by reason, and the records each reader dropped), or None when none were.
+
+    A row that ends before it starts has both times, so that reason counts rows no other
+    reason counts; but a row may lack several columns (no start and no end). With more than
+    one missing column among the reasons the total is not known, and the line gives none.
+    """
+    core = {why.replace("null ", "no ", 1): n for why, n in p.dropped.items() if n}
+    reasons = [f"{n:,} {why}" for why, n in core.items()]
+    lacking = [n for why, n in core.items() if why.startswith("no ")]
+    total = core.get("end before start", 0) + sum(lacking)
+    for w in p.warnings:
+        m = READER_DROPPED.match(w)
+        if m:  # (the malformed rows' own warning starts with words: counted above)
+            n = int(m["n"].replace(",", ""))
+            total += n
+            reasons.append(f"{n:,} {m['what']} in {Path(m['file']).name}")
+    if not reasons:
+        return None
+    why = ", ".join(reasons)
+    if not p.events.height:
+        return f"{p.root}: every event was dropped ({why}): nothing is left to analyse"
+    if len(lacking) > 1:
+        counted = f"events dropped ({why}; an event may lack several)"
+    else:
+        counted = f"{total:,} event{'s' * (total != 1)} dropped ({why})"
+    return f"{p.root}: {counted}; {results} may be missing events"
+
+
+def warn_dropped(p: Profile) -> Profile:
+    """Say on stderr, in one line, that events of ``p`` were dropped (``dropped_line``):
+    the report body says it too, but a pipe or a file hides the body from the user."""
+    ctx = click.get_current_context(silent=True)
+    name = ctx.info_name or "" if ctx is not None else ""
+    line = dropped_line(p, RESULTS.get(name, f"the {name or 'results'}"))
+    if line is not None:
+        click.echo(f"traceana: warning: {plain(line)}", err=True)
+    return p
+
+
+def to_stdout(text: str) -> None:
+    """Print ``text`` on standard output. A reader that went away (``| head -1``) ends the
+    command quietly with 141 (``EXIT_PIPE``); a closed or full standard output is an
+    OutputError: what was not written is lost, and the user must know."""
+    if sys.stdout is None:  # started with standard output closed (`>&-`)
+        raise OutputError("cannot write the output: standard output is closed")
+    try:
+        click.echo(text, nl=False)  # it flushes: a full disk says so here
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(EXIT_PIPE)
+    except OSError as e:
+        _silence_stdout()
+        raise OutputError(f"cannot write the output: {e.strerror or e}") from e
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that Python's flush at exit does not fail a
+    second time on what is still buffered (and print its own traceback)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
