@@ -85,7 +85,7 @@ def core_of(lane: pl.Expr) -> pl.Expr:
 def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
     """Return the hardware lanes that carry communication: most of their executions are
     NCCL/RCCL kernels or Neuron collectives (one column, ``lane``)."""
-    hw = events.filter(pl.col("lane_kind") == "hardware")
+    hw = events.lazy().filter(pl.col("lane_kind") == "hardware").select("lane", "name").collect()
     share = hw.group_by("lane").agg(comm=pl.col("name").str.contains(COLLECTIVE_NAMES).mean())
     return share.filter(pl.col("comm") >= 0.5).select("lane")
 
