@@ -22,6 +22,7 @@ def test_numbered_sorts_as_a_sort_by_start_then_end_and_numbers_in_that_order():
             "end_ns": [s + rng.randrange(0, 100) for s in start],
             "flow_ids": [[i] if i % 3 else None for i in range(n)],
             "row": list(range(n)),  # which input row each output row is
+            "core": pl.Series([None] * n, dtype=pl.Int64),  # a column no event fills
         }
     )
     held = [table]
@@ -38,3 +39,18 @@ def test_numbered_of_an_empty_table_is_empty_with_its_columns():
     table = pl.DataFrame(schema={"event_id": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64})
     out = numbered([table])
     assert out.height == 0 and out.columns == table.columns
+
+
+def test_a_column_no_event_fills_stays_all_null_with_its_type():
+    table = pl.DataFrame(
+        {
+            "event_id": [None, None, None],
+            "start_ns": [30, 10, 20],
+            "end_ns": [31, 11, 21],
+            "args_json": pl.Series([None] * 3, dtype=pl.String),
+        }
+    )
+    out = numbered([table])
+    assert out.columns == table.columns
+    assert out.schema["args_json"] == pl.String and out["args_json"].null_count() == 3
+    assert out["start_ns"].to_list() == [10, 20, 30] and out["event_id"].to_list() == [0, 1, 2]

@@ -102,12 +102,23 @@ def numbered(held: list[pl.DataFrame]) -> pl.DataFrame:
     The sort is made column by column, and each old column is let go once its sorted copy is
     made: with no other reference to the table (hence ``held``), the peak is the table and
     one column, not two tables (at 5 million events, 0.8 GB less than ``DataFrame.sort``).
+    A column that no event fills (a Kineto trace has no ``core``, ``seq_id``, ``exec_id`` ...)
+    comes back as one null broadcast, not a column of nulls (at 3 million events, 0.24 GB).
     """
     events = held.pop()
+    names, n = events.columns, events.height
     order = events.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
-    columns = []
-    for name in events.columns:
-        columns.append(events.get_column(name).gather(order))
+    columns, empty = [], {}
+    for name in names:
+        column = events.get_column(name)
+        if n and column.null_count() == n and name != "event_id":  # one null, not n of them
+            empty[name] = column.dtype
+        else:
+            columns.append(column.gather(order))
+        del column
         events = events.drop(name)
     out = pl.DataFrame(columns) if columns else events
-    return out.with_columns(event_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    return out.with_columns(
+        *(pl.lit(None, dtype).alias(name) for name, dtype in empty.items()),
+        event_id=pl.int_range(pl.len(), dtype=pl.Int64),
+    ).select(names)

@@ -67,6 +67,10 @@ KEYS_WRITTEN = '"(?:' + "|".join(re.escape(k) for k in KEYS) + r')"\s*:'
 ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a key could be spelled so
 
 
+Parsed = tuple[pl.DataFrame, int]  # a block's raw table, and the values of keys read it holds
+Pending = tuple["Future[Parsed]", bytes, int | None]  # a block being parsed, its text, its keys
+
+
 class NotFast(Exception):
     """The streaming path cannot read this file; the exact path will."""
 
@@ -194,7 +198,7 @@ def _scan(
     meta, block = _head(r)
     schema = {**LINE_SCHEMA, "args": pl.String() if keep_args else ARGS}
     parts: list[pl.DataFrame] = []
-    pending: Future[pl.DataFrame] | None = None
+    pending: Pending | None = None
     carry, cut_off = b"", 0  # the record being cut (from its start), bytes cut from its end
     while block:
         if _blank(block) and not _in_string(carry):  # padding: one blank is the same JSON
@@ -213,15 +217,17 @@ def _scan(
         else:
             carry, cut_off = buf[cut + 1 :], 0
             if pending is not None:
-                parts.append(pending.result())
-            pending = pool.submit(_parse, buf[:cut], schema, keep_args)
+                parts.append(_checked(pending, keep_args))
+            lines = buf[:cut]
+            job = pool.submit(_parse, lines, schema, keep_args)
+            pending = (job, lines, _written(lines))  # counted here while the pool parses
         if len(carry) > BLOCK:
             carry, more = _compact(carry)
             cut_off += more
             _check_record(r, split, carry, cut_off)
         block = r.read()
     if pending is not None:
-        parts.append(pending.result())
+        parts.append(_checked(pending, keep_args))
     last, tail = _array_end(carry, schema, keep_args)
     if last is not None:
         parts.append(last)
@@ -264,14 +270,18 @@ def _array_end(
             )
             if isinstance(tail, dict):
                 last = carry[:k]
-                return (_parse(last, schema, keep_args) if last.strip() else None), tail
+                if not last.strip():
+                    return None, tail
+                parsed = _parse(last, schema, keep_args)
+                return _decided(parsed, last, _written(last), keep_args), tail
         except (orjson.JSONDecodeError, pl.exceptions.PolarsError):
             pass
     raise NotFast("no end of the traceEvents array")
 
 
-def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> pl.DataFrame:
-    """Return the raw table of NDJSON ``lines``, one record per line."""
+def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Parsed:
+    """Return the raw table of NDJSON ``lines``, one record per line, and how many values
+    of the keys this path reads polars found in them (``_held``)."""
     try:
         df = pl.read_ndjson(lines, schema=schema)
     except pl.exceptions.PolarsError:  # an arg that is not an int64: a string, a float, 2**64
@@ -283,14 +293,13 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> pl.
             args_json=pl.when(pl.col("args") != "{}").then("args"),
             args=pl.col("args").str.json_decode(ARGS_ANY),
         )
-    if _twice(lines, df):
-        return _exact(lines, keep_args)
+    held = _held(df)
     a = pl.col("args").struct
 
     def i64(e: pl.Expr) -> pl.Expr:
         return e.cast(pl.Int64, strict=False)
 
-    return df.select(
+    table = df.select(
         "ph",
         pl.col("cat").alias("category"),
         "name",
@@ -307,30 +316,54 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> pl.
         i64(a.field("exec_id")).alias("exec_id"),
         (pl.col("args_json") if keep_args else pl.lit(None, pl.String)).alias("args_json"),
     )
+    return table, held
 
 
-def _twice(lines: bytes, df: pl.DataFrame) -> bool:
-    """Whether a key this path reads may occur twice in one record of ``lines``.
+# Whether a key this path reads may occur twice in one record: polars keeps a key's first
+# value, JSON (and orjson) its last. The keys are counted as written (one pass of polars'
+# regex, in the scanning thread while the pool parses the block) against the values polars
+# found: more keys than values is a key twice in a record, or a null, or one nested deeper,
+# all suspect, and such a block is read the exact way; so is one where a key could be
+# spelled with escapes.
 
-    polars keeps a key's first value, JSON (and orjson) its last. The keys are counted as
-    written (one pass of polars' regex) against the values polars found: more keys than
-    values is a key twice in a record, or a null, or one nested deeper, all suspect; so is
-    a key that could be spelled with escapes.
-    """
+
+def _held(df: pl.DataFrame) -> int:
+    """Return how many values of the keys this path reads the parsed block ``df`` holds."""
     a = pl.col("args").struct
-    held = df.select(
-        pl.sum_horizontal(
-            *(pl.col(k).is_not_null().sum() for k in TOP_KEYS),
-            *(a.field(k).is_not_null().sum() for k in (*ARG_KEYS, "name")),
-        )
-    ).item()
+    return int(
+        df.select(
+            pl.sum_horizontal(
+                *(pl.col(k).is_not_null().sum() for k in TOP_KEYS),
+                *(a.field(k).is_not_null().sum() for k in (*ARG_KEYS, "name")),
+            )
+        ).item()
+    )
+
+
+def _written(lines: bytes) -> int | None:
+    """Return how many times the keys this path reads are written in ``lines``; None where
+    one could be spelled with escapes, or the text is not UTF-8 (orjson will say so)."""
     if ESCAPED_ASCII.search(lines):
-        return True
+        return None
     try:
         text = pl.Series([lines], dtype=pl.Binary).cast(pl.String)
-    except pl.exceptions.PolarsError:  # not UTF-8: orjson will say so
-        return True
-    return bool(text.str.count_matches(KEYS_WRITTEN)[0] > held)
+    except pl.exceptions.PolarsError:
+        return None
+    return int(text.str.count_matches(KEYS_WRITTEN)[0])
+
+
+def _checked(pending: Pending, keep_args: bool) -> pl.DataFrame:
+    """Return a block's raw table: as polars parsed it, or, where a key may be written
+    twice in one of its records, read the exact way."""
+    job, lines, written = pending
+    return _decided(job.result(), lines, written, keep_args)
+
+
+def _decided(parsed: Parsed, lines: bytes, written: int | None, keep_args: bool) -> pl.DataFrame:
+    """Return the raw table ``parsed`` from ``lines``, or, where ``lines`` write more keys
+    than it holds values (``written``), ``lines`` read the exact way."""
+    table, held = parsed
+    return _exact(lines, keep_args) if written is None or written > held else table
 
 
 def _exact(lines: bytes, keep_args: bool) -> pl.DataFrame:
