@@ -90,6 +90,30 @@ def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
     return share.filter(pl.col("comm") >= 0.5).select("lane")
 
 
+def lanes_are_devices(events: pl.DataFrame) -> bool:
+    """Whether every device's gaps are its lane's, causes and evidence included, so that the
+    device pass can take the lane pass's: each device has one hardware lane and there is no
+    communication lane, and each copy or sync counts at a device exactly when it counts at
+    that device's lane (``attribute`` places them by ``core_of``)."""
+    kind = pl.col("lane_kind")
+    lanes = events.lazy().filter(kind == "hardware").select("lane").unique().collect()
+    lanes = lanes.with_columns(device=device_of(pl.col("lane")))
+    if lanes["device"].n_unique() != lanes.height or not comm_lanes(events).is_empty():
+        return False
+    marks = events.lazy().filter(kind.is_in(["transfer", "sync"])).select("lane").unique()
+    at = marks.collect().select(
+        by_device=core_of(device_of(pl.col("lane"))), by_lane=core_of(pl.col("lane"))
+    )
+    own = lanes.select(by_device=core_of(pl.col("device")), by_lane=core_of(pl.col("lane")))
+    # a mark that counts at a device must count at its lane, and the other way round
+    at_device = at.join(own, on="by_device", suffix="_own")
+    at_lane = at.join(own, on="by_lane", suffix="_own")
+    return bool(
+        (at_device["by_lane"] == at_device["by_lane_own"]).all()
+        and (at_lane["by_device"] == at_lane["by_device_own"]).all()
+    )
+
+
 def attribute(
     gaps: pl.DataFrame,
     events: pl.DataFrame,

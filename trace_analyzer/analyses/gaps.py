@@ -23,6 +23,7 @@ from trace_analyzer.analyses.causes import (
     by_op,
     by_step,
     comm_lanes,
+    lanes_are_devices,
 )
 from trace_analyzer.analyses.chain import chain_table
 from trace_analyzer.analyses.hints import hints
@@ -189,20 +190,22 @@ def _measure(
         .with_columns(device=device_of(pl.col("lane")))
     )
     keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
-    parts = {}
+    parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = {}
+    same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
     for key in ("lane", "device"):
         part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
         merged = merge(
             part.select(key, "pid", "event_id", "start_ns", "end_ns"), key, RESOLUTION_NS
         )
-        found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
-        if key == "lane":
-            found = found.join(keys, on="lane", how="left")
-        kept = found.filter(pl.col("duration_ns") >= max(min_gap_ns, 1)).sort("start_ns", key)
-        # every gap counts in the idle sums and the kept ones are listed: one table, not two,
-        # when --min-gap leaves none out (at 5 million events, 250 MB less per table)
-        every = kept if kept.height == found.height else found
-        del found
+        if key == "device" and same:  # the lanes' gaps (sorted already), named by device
+            every = _as_devices(parts["lane"][2])
+        else:
+            found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
+            if key == "lane":  # a column, not a join: a join copies the whole table
+                found = found.with_columns(device=device_of(pl.col("lane")))
+            every = found.sort("start_ns", key)
+            del found  # no copy held beside the sorted one (5 million events: 250 MB)
+        kept = _long_enough(every, min_gap_ns)
         parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), kept, every)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
     devices_t, device_gaps, all_device_gaps = parts["device"]
@@ -220,6 +223,20 @@ def _measure(
         root=root,
         hints=tuple(hints(all_device_gaps, bool(hw["source"].eq("neuron_hw").any()))),
     )
+
+
+def _as_devices(lanes_gaps: pl.DataFrame) -> pl.DataFrame:
+    """Return the lanes' gaps as the device pass lays out its own (``lanes_are_devices``)."""
+    return lanes_gaps.select(
+        ("device" if c == "lane" else c) for c in lanes_gaps.columns if c != "device"
+    )
+
+
+def _long_enough(every: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
+    """Return the gaps that are listed: every gap counts in the idle sums, the ones at least
+    --min-gap long are listed, and they are the same table when none is shorter."""
+    long_enough = pl.col("duration_ns") >= max(min_gap_ns, 1)
+    return every if every.select(long_enough.all()).item() else every.filter(long_enough)
 
 
 TOTALS = (
@@ -240,7 +257,8 @@ def _summary(
         value = d.quantile(p, "linear")
         return int(round(float(value))) if len(d) and value is not None else None
 
-    by_cause = {c: _sum(all_gaps.filter(pl.col("cause") == c)["duration_ns"]) for c in CAUSES}
+    spans = all_gaps.select("cause", "duration_ns")  # two columns, not a copy of every one
+    by_cause = {c: _sum(spans.filter(pl.col("cause") == c)["duration_ns"]) for c in CAUSES}
     window, active = total["window_ns"], total["active_ns"]
     return {
         **total,

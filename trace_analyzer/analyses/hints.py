@@ -105,7 +105,8 @@ def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str,
     """Return a hint for each of the ``top`` ops with the most idle before them."""
     split = [c for c in HOST_HINTS if c in device_gaps.columns]
     per = (
-        device_gaps.filter(pl.col("next_op").is_not_null())
+        device_gaps.lazy()  # lazy: the columns it sums, not a copy of the whole table
+        .filter(pl.col("next_op").is_not_null())
         .group_by("next_op", "cause")
         .agg(
             *(pl.col(c).sum() for c in split),
@@ -116,6 +117,7 @@ def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str,
         .sort("idle_ns", "next_op", descending=[True, False])
         .unique("next_op", keep="first", maintain_order=True)
         .head(top)
+        .collect()
     )
     out = []
     for r in per.to_dicts():
