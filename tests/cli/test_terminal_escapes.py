@@ -135,3 +135,25 @@ def test_a_failed_gate_naming_the_run_holds_no_escape(profile):
     assert code == 1, text
     assert_inert(text)
     assert "idle_pct" in text
+
+
+@pytest.mark.parametrize("command,name", [("export", "out.json"), ("graph", "out.graphml"),
+                                          ("report", "out.html")])
+def test_a_wrote_line_shows_the_output_path_s_escapes(profile, tmp_path, command, name):
+    # the -o path is the user's own, but it may be made from a trace's names by a script
+    out = tmp_path / f"x{OSC}{CSI}{name}"
+    code, text = on_terminal(command, profile, "-o", out, "--no-cache")
+    assert code == 0, text
+    assert out.is_file()
+    assert_inert(text)
+    assert "wrote " in text and "x\\x1b]0;pwned\\x07\\x1b[2J" in text, text
+
+
+def test_batch_s_wrote_line_shows_the_table_path_s_escapes(profile, tmp_path):
+    table = tmp_path / f"runs{CSI}.parquet"
+    code, text = on_terminal("batch", profile, "-o", table, "--jobs", "1")
+    assert code == 0, text
+    # on a terminal batch draws click's progress bar, which hides and shows the cursor: its
+    # own two escapes, not a name's
+    assert_inert(text.replace("\x1b[?25l", "").replace("\x1b[?25h", ""))
+    assert "wrote " in text and "runs\\x1b[2J\\x1b[31m.parquet" in text, text

@@ -9,6 +9,7 @@ import click
 
 from trace_analyzer.analyses.report import report as report_of
 from trace_analyzer.cli.common import F, Loading, cli, handle_errors, load_options, writing
+from trace_analyzer.render.safe import plain
 
 
 def _output(help_text: str) -> Callable[[F], F]:
@@ -41,7 +42,7 @@ def graph(path: Path, output: Path, loading: Loading) -> None:
     with writing(output):
         graph_export.write(g, output)
     click.echo(
-        f"wrote {output}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True
+        f"wrote {plain(output)}: {g.number_of_nodes()} nodes, {g.number_of_edges()} edges", err=True
     )
 
 
@@ -69,7 +70,7 @@ def export(path: Path, output: Path, loading: Loading) -> None:
         perfetto.write(doc, output)
     n = doc["traceana"]
     click.echo(
-        f"wrote {output}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
+        f"wrote {plain(output)}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
         f"{n['tracks']} tracks",
         err=True,
     )
@@ -121,4 +122,4 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
         with writing(target):
             target.write_bytes(content)
     beside = f" and {len(written) - 1} plots beside it" if len(written) > 1 else ""
-    click.echo(f"wrote {output}{beside}", err=True)
+    click.echo(f"wrote {plain(output)}{beside}", err=True)

@@ -206,9 +206,9 @@ def _say_done(res: BatchResult, output: Path) -> None:
     for line in res.failures:
         click.echo(f"traceana: failed: {plain(line)}", err=True)
     written = (
-        f"wrote {output} ({res.table.height} rows)"
+        f"wrote {plain(output)} ({res.table.height} rows)"
         if res.analysed or not res.found
-        else f"{output} unchanged ({res.table.height} rows)"
+        else f"{plain(output)} unchanged ({res.table.height} rows)"
     )
     click.echo(
         f"{res.found} runs: {res.succeeded} succeeded, {res.failed} failed "
@@ -275,6 +275,6 @@ def trend(
         for target in pngs:
             with writing(target):
                 target.write_bytes(image)
-            click.echo(f"wrote {target}", err=True)
+            click.echo(f"wrote {plain(target)}", err=True)
     if output is None or output.suffix.lower() != ".png":
         emit(result, fmt, output)
