@@ -59,3 +59,19 @@ def test_library_errors_name_the_parameter_and_the_cli_the_flag():
         ta.gaps(p, lanes="nothing*")
     assert str(e.value) == "no hardware lane matches lanes 'nothing*'"
     assert e.value.worded({"lanes": "--lane"}) == "no hardware lane matches --lane 'nothing*'"
+
+
+def test_importing_the_package_loads_no_polars_until_a_name_is_used():
+    import subprocess
+    import sys
+
+    code = ("import sys, trace_analyzer as ta; before = 'polars' in sys.modules; ta.gaps; "
+            "print(before, 'polars' in sys.modules, sorted(ta.__all__) == dir(ta))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.split() == ["False", "True", "True"], out
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        ta.nothing  # noqa: B018

@@ -17,27 +17,38 @@ command's JSON output for that run), ``to_pandas()``, and a summary table in Jup
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trace_analyzer._version import __version__
-from trace_analyzer.analyses.chain import ChainResult
-from trace_analyzer.analyses.chain import chains as chains
-from trace_analyzer.analyses.diff import DiffResult
-from trace_analyzer.analyses.diff import diff as diff
-from trace_analyzer.analyses.gaps import GapsResult, Window
-from trace_analyzer.analyses.gaps import gaps as gaps
-from trace_analyzer.analyses.info import InfoResult
-from trace_analyzer.analyses.info import info as info
-from trace_analyzer.analyses.ops import OpsResult
-from trace_analyzer.analyses.ops import ops as ops
-from trace_analyzer.analyses.results import RunResults
-from trace_analyzer.cache import Cache, as_cache
-from trace_analyzer.core import profile as _profile
-from trace_analyzer.core.profile import Profile
-from trace_analyzer.core.schema import EVENTS_SCHEMA, LANE_KINDS
-from trace_analyzer.errors import InputError, TraceanaError, UsageError
-from trace_analyzer.inputs.discover import discover
+
+if TYPE_CHECKING:
+    from trace_analyzer.analyses.chain import ChainResult, chains
+    from trace_analyzer.analyses.diff import DiffResult, diff
+    from trace_analyzer.analyses.gaps import GapsResult, Window, gaps
+    from trace_analyzer.analyses.info import InfoResult, info
+    from trace_analyzer.analyses.ops import OpsResult, ops
+    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.cache import Cache
+    from trace_analyzer.core.profile import Profile
+    from trace_analyzer.core.schema import EVENTS_SCHEMA, LANE_KINDS
+    from trace_analyzer.errors import InputError, TraceanaError, UsageError
+    from trace_analyzer.inputs.discover import discover
+
+# The face, imported on first use (PEP 562): ``import trace_analyzer`` (and so the
+# ``traceana`` command, which lives in this package) loads no polars until a name needs it.
+_LAZY = {
+    "ChainResult": "analyses.chain", "chains": "analyses.chain",
+    "DiffResult": "analyses.diff", "diff": "analyses.diff",
+    "GapsResult": "analyses.gaps", "Window": "analyses.gaps", "gaps": "analyses.gaps",
+    "InfoResult": "analyses.info", "info": "analyses.info",
+    "OpsResult": "analyses.ops", "ops": "analyses.ops",
+    "RunResults": "analyses.results", "Cache": "cache", "Profile": "core.profile",
+    "EVENTS_SCHEMA": "core.schema", "LANE_KINDS": "core.schema",
+    "InputError": "errors", "TraceanaError": "errors", "UsageError": "errors",
+    "discover": "inputs.discover",
+}  # fmt: skip
 
 __all__ = [
     "EVENTS_SCHEMA", "LANE_KINDS", "Cache", "ChainResult", "DiffResult", "GapsResult",
@@ -45,6 +56,16 @@ __all__ = [
     "UsageError", "Window", "__version__", "chains", "diff", "discover", "export", "gaps",
     "info", "load", "load_runs", "ops",
 ]  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Import a name of the face on first use (PEP 562), then keep it here."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
 
 
 def load(
@@ -64,6 +85,9 @@ def load(
     ``.traceana-cache/`` inside the named folder; a folder keeps it there (docs/cache.md).
     Several runs under ``path`` are a UsageError that names them: use ``load_runs``.
     """
+    from trace_analyzer.cache import as_cache
+    from trace_analyzer.core import profile as _profile
+
     store = as_cache(cache)
     if store is None:
         return _profile.load(path, args=args, strict=strict, max_bytes=max_bytes)
@@ -82,6 +106,9 @@ def load_runs(
 
     ``args``, ``strict``, ``max_bytes`` and ``cache`` are those of ``load``.
     """
+    from trace_analyzer.cache import as_cache
+    from trace_analyzer.core import profile as _profile
+
     store = as_cache(cache)
     if store is None:
         return _profile.load_runs(path, args=args, strict=strict, max_bytes=max_bytes)
@@ -96,6 +123,7 @@ def export(
     ``output``: also write it there (``.json``, or ``.json.gz`` compressed). ``source``: the
     trace's name (default: the run's root). Load with ``args=True`` to keep the events' args.
     """
+    from trace_analyzer.analyses.gaps import gaps
     from trace_analyzer.render import perfetto
 
     doc = perfetto.build(profile, gaps(profile), source=source)
