@@ -82,7 +82,7 @@ def test_each_kernel_links_to_its_own_files_launch(tmp_path):
     write_trace(tmp_path / "rank1.json", rank_trace(1, R1, launch_at=20))
     p = ta.load(tmp_path)
     files = dict(zip(p.events["event_id"], p.events["file"], strict=True))
-    kernels = set(p.events.filter(p.events["name"].str.starts_with("k"))["event_id"])
+    kernels = set(p.events.filter(p.events["name"].cat.starts_with("k"))["event_id"])
     hops = p.edges.filter(p.edges["dst"].is_in(list(kernels)))
     assert hops.height == len(R0) + len(R1)
     assert all(files[s] == files[d] for s, d in hops.select("src", "dst").iter_rows())

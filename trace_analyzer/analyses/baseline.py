@@ -18,6 +18,7 @@ import polars as pl
 from trace_analyzer.analyses.gaps import CAUSES, GAP_STATS, GapsResult
 from trace_analyzer.analyses.ops import ops
 from trace_analyzer.core.profile import Profile
+from trace_analyzer.core.schema import text
 from trace_analyzer.errors import InputError
 
 KIND = "traceana-baseline"  # the ``kind`` of a summary file
@@ -82,7 +83,7 @@ def step_time_ns(events: pl.DataFrame) -> float | None:
     """Return the mean length of the run's ProfilerStep#N spans (each step from its first
     start to its last end, as ``--step`` measures it); None without steps."""
     steps = (
-        events.filter(pl.col("name").str.contains(STEP))
+        events.filter(text("name").str.contains(STEP))
         .group_by("name")
         .agg(length=pl.col("end_ns").max() - pl.col("start_ns").min())
     )

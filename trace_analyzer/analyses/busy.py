@@ -18,6 +18,7 @@ from typing import cast
 
 import polars as pl
 
+from trace_analyzer.core.schema import text
 from trace_analyzer.errors import UsageError
 
 
@@ -74,7 +75,7 @@ def _steps(events: pl.DataFrame, most: int = 20) -> str:
     one: ``its steps: 4, 5, 6`` (runs of consecutive numbers as ``4–9``, at most ``most``
     parts), or that it has none."""
     found = (
-        events.select(pl.col("name").str.extract(r"^ProfilerStep#(\d+)$").cast(pl.Int64))
+        events.select(text("name").str.extract(r"^ProfilerStep#(\d+)$").cast(pl.Int64))
         .drop_nulls()
         .unique()
         .sort("name")["name"]
@@ -97,7 +98,8 @@ def _steps(events: pl.DataFrame, most: int = 20) -> str:
 
 def device_of(lane: pl.Expr) -> pl.Expr:
     """Return the device label of a lane: its NeuronCore (NC<lnc>) or GPU, without the stream."""
-    return lane.str.replace(r"/stream:[^/]+$", "").str.replace(r"(/neuron_hw/NC\d+):\d+$", "$1")
+    text = lane.cast(pl.String)
+    return text.str.replace(r"/stream:[^/]+$", "").str.replace(r"(/neuron_hw/NC\d+):\d+$", "$1")
 
 
 def merge(iv: pl.DataFrame, key: str, tolerance_ns: int = 0) -> pl.DataFrame:

@@ -11,6 +11,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import device_of
 from trace_analyzer.analyses.gap_evidence import covered, host_split, launches, sentence
+from trace_analyzer.core.schema import text
 
 CAUSES = (
     "host_dispatch",
@@ -79,14 +80,14 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
 def core_of(lane: pl.Expr) -> pl.Expr:
     """Return the place a lane's copies and syncs count for: a GPU stream lane as it is, a
     Neuron lane (runtime or hardware) as its process and NeuronCore."""
-    return lane.str.replace(NEURON_CORE, "/NC$1")
+    return lane.cast(pl.String).str.replace(NEURON_CORE, "/NC$1")
 
 
 def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
     """Return the hardware lanes that carry communication: most of their executions are
     NCCL/RCCL kernels or Neuron collectives (one column, ``lane``)."""
     hw = events.lazy().filter(pl.col("lane_kind") == "hardware").select("lane", "name").collect()
-    share = hw.group_by("lane").agg(comm=pl.col("name").str.contains(COLLECTIVE_NAMES).mean())
+    share = hw.group_by("lane").agg(comm=text("name").str.contains(COLLECTIVE_NAMES).mean())
     return share.filter(pl.col("comm") >= 0.5).select("lane")
 
 
@@ -177,7 +178,7 @@ def _neighbours(
         same_graph=(
             pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
         ).fill_null(False),
-        next_collective=pl.col("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
+        next_collective=text("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
     ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
 
 
@@ -203,6 +204,7 @@ def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
         .drop_nulls()
         .unique()
         .sort()
+        .cast(pl.String)
         .str.join(", ")
         .alias("transfers")
     )
@@ -235,11 +237,11 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     if device_gaps.is_empty():
         return pl.DataFrame(schema=schema)
     steps = (
-        events.filter(pl.col("name").str.contains(STEP))
+        events.filter(text("name").str.contains(STEP))
         .select(
             "start_ns",
             step_end="end_ns",
-            step=pl.col("name").str.extract(STEP).cast(pl.Int64, strict=False),
+            step=text("name").str.extract(STEP).cast(pl.Int64, strict=False),
         )
         .drop_nulls("step")
         .sort("start_ns")

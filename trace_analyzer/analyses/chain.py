@@ -14,6 +14,7 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.link import METHODS, link
 from trace_analyzer.core.profile import Profile
+from trace_analyzer.core.schema import text
 from trace_analyzer.units import glob_regex
 
 GRAPH_REPLAY = "graph replay"  # the op of kernels replayed from a graph no op launched
@@ -252,7 +253,7 @@ def select(
     """Return the rows of ``chain`` of one ``op`` (a name or a glob such as ``aten::*``), one
     ``step``, or, with ``unlinked``, only the executions that reach no op."""
     if op is not None:
-        chain = chain.filter(pl.col("op").str.contains(glob_regex(op)))
+        chain = chain.filter(text("op").str.contains(glob_regex(op)))
     if step is not None:
         chain = chain.filter(pl.col("step") == step)
     if unlinked:

@@ -8,6 +8,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import merge
 from trace_analyzer.core.link import GRAPH_LAUNCH
+from trace_analyzer.core.schema import text
 from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
@@ -78,7 +79,7 @@ def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     calls = events.select(
         launch_event="event_id",
         launch_start_ns="start_ns",
-        launch_is_graph=pl.col("name").str.contains(GRAPH_LAUNCH),
+        launch_is_graph=text("name").str.contains(GRAPH_LAUNCH),
         launch_pid="pid",
         launch_tid="tid",
     )
@@ -131,9 +132,9 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
         .collect()
     )  # fmt: skip
-    sync = host.filter(pl.col("name").str.contains(SYNC_NAMES))
+    sync = host.filter(text("name").str.contains(SYNC_NAMES))
     calls = host.filter(
-        pl.col("lane_kind").is_in(["runtime", "transfer"]) | pl.col("name").str.contains(SYNC_NAMES)
+        pl.col("lane_kind").is_in(["runtime", "transfer"]) | text("name").str.contains(SYNC_NAMES)
     )
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
     for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):

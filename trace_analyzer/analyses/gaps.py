@@ -31,6 +31,7 @@ from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.core.link import link
 from trace_analyzer.core.profile import Profile
+from trace_analyzer.core.schema import text
 from trace_analyzer.errors import UsageError
 from trace_analyzer.units import Condition, failed, glob_regex
 
@@ -145,7 +146,7 @@ def gaps(
         if value < 0:
             raise UsageError("{param} must not be negative", param=name)
     if lanes:
-        hw = hw.filter(pl.col("lane").str.contains(glob_regex(lanes)))
+        hw = hw.filter(text("lane").str.contains(glob_regex(lanes)))
         if hw.is_empty():
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
     w = window_of(events, step=step, span=span)
@@ -176,7 +177,7 @@ def _measure(
     """Return the gaps of ``hw`` in ``w``: ``links`` the chains and edges, ``limits`` the
     --min-gap and --latency in ns. Communication lanes are gaps of their own and take no part
     in their device's idle (docs/gaps.md)."""
-    (chain, edges), (min_gap_ns, latency_ns) = links, limits
+    chain, (min_gap_ns, latency_ns) = links[0], limits
     comm = comm_lanes(hw)["lane"].implode()
     clipped = (
         hw.filter(_in_window(w))
@@ -192,21 +193,17 @@ def _measure(
     keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = {}
     same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
+    merged = pl.DataFrame()
     for key in ("lane", "device"):
-        part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
-        merged = merge(
-            part.select(key, "pid", "event_id", "start_ns", "end_ns"), key, RESOLUTION_NS
-        )
-        if key == "device" and same:  # the lanes' gaps (sorted already), named by device
-            every = _as_devices(parts["lane"][2])
-        else:
-            found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
-            if key == "lane":  # a column, not a join: a join copies the whole table
-                found = found.with_columns(device=device_of(pl.col("lane")))
-            every = found.sort("start_ns", key)
-            del found  # no copy held beside the sorted one (5 million events: 250 MB)
+        if key == "device" and same:  # the lanes' busy time and gaps, named by device
+            merged, every = _as_devices(merged), _as_devices(parts["lane"][2])
+        else:  # the device pass leaves the communication lanes out
+            part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
+            merged, every = _pass(key, [part], events, links, latency_ns)
+            del part
         kept = _long_enough(every, min_gap_ns)
         parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), kept, every)
+        clipped = clipped.clear() if same else clipped  # the device pass takes the lanes'
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
     devices_t, device_gaps, all_device_gaps = parts["device"]
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
@@ -225,10 +222,37 @@ def _measure(
     )
 
 
-def _as_devices(lanes_gaps: pl.DataFrame) -> pl.DataFrame:
-    """Return the lanes' gaps as the device pass lays out its own (``lanes_are_devices``)."""
-    return lanes_gaps.select(
-        ("device" if c == "lane" else c) for c in lanes_gaps.columns if c != "device"
+def _pass(
+    key: str,
+    held: list[pl.DataFrame],
+    events: pl.DataFrame,
+    links: tuple[pl.DataFrame, pl.DataFrame],
+    latency_ns: int,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return the busy intervals per ``key`` of the executions in ``held`` (a one-item list,
+    emptied: core/schema.numbered) and their gaps with causes and evidence, sorted."""
+    chain, edges = links
+    part = held.pop()
+    merged = merge(part.select(key, "pid", "event_id", "start_ns", "end_ns"), key, RESOLUTION_NS)
+    del part
+    found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
+    if key == "lane":  # a column, not a join: a join copies the whole table
+        found = found.with_columns(device=device_of(pl.col("lane")))
+    every = found.sort("start_ns", key)
+    del found  # no copy held beside the sorted one (5 million events: 250 MB)
+    return merged, every
+
+
+def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
+    """Return a lane pass's table (busy intervals, gaps) as the device pass lays out its own
+    (``lanes_are_devices``): each lane named by its device."""
+    named = (
+        lanes_table
+        if "device" in lanes_table.columns
+        else lanes_table.with_columns(device=device_of(pl.col("lane")))
+    )
+    return named.select(
+        ("device" if c == "lane" else c) for c in lanes_table.columns if c != "device"
     )
 
 

@@ -112,7 +112,12 @@ def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str,
             *(pl.col(c).sum() for c in split),
             idle_ns=pl.col("duration_ns").sum(),
             gaps=pl.len(),
-            copies=pl.col("transfer_event").drop_nulls().unique().sort().str.join(", "),
+            copies=pl.col("transfer_event")
+            .drop_nulls()
+            .unique()
+            .sort()
+            .cast(pl.String)
+            .str.join(", "),
         )
         .sort("idle_ns", "next_op", descending=[True, False])
         .unique("next_op", keep="first", maintain_order=True)

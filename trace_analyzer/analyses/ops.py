@@ -24,6 +24,7 @@ from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.intervals import enclosing
 from trace_analyzer.core.link import link
 from trace_analyzer.core.profile import Profile
+from trace_analyzer.core.schema import text
 
 
 def self_cpu(ops: pl.DataFrame) -> pl.DataFrame:
@@ -95,7 +96,7 @@ def ops_table(
         execs = executions(chain_table(events, edges), events, edges)
     framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
     total_ns = execs["device_ns"].cast(pl.Float64).sum()  # a share: floats never overflow
-    host = framework.group_by("name").agg(
+    host = framework.group_by(name=text("name")).agg(
         calls=pl.len(), self_ns=pl.col("self_ns").sum(), cpu_ns=pl.col("duration_ns").sum()
     )
     device = execs.group_by(name=pl.col("op").fill_null(UNLINKED)).agg(

@@ -25,6 +25,7 @@ from trace_analyzer.analyses.chain import chain_table
 from trace_analyzer.analyses.gaps import GapsResult, gaps
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.profile import Profile
+from trace_analyzer.core.schema import text
 
 OP_COLUMNS = ("event_id", "name", "pid", "tid", "start_ns", "end_ns")
 MAX_LANES = 64  # lanes past these (in natural order) are counted, not drawn
@@ -132,9 +133,9 @@ def timeline(
         .sort("start_ns", "event_id")
         .select(*OP_COLUMNS)
     )
-    long = pl.col("name").str.len_chars() > NAME_CHARS
-    cut = pl.col("name").str.slice(0, NAME_CHARS - 1) + "…"
-    ops = packed(ops.with_columns(name=pl.when(long).then(cut).otherwise(pl.col("name"))))
+    long = text("name").str.len_chars() > NAME_CHARS
+    cut = text("name").str.slice(0, NAME_CHARS - 1) + "…"
+    ops = packed(ops.with_columns(name=pl.when(long).then(cut).otherwise(text("name"))))
     lanes = sorted(g.lanes["lane"].to_list(), key=_natural)
     rows = min(len(lanes), MAX_LANES) + (0 if ops.height <= EXACT_OPS else ops["row"].n_unique())
     target = max(MIN_BUCKETS, min(MAX_BUCKETS, MAX_CELLS // max(rows, 1)))
@@ -249,7 +250,7 @@ def _lanes(
             for n in names
             if n not in exact and info[n]["executions"]
         ],
-        schema={"lane": pl.String, "s": pl.Int64, "e": pl.Int64},
+        schema={"lane": lane_gaps.schema["lane"], "s": pl.Int64, "e": pl.Int64},
     )
     buckets = _lane_buckets(lane_gaps.filter(~pl.col("lane").is_in(exact)), spans, grid)
     listed = {

@@ -60,8 +60,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # trace.json, launches from Python; 6: the gap model of issue 16 with evidence and hints, the
 # active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep;
 # 8: evidence and hints written with numbers.duration; 9: each table's size and CRC-32 in
-# the meta, checked before the table is read).
-FORMAT = 9
+# the meta, checked before the table is read; 10: text columns of the events and edges
+# tables dictionary-encoded).
+FORMAT = 10
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 

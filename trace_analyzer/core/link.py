@@ -49,6 +49,7 @@ from typing import Literal, NamedTuple, TypeAlias
 import polars as pl
 
 from trace_analyzer.core.link_time import caller, launch_to_op, within_core
+from trace_analyzer.core.schema import Text, text
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
 METHODS = (
@@ -70,11 +71,11 @@ NOT_CALLERS = r"^<built-in|^ProfilerStep#\d+$|(^|[/\\])triton[/\\](runtime|backe
 GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch"
 EDGE_SCHEMA = pl.Schema(
     {
-        "src": pl.Int64,
-        "dst": pl.Int64,
-        "hop": pl.String,
-        "link_method": pl.String,
-        "latency_ns": pl.Int64,
+        "src": pl.Int64(),
+        "dst": pl.Int64(),
+        "hop": Text,  # few distinct values: 4 bytes an edge (core/schema.py, Text)
+        "link_method": Text,
+        "latency_ns": pl.Int64(),
     }
 )
 
@@ -203,7 +204,7 @@ def _hops() -> list[Hop]:
         ),
         Hop(
             "graph",
-            host_call & pl.col("name").str.contains(GRAPH_LAUNCH),
+            host_call & text("name").str.contains(GRAPH_LAUNCH),
             (kind == "annotation") & (src == "framework"),
             [],
             time=caller("graph"),
@@ -211,9 +212,7 @@ def _hops() -> list[Hop]:
         Hop(
             "python",
             host_call,
-            (kind == "annotation")
-            & (src == "framework")
-            & ~pl.col("name").str.contains(NOT_CALLERS),
+            (kind == "annotation") & (src == "framework") & ~text("name").str.contains(NOT_CALLERS),
             [],
             time=caller("python"),
             parents_of="device",

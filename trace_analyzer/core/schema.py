@@ -29,18 +29,23 @@ LANE_KINDS = (
 )
 LaneKind = pl.Enum(LANE_KINDS)
 
+# Text columns that repeat (a lane, a file, a name shared by thousands of events) are
+# dictionary-encoded: 4 bytes an event, not the text on every row (docs/architecture.md).
+# polars' string functions want ``String``: ``text("name")`` casts first.
+Text: pl.DataType = pl.Categorical()
+
 EVENTS_SCHEMA: dict[str, ColumnType] = {
     "event_id": pl.Int64,  # unique within a profile (assigned on load)
     "orig_id": pl.Int64,  # the id the input gave the event, if any
-    "name": pl.String,
-    "category": pl.String,  # the input's own category: Kineto `cat`, Explorer trace_event_source
+    "name": Text,
+    "category": Text,  # the input's own category: Kineto `cat`, Explorer trace_event_source
     "lane_kind": LaneKind,
-    "lane": pl.String,
-    "source": pl.String,  # framework, neuron_rt, neuron_hw, cuda, rocm, mtia, privateuse1
+    "lane": Text,
+    "source": Text,  # framework, neuron_rt, neuron_hw, cuda, rocm, mtia, privateuse1
     "start_ns": pl.Int64,
     "end_ns": pl.Int64,
     "duration_ns": pl.Int64,
-    "host": pl.String,  # Neuron instance id or host name, when known
+    "host": Text,  # Neuron instance id or host name, when known
     "pid": pl.Int64,
     "tid": pl.Int64,
     "rank": pl.Int64,
@@ -53,12 +58,18 @@ EVENTS_SCHEMA: dict[str, ColumnType] = {
     "exec_id": pl.Int64,
     "flow_ids": pl.List(pl.Int64),
     "step": pl.Int64,  # the ProfilerStep#N the event falls in, if known
-    "file": pl.String,  # the input file the row came from
+    "file": Text,  # the input file the row came from
     "args_json": pl.String,  # remaining attributes as JSON, not parsed on the hot path
 }
 
 # Columns a reader must fill; the rest may be null.
 REQUIRED = ("name", "lane_kind", "lane", "source", "start_ns", "end_ns", "duration_ns", "file")
+
+
+def text(column: str) -> pl.Expr:
+    """Return the dictionary-encoded column ``column`` as ``String``, for polars' ``str``
+    functions."""
+    return pl.col(column).cast(pl.String)
 
 
 def empty_events() -> pl.DataFrame:

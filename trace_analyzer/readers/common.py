@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from trace_analyzer.core.schema import conform, empty_events
+from trace_analyzer.core.schema import conform, empty_events, text
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.inputs.discover import Source
@@ -139,12 +139,12 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
     one gets its number. Events outside every step keep a null step.
     """
     steps = (
-        events.filter(pl.col("name").str.contains(r"^ProfilerStep#\d+$"))
+        events.filter(text("name").str.contains(r"^ProfilerStep#\d+$"))
         .select(
             pl.col("start_ns").alias("step_start"),
             pl.col("end_ns").alias("step_end"),
             # a step number beyond int64 is no step (null), not an error
-            pl.col("name").str.extract(r"#(\d+)$").cast(pl.Int64, strict=False).alias("step_no"),
+            text("name").str.extract(r"#(\d+)$").cast(pl.Int64, strict=False).alias("step_no"),
         )
         .sort("step_start")
     )

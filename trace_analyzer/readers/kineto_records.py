@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.core.schema import Text
 from trace_analyzer.readers.common import as_i64, json_text
 
 # Args that become columns: a record's arg -> its column (the first of two spellings wins).
@@ -26,9 +27,9 @@ LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id")
 
 # The columns both paths reduce a trace to, before labelling: one row per record.
 RAW_SCHEMA: dict[str, pl.DataType] = {
-    "ph": pl.String(),
-    "category": pl.String(),
-    "name": pl.String(),
+    "ph": Text,
+    "category": Text,
+    "name": Text,
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     "ts": pl.Float64(),
@@ -118,7 +119,7 @@ def pair_spans(raw: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
     unmatched_b = spans.height - spans.select(matched.sum()).item()
     fill = [c for c in RAW_SCHEMA if c not in ("ph", "ts", "dur")]
     spans = spans.filter(matched).select(
-        ph=pl.lit("X"),
+        ph=pl.lit("X", Text),
         ts=pl.col("ts"),
         dur=pl.col("ts_e") - pl.col("ts"),
         **{c: pl.coalesce(c, c + "_e") for c in fill},

@@ -29,6 +29,7 @@ from typing import IO, Any
 import orjson
 import polars as pl
 
+from trace_analyzer.core.schema import Text
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, MemberPath, cap_for
 from trace_analyzer.inputs.limits import PARAM, too_large
@@ -299,10 +300,10 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Par
     def i64(e: pl.Expr) -> pl.Expr:
         return e.cast(pl.Int64, strict=False)
 
-    table = df.select(
-        "ph",
-        pl.col("cat").alias("category"),
-        "name",
+    table = df.select(  # text as the events table keeps it (dictionary-encoded), block by block
+        pl.col("ph").cast(Text),
+        pl.col("cat").cast(Text).alias("category"),
+        pl.col("name").cast(Text),
         i64(pl.col("pid")).alias("pid"),
         i64(pl.col("tid")).alias("tid"),
         "ts",

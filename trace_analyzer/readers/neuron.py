@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from trace_analyzer.core.intervals import enclosing
+from trace_analyzer.core.schema import text
 
 # Runtime events that move data between host and device (docs/neuron-formats.md §3.3, §2.1).
 TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_tensor_read")
@@ -34,7 +35,7 @@ def label(df: pl.DataFrame) -> pl.DataFrame:
     Expects columns source, name, host, pid, tid, device (nc_idx), core (pcore_idx) and
     ``stream`` (framework_stream_id, for framework events).
     """
-    src, name = pl.col("source"), pl.col("name").str.replace(FRAMEWORK_SUFFIX, "")
+    src, name = pl.col("source"), text("name").str.replace(FRAMEWORK_SUFFIX, "")
     kind = (
         pl.when(src == "neuron_hw")
         .then(

@@ -38,11 +38,11 @@ def inert(df: pl.DataFrame) -> pl.DataFrame:
     """Return ``df`` with every text cell that a spreadsheet would run as a formula (``=``,
     ``+``, ``-``, ``@``, a tab or a carriage return first) prefixed with ``'``, so that names
     from a trace stay data; numbers stay numbers."""
-    text = [c for c, t in df.schema.items() if t == pl.String]
+    text = [c for c, t in df.schema.items() if t in (pl.String, pl.Categorical)]
     return df.with_columns(
-        pl.when(pl.col(c).str.contains(FORMULA))
-        .then(pl.lit("'") + pl.col(c))
-        .otherwise(pl.col(c))
+        pl.when(pl.col(c).cast(pl.String).str.contains(FORMULA))
+        .then(pl.lit("'") + pl.col(c).cast(pl.String))
+        .otherwise(pl.col(c).cast(pl.String))
         .alias(c)
         for c in text
     )
