@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 
 import click
 
-from trace_analyzer._version import __version__
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cache import Cache
+from trace_analyzer.cli.group import cli as cli  # the commands register on it
 from trace_analyzer.cli.messages import MEMORY_ADVICE, to_stdout, warn_dropped
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
@@ -352,10 +352,3 @@ def _first_input(ctx: click.Context) -> str:
         if paths and name not in WRITTEN:
             return str(paths[0])
     return "the input"
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="traceana")
-@click.option("--debug", is_flag=True, help="Show Python tracebacks on errors.")
-def cli(debug: bool) -> None:
-    """Where is the accelerator idle, and why? Offline analysis of exported profiles."""
