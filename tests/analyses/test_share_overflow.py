@@ -7,11 +7,12 @@ durations the test writes.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import polars as pl
 import trace_analyzer as ta
-from conftest import X, kineto, write_trace
+from conftest import X, kineto, run_cli, write_trace
 from trace_analyzer.analyses.trend import trend
 from trace_analyzer.units import MAX_DURATION_NS
 
@@ -89,3 +90,40 @@ def test_trend_idle_percentages_past_int64_over_100():
     }, schema_overrides={"error": pl.String})
     (result,) = trend(table, "runs.parquet").runs
     assert result.table["idle_pct"].to_list() == [pct(idle, window)]
+
+
+def parallel_run(tmp_path, n: int, dur_us: int):
+    """Write a run of ``n`` kernels of ``dur_us`` each, all from ts 0 on streams of their own,
+    each launched by a call of one op (``aten::op``); return its folder."""
+    evs = []
+    for i in range(1, n + 1):
+        evs.append(X("cpu_op", "aten::op", i, 1, 1, 1, **{"External id": i}))
+        evs.append(X("cuda_runtime", "cudaLaunchKernel", i, 1, 1, 1, correlation=i))
+        evs.append(X("kernel", f"k{i}", 10, dur_us, 0, i, device=0, stream=i, correlation=i))
+    write_trace(tmp_path / "run" / "trace.json", kineto(evs, baseTimeNanoseconds=BASE))
+    return tmp_path / "run"
+
+
+def test_totals_that_would_pass_int64_are_refused_not_wrapped(tmp_path):
+    """Ten kernels of 1e18 ns each, on ten streams at once: one op's device time is 1e19 ns,
+    past int64, which polars' Int64 sum wrapped to a negative time with exit 0."""
+    n, dur_us = 10, 10**15
+    assert n * dur_us * US > I64_MAX >= BASE + (10 + dur_us) * US  # each time fits; the sum not
+    run = parallel_run(tmp_path, n, dur_us)
+    code, out, err = run_cli("ops", run, "--no-cache", "--format", "json")
+    assert code == 2 and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"traceana: error: {run}: ") and "64-bit" in line
+
+
+def test_totals_just_under_int64_are_exact(tmp_path):
+    """Four such kernels: 4e18 ns of device time on one op, plus four hardware lanes of
+    1e18 ns span, stays under int64; the op's device time is exact."""
+    n, dur_us = 4, 10**15
+    assert n * dur_us * US + n * (dur_us * US) <= I64_MAX
+    code, out, err = run_cli("ops", parallel_run(tmp_path, n, dur_us), "--no-cache",
+                             "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    (op,) = [r for r in run["rows"] if r["name"] == "aten::op"]
+    assert op["device_us"] == run["total_device_us"] == n * dur_us  # 4e15 µs: exact in a float

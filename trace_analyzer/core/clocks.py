@@ -18,6 +18,12 @@ warning that says how many and how far, and counted as dropped (``FAR_REASON``),
 few: at most 1 % of the run's events, or a single event beside at least 10 others. More than
 that is real work, or another run, and is left as it is. It costs one sort of the start and
 end times, and only for a run (or a file) that spans more than ``FAR_APART_NS`` at all.
+
+Every total an analysis takes is a sum of event durations (an op's device or CPU time) or of
+gaps (idle per cause, op or step, over hardware lanes). polars sums Int64 in Int64 and wraps
+past 2^63 ns (292 years) without a word, so a run whose durations, plus the run's span for
+each hardware lane, could add up past that is refused (``refuse_past_int64``): no profile holds that much time, its times are
+wrong, and every total of it would be too.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ FAR_APART_NS = 60 * 1_000_000_000  # one minute: far above clock skew, far below
 FAR_REASON = "far outside the run's span"  # the reason excluded events are counted by
 FEW_PCT = 1  # excluded only when they are at most this % of the events (or a single event)
 FEW_BESIDE = 10  # ... a single event beside at least this many others
+I64_MAX = 2**63 - 1
 
 
 def spans(reads: list[ReadResult]) -> list[tuple[int, int, str]]:
@@ -160,6 +167,28 @@ def exclude_far(root: object, events: pl.DataFrame) -> tuple[pl.DataFrame, int, 
             f"{far.bulk} events ({far_words(far.bulk_ns)}), on another clock or with a wrong "
             f"time: excluded, and counted as dropped ({FAR_REASON})"
         ],
+    )
+
+
+def refuse_past_int64(root: object, events: pl.DataFrame) -> None:
+    """Raise an InputError when a sum of ``events``' durations, or of gaps over their
+    hardware lanes, could pass int64 ns: their durations plus the run's span per hardware
+    lane (a lane's gaps add up to less than the span)."""
+    if events.is_empty():
+        return
+    wide = pl.Int128
+    total = events.select(
+        (pl.col("end_ns").cast(wide) - pl.col("start_ns").cast(wide)).sum()
+    ).item()
+    hardware = events.filter(pl.col("lane_kind") == "hardware")
+    lanes, span = hardware["lane"].n_unique(), _span(events)
+    if int(total) + lanes * span <= I64_MAX:
+        return
+    raise InputError(
+        str(root),
+        f"its events last {far_words(int(total))} in all, over {lanes} hardware lanes and "
+        f"{far_words(span)}: sums of that pass what 64-bit ns can hold (292 years), and no "
+        "profile is that long, so its times are wrong",
     )
 
 

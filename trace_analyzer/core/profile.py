@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from trace_analyzer.core.clocks import FAR_REASON, exclude_far, refuse_far_apart
+from trace_analyzer.core.clocks import FAR_REASON, exclude_far, refuse_far_apart, refuse_past_int64
 from trace_analyzer.core.link import link
 from trace_analyzer.core.offsets import align_exports
 from trace_analyzer.core.schema import check_events, empty_events, numbered
@@ -161,6 +161,7 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
     events, apart = keep_files_apart(events, reads, run.root, notes)
     events, dropped = check_events(events)
     events, far, far_warnings = exclude_far(run.root, events)  # events far outside the run
+    refuse_past_int64(run.root, events)  # totals polars would wrap
     for r in reads:  # the run's table holds their events now; each read keeps its count
         r.n_events, r.events = r.count, r.events.clear()
     held = [events]
