@@ -134,3 +134,35 @@ def test_one_process_traced_twice_in_turn_stays_one_lane(tmp_path):
     run = gaps_json(tmp_path)
     assert [d["device"] for d in run["devices"]] == ["PID:1/GPU:0"]
     assert run["summary"]["executions"] == len(R0) + len(R1)
+
+
+def test_op_nesting_stays_within_its_own_file(tmp_path):
+    """Both files' ops run on pid 1, tid 1 at once: a.json's op (0-900 µs) does not enclose
+    b.json's (100-300 µs), so each op's self CPU time is its own duration."""
+    a = [X("cpu_op", "aten::outer", 0, 900, pid=1, tid=1)]
+    b = [X("cpu_op", "aten::inner", 100, 200, pid=1, tid=1)]
+    write_trace(tmp_path / "a.json", kineto(a, baseTimeNanoseconds=BASE_NS))
+    write_trace(tmp_path / "b.json", kineto(b, baseTimeNanoseconds=BASE_NS))
+    code, out, err = run_cli("ops", tmp_path, "--format", "json", "--no-cache")
+    assert code == 0, err
+    rows = {r["name"]: r for r in json.loads(out)["runs"][0]["rows"]}
+    assert rows["aten::outer"]["self_cpu_us"] == 900  # was 700: b's op counted as its child
+    assert rows["aten::inner"]["self_cpu_us"] == 200
+
+
+def test_a_gaps_launching_thread_is_its_own_files(tmp_path):
+    """a.json's GPU idles from 200 µs until a launch at 500 µs (host dispatch), its thread in
+    an op all along; b.json, on the same pid and tid, synchronizes from 250 to 450 µs. The
+    gap's host time is a's framework time, none of it b's sync."""
+    a = [X("cpu_op", "aten::a", 0, 900, pid=1, tid=1),
+         X("cuda_runtime", "cudaLaunchKernel", 50, 5, pid=1, tid=1, correlation=1),
+         X("kernel", "k0", 100, 100, pid=0, tid=7, correlation=1, device=0, stream=7),
+         X("cuda_runtime", "cudaLaunchKernel", 500, 5, pid=1, tid=1, correlation=2),
+         X("kernel", "k1", 510, 90, pid=0, tid=7, correlation=2, device=0, stream=7)]
+    b = [X("cuda_runtime", "cudaDeviceSynchronize", 250, 200, pid=1, tid=1)]
+    write_trace(tmp_path / "a.json", kineto(a, baseTimeNanoseconds=BASE_NS))
+    write_trace(tmp_path / "b.json", kineto(b, baseTimeNanoseconds=BASE_NS))
+    (gap,) = ta.gaps(ta.load(tmp_path, cache=False)).gaps.iter_rows(named=True)
+    assert (gap["start_ns"], gap["cause"]) == (200 * US + BASE_NS, "host_dispatch"), gap
+    assert gap["host_sync_ns"] == 0  # was 200 µs: b's sync on "the same" thread
+    assert gap["host_framework_ns"] == (500 - 200) * US

@@ -4,8 +4,9 @@ attributes that do not parse. Each is read as far as it goes, and said."""
 from __future__ import annotations
 
 import json
+import shutil
 
-from conftest import info_json, run_cli, write_metadata, write_parquet, write_trace
+from conftest import X, info_json, run_cli, write_metadata, write_parquet, write_trace
 
 import trace_analyzer as ta
 
@@ -105,3 +106,33 @@ def test_legacy_json_link_keys_that_are_not_numbers_are_counted(tmp_path):
     path = write_trace(tmp_path / "system_profile.json", {"trace_event": records})
     (said,) = [w for w in ta.load(path).warnings if "not an integer" in w]
     assert said.startswith(f"{path}: 2 of 3 trace_event records "), said
+
+
+def neuron_run(tmp_path):
+    """A Neuron run root (a capture's ``_pid_`` folder holding one op): the export folders
+    written beside it join its run."""
+    op = X("cpu_op", "aten::mm", 1, 1, pid=PID, tid=PID)
+    write_trace(tmp_path / "run" / f"{INST}_pid_{PID}" / "trace.json",
+                {"traceEvents": [op], "baseTimeNanoseconds": T})
+    return tmp_path / "run"
+
+
+def test_a_copied_export_folder_is_read_once(tmp_path):
+    """An export folder beside its copy (the same tables, byte for byte) in one run: every
+    execution would count twice. The copy is read once, with a warning naming both."""
+    run = neuron_run(tmp_path)
+    split_export(run / "export", {0: range(0, 3), 1: range(3, 5)})
+    shutil.copytree(run / "export", run / "export (1)")
+    (found,) = info_json(run)["runs"]
+    assert found["events"] == 5 + 1  # the executions once, and the op
+    (said,) = [w for w in found["warnings"] if "a copy of one export" in w]
+    assert said.startswith(str(run / "export (1)")), said
+
+
+def test_export_folders_that_differ_are_both_read(tmp_path):
+    run = neuron_run(tmp_path)
+    split_export(run / "export", {0: range(0, 3)})
+    split_export(run / "export (1)", {0: range(3, 6)})  # the same names, not the same bytes
+    (found,) = info_json(run)["runs"]
+    assert found["events"] == 6 + 1
+    assert not [w for w in found["warnings"] if "copy" in w]

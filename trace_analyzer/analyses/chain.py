@@ -338,7 +338,7 @@ def chains(
     in ProfilerStep#N. ``unlinked``: only those that reach no op. ``by_op``: one row per op
     (executions and the mean of each hop). ``limit``: the first N rows only.
     """
-    chain = chain_table(profile.events, profile.edges)
+    chain = chain_table(profile.keyed, profile.edges)
     rows = select(chain, op=op, step=step, unlinked=unlinked)
     rows = group_by_op(rows) if by_op else rows
     return ChainResult(

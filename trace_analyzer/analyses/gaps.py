@@ -153,8 +153,9 @@ def gaps(
     if w is None or hw.is_empty():
         return _empty(w, root)
     edges = profile.edges if isinstance(profile, Profile) else link(events)
-    chain = chain_table(events, edges)
-    return _measure(events, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
+    keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
+    chain = chain_table(keyed, edges)
+    return _measure(keyed, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
 
 
 def _in_window(w: Window) -> pl.Expr:

@@ -81,7 +81,7 @@ def info(p: Profile) -> InfoResult:
         for kind in row["kinds"]:
             by_kind.setdefault(kind, []).append(row["lane"])
     hardware = len(by_kind.get("hardware", []))
-    links = coverage(chain_table(p.events, p.edges))
+    links = coverage(chain_table(p.keyed, p.edges))
     ev = p.events
     commands = device_export(p.run, p.pairs, p.has_export)
     details = {

@@ -170,10 +170,10 @@ class OpsResult(RunResult):
 def ops(profile: Profile, *, limit: int | None = None) -> OpsResult:
     """Return the ops table of one run (``profile``); ``limit``: only the first N ops (by
     device time)."""
-    edges = profile.edges
-    chain = chain_table(profile.events, edges)
-    execs = executions(chain, profile.events, edges)
-    table = ops_table(profile.events, execs=execs)
+    edges, events = profile.edges, profile.keyed  # ops nest per thread, files apart
+    chain = chain_table(events, edges)
+    execs = executions(chain, events, edges)
+    table = ops_table(events, execs=execs)
     return OpsResult(
         root=str(profile.root),
         total_device_us=round(cast(int, execs["device_ns"].sum()) / 1000, 3),

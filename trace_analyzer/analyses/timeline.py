@@ -116,7 +116,7 @@ def timeline(
     """Return what the timeline of run ``p`` draws, from its gaps ``g`` (``gaps(p)`` when
     None); ``histogram``: what the report's gap histogram draws (``report.gap_histogram``)."""
     g = gaps(p) if g is None else g
-    events, w = p.events, g.window
+    events, w = p.keyed, g.window  # ops packed per thread, files apart
     if w is None:
         empty = pl.DataFrame(schema={c: events.schema[c] for c in OP_COLUMNS})
         return TimelineResult(str(p.root), None, None, framework_ops=empty)

@@ -130,7 +130,7 @@ def _analyse(spec: RunSpec, base: Row) -> list[Row]:
     }
     if g.devices.is_empty():
         return [{**common, "device": None, **{k: g.summary[k] for k in GAPS_COLUMNS}}]
-    chain = g.chain if g.chain is not None else chain_table(profile.events, profile.links())
+    chain = g.chain if g.chain is not None else chain_table(profile.keyed, profile.links())
     linked = linked_pct(chain)
     top = top_idle_ops(g)
     rows = []

@@ -61,8 +61,8 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep;
 # 8: evidence and hints written with numbers.duration; 9: each table's size and CRC-32 in
 # the meta, checked before the table is read; 10: text columns of the events and edges
-# tables dictionary-encoded).
-FORMAT = 10
+# tables dictionary-encoded; 11: the files whose processes are told apart).
+FORMAT = 11
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 
@@ -250,6 +250,7 @@ def _read_entry(entry: Entry, run: Run) -> Profile | None:
             dropped=meta["dropped"],
             pairs=meta["pairs"],
             cached=True,
+            apart=meta["apart"],
         )
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
         return None
@@ -300,6 +301,7 @@ def _write_entry(entry: Entry, p: Profile) -> bool:
                 "notes": p.notes,
                 "dropped": p.dropped,
                 "pairs": p.pairs,
+                "apart": p.apart,
                 "tables": {f: folder.write_table(f, df) for f, df in tables.items()},
                 "key": entry.key,
             }

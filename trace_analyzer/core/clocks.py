@@ -22,8 +22,8 @@ end times, and only for a run (or a file) that spans more than ``FAR_APART_NS`` 
 Every total an analysis takes is a sum of event durations (an op's device or CPU time) or of
 gaps (idle per cause, op or step, over hardware lanes). polars sums Int64 in Int64 and wraps
 past 2^63 ns (292 years) without a word, so a run whose durations, plus the run's span for
-each hardware lane, could add up past that is refused (``refuse_past_int64``): no profile holds that much time, its times are
-wrong, and every total of it would be too.
+each hardware lane, could add up past that is refused (``refuse_past_int64``): no profile
+holds that much time, its times are wrong, and every total of it would be too.
 """
 
 from __future__ import annotations

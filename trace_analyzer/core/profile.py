@@ -10,6 +10,7 @@ When a run holds the same events twice, one copy is kept (docs/formats.md, "Dupl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
@@ -21,7 +22,7 @@ from trace_analyzer.core.schema import check_events, empty_events, numbered
 from trace_analyzer.errors import InputError, UsageError
 from trace_analyzer.inputs.archive import AnyPath, relative_parts
 from trace_analyzer.inputs.discover import Run, Source, discover
-from trace_analyzer.inputs.fingerprint import same_bytes
+from trace_analyzer.inputs.fingerprint import same_bytes, same_folders
 from trace_analyzer.inputs.neff import Pair, neff_pairs, raw_without_export, undecoded_hardware
 from trace_analyzer.readers import ReadResult as ReadResult  # a Profile's reads (cache.py too)
 from trace_analyzer.readers import read_source
@@ -35,7 +36,9 @@ class Profile:
 
     ``events`` has one row per event (docs/formats.md, the events table); ``edges`` one row
     per link, child to parent (docs/graph.md). ``cached`` is True when both were read back
-    from the analysis cache rather than from the run's files.
+    from the analysis cache rather than from the run's files. ``apart``: the files whose
+    processes are told apart from the others' (``keep_files_apart``); ``keyed`` is the events
+    table as analyses key processes and threads.
     """
 
     run: Run
@@ -47,6 +50,7 @@ class Profile:
     dropped: dict[str, int] = field(default_factory=dict)
     pairs: list[Pair] = field(default_factory=list)
     cached: bool = False
+    apart: list[str] = field(default_factory=list)
 
     @property
     def root(self) -> AnyPath:
@@ -56,6 +60,15 @@ class Profile:
     def links(self) -> pl.DataFrame:
         """Return the edges table (the same as ``edges``)."""
         return self.edges
+
+    @cached_property
+    def keyed(self) -> pl.DataFrame:
+        """The events table with each process of the ``apart`` files numbered apart
+        (``processes_apart``), the table itself when there are none. Whatever keys on a
+        process or a thread (op nesting, a gap's launching thread, a runtime sequence, an
+        execution id) takes this table, so that two files sharing a pid and a tid stay
+        apart; what shows a pid shows the events table's own."""
+        return processes_apart(self.events, self.apart) if self.apart else self.events
 
     @property
     def has_export(self) -> bool:
@@ -182,6 +195,7 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
         run=run,
         events=events,
         edges=link(processes_apart(events, apart) if apart else events),
+        apart=apart,
         reads=reads,
         warnings=warnings,
         notes=notes,
@@ -194,14 +208,19 @@ def unique_sources(run: Run) -> tuple[list[Source], list[str]]:
     """Return the run's sources less byte-identical copies, and a warning naming each pair.
 
     A trace and its copy (``trace.json``, ``trace (1).json``) would count every event twice:
-    the copy is read once (``fingerprint.same_bytes``). Export folders are not compared."""
+    the copy is read once (``fingerprint.same_bytes``); so is an Explorer export folder whose
+    tables repeat another's (``fingerprint.same_folders``)."""
     files = [s.path for s in run.sources if s.kind == "json"]
-    pairs = same_bytes(files) if len(files) > 1 else []
+    folders = [s.path for s in run.sources if s.kind == "explorer-parquet"]
+    pairs = [(k, c, "trace") for k, c in (same_bytes(files) if len(files) > 1 else [])]
+    pairs += [(k, c, "export") for k, c in (same_folders(folders) if len(folders) > 1 else [])]
     if not pairs:
         return run.sources, []
-    left_out = {str(copy) for _, copy in pairs}
+    left_out = {str(copy) for _, copy, _ in pairs}
     warnings = [
-        f"{copy}: the same bytes as {kept}: a copy of one trace, read once" for kept, copy in pairs
+        f"{copy}: the same {'bytes' if what == 'trace' else 'tables'} as {kept}: a copy of one "
+        f"{what}, read once"
+        for kept, copy, what in pairs
     ]
     return [s for s in run.sources if str(s.path) not in left_out], warnings
 

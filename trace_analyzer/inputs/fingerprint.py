@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import stat
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,25 +68,64 @@ def same_bytes(files: list[AnyPath]) -> list[tuple[AnyPath, AnyPath]]:
     first by name) is kept. A file that cannot be stat'd or read is left to its reader,
     which says why.
     """
-    by_size: dict[int, list[AnyPath]] = {}
-    for f in files:
-        size = _size(f)
-        if size is not None:
-            by_size.setdefault(size, []).append(f)
+    return _repeats(files, _size, _digest)
+
+
+def same_folders(folders: list[AnyPath]) -> list[tuple[AnyPath, AnyPath]]:
+    """Return ``(kept, copy)`` for each Explorer export folder of ``folders`` whose Parquet
+    tables repeat an earlier one's: the same names with the same bytes (``same_bytes``'s
+    rules, by folder: names and sizes first, then the tables' hashes)."""
+    return _repeats(folders, _listing, _tables_digest)
+
+
+def _repeats(
+    items: list[AnyPath],
+    cheap: Callable[[AnyPath], Hashable | None],
+    full: Callable[[AnyPath], Hashable | None],
+) -> list[tuple[AnyPath, AnyPath]]:
+    """Return ``(kept, copy)`` for each item whose ``full`` key repeats an earlier one's,
+    computing ``full`` only among items whose ``cheap`` key is shared; None is no key."""
+    by_cheap: dict[Hashable, list[AnyPath]] = {}
+    for item in items:
+        key = cheap(item)
+        if key is not None:
+            by_cheap.setdefault(key, []).append(item)
     pairs: list[tuple[AnyPath, AnyPath]] = []
-    for group in by_size.values():
+    for group in by_cheap.values():
         if len(group) < 2:
             continue
-        first: dict[str, AnyPath] = {}
-        for f in sorted(group, key=lambda p: (len(p.name), str(p))):
-            digest = _digest(f)
+        first: dict[Hashable, AnyPath] = {}
+        for item in sorted(group, key=lambda p: (len(p.name), str(p))):
+            digest = full(item)
             if digest is None:
                 continue
             if digest in first:
-                pairs.append((first[digest], f))
+                pairs.append((first[digest], item))
             else:
-                first[digest] = f
+                first[digest] = item
     return pairs
+
+
+def _parquet_files(folder: AnyPath) -> list[AnyPath] | None:
+    """Return the Parquet tables directly in an export folder, by name; None if unlistable."""
+    try:
+        return sorted((f for f in folder.iterdir() if f.name.endswith(".parquet")), key=str)
+    except OSError:
+        return None
+
+
+def _listing(folder: AnyPath) -> tuple[tuple[str, int | None], ...] | None:
+    """Return an export folder's tables as (name, size) pairs: None when it has none."""
+    files = _parquet_files(folder)
+    return tuple((f.name, _size(f)) for f in files) if files else None
+
+
+def _tables_digest(folder: AnyPath) -> tuple[tuple[str, str], ...] | None:
+    """Return an export folder's tables as (name, SHA-256) pairs; None if one is unreadable."""
+    named = [(f.name, _digest(f)) for f in _parquet_files(folder) or []]
+    if not named or any(d is None for _, d in named):
+        return None
+    return tuple((n, d) for n, d in named if d is not None)
 
 
 def _size(f: AnyPath) -> int | None:
