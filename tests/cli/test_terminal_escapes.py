@@ -157,3 +157,34 @@ def test_batch_s_wrote_line_shows_the_table_path_s_escapes(profile, tmp_path):
     # own two escapes, not a name's
     assert_inert(text.replace("\x1b[?25l", "").replace("\x1b[?25h", ""))
     assert "wrote " in text and "runs\\x1b[2J\\x1b[31m.parquet" in text, text
+
+
+def _bash_words(command: str) -> list[bytes]:
+    """The words bash reads from a printed ``neuron-explorer view ...`` line after the
+    command's name, as bytes: what the pasted command would pass to Neuron Explorer."""
+    args = command.strip().removeprefix("neuron-explorer view ")
+    done = subprocess.run(["bash", "-c", f"printf '%s\\0' {args}"], capture_output=True,
+                          check=True, timeout=30)
+    return done.stdout.split(b"\0")[:-1]
+
+
+def test_info_s_device_export_command_names_a_path_with_escapes_exactly(tmp_path):
+    # a NEFF/NTFF pair (nki.benchmark's renamed X.neff, X.ntff) whose folder and name hold
+    # escapes, a bell, a tab, a bidirectional override, a quote, a "!" and a backslash
+    folder = tmp_path / f"dev{OSC}{CSI}"
+    stem = "k\u202egpj\t'q'!\\x"
+    neff, ntff = folder / f"{stem}.neff", folder / f"{stem}.ntff"
+    folder.mkdir()
+    for path in (neff, ntff):
+        path.write_bytes(b"\x00placeholder")
+    want = [b"-n", os.fsencode(neff), b"-s", os.fsencode(ntff), b"--output-format", b"parquet"]
+    code, text = on_terminal("info", folder, "--no-cache")
+    assert code == 0, text
+    assert_inert(text)
+    (line,) = [line for line in text.splitlines() if "neuron-explorer view" in line]
+    assert _bash_words(line) == want  # pasted into bash, it names the two files exactly
+    code, out, err = run_cli("info", folder, "--no-cache", "--format", "markdown")
+    assert code == 0, err
+    assert_inert(out)
+    (block,) = out.split("```sh\n")[1].split("\n```")[0].splitlines()
+    assert _bash_words(block) == want

@@ -5,12 +5,16 @@ and each output keeps what its reader relies on:
 
 - terminal text (``table``): no control character reaches it; one a name holds is shown as
   the text of its escape (``\\x1b``), so the reader sees it is there;
-- Markdown: no HTML element and no link comes from a name, and a ``|`` in a name adds no
-  column;
-- HTML (the report page): no element or event handler comes from a name;
+- Markdown: no HTML element and no link comes from a name, not even the links GitHub makes
+  of a bare ``https://x``, ``www.x`` or ``a@b.cd`` (tests/render/test_names_on_github.py
+  renders with GitHub's own cmark-gfm), and a ``|`` in a name adds no column;
+- HTML (the report page): no element or event handler comes from a name, and its text
+  shows a name's control characters as escapes, as terminal text does;
 - JSON (every command's, the Perfetto export, node-link graph JSON): the names exactly as the
   trace wrote them, in a text that holds no raw C1 or bidirectional control either;
-- CSV: no cell a spreadsheet would run as a formula, the names otherwise kept;
+- CSV: no cell a spreadsheet would run as a formula, no control character (each shown as
+  its escape, as terminal text shows it: the file is safe to ``cat``), the names otherwise
+  kept;
 - GraphML: parses as XML and gives every name back (the characters XML 1.0 cannot hold shown
   as escapes); DOT: parses, every name is one quoted value, no name adds an attribute.
 
@@ -21,9 +25,12 @@ docs state (docs/output.md, docs/graph.md), written out here again.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import os
 import re
+import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -59,13 +66,17 @@ NAMES = [
     "tab\there",
     "]]>",
     "-->",
+    # what GitHub links without <>: URLs, www., addresses (mailto:, xmpp: too)
+    "url https://x.example/a?b=1 ftp://x.example",
+    "www.x.example WWW.y.example",
+    "mail a.b+c@x.example mailto:d@x.example xmpp:e@x.example/r",
     LONG,
 ]
 KERNELS = ["k " + n for n in NAMES]
 # A folder holding the run, and a host (a Neuron capture folder `<host>_pid_<pid>`), and a
 # file: anything a file name can hold (no "/", no NUL; no line break, which the capture
 # folder pattern does not take).
-FOLDER = "runs \x1b]0;pwned\x07 <b>|&amp; \u202e"
+FOLDER = "runs \x1b]0;pwned\x07 <b>|&amp; \u202e www.x.example a@x.example"
 HOST = "h\x1b[31m<img src=x onerror=alert(1)>|[l](x)&amp;\"'\u202e"
 FILE = "tr\x1b[2J <i>|`x`.json"
 
@@ -76,6 +87,9 @@ TERMINAL_UNSAFE = re.compile(
 # The escape a name's control character is shown as (docs/output.md): \x1b, \u202e.
 SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# The one piece of HTML Markdown output holds: the empty comment after an "@" that keeps
+# GitHub from making an address a link (docs/output.md); it makes no element.
+EMPTY_COMMENT = "<!-- -->"
 
 
 def escape(c: str) -> str:
@@ -85,6 +99,19 @@ def escape(c: str) -> str:
 def in_terminal(name: str) -> str:
     """A name as terminal text shows it: line breaks and tabs as spaces, controls escaped."""
     return SHOWN.sub(lambda m: escape(m[0]), re.sub("[\t\n\r]", " ", name))
+
+
+def in_csv(name: str) -> str:
+    """A name as a CSV cell holds it: its control characters (a carriage return too) shown
+    as escapes, tabs and line feeds kept; a formula's first character after a quote."""
+    shown = SHOWN.sub(lambda m: escape(m[0]), name)
+    return "'" + shown if shown[0] in "=+-@\t" else shown
+
+
+def csv_text(text: str) -> None:
+    """CSV text holds no control character but the tabs and line feeds of its cells."""
+    bad = sorted({hex(ord(c)) for c in SHOWN.findall(text)})
+    assert not bad, bad
 
 
 def in_xml(name: str) -> str:
@@ -166,7 +193,7 @@ def test_markdown_renders_no_tag_link_or_column_from_a_name(profile, command, ex
     assert code == 0, err
     terminal_text(out)
     tokens = list(markdown_tokens(out))
-    kinds = {t.type for t in tokens}
+    kinds = {t.type for t in tokens if not (t.type == "html_inline" and t.content == EMPTY_COMMENT)}
     assert not kinds & {"html_inline", "html_block", "link_open", "image"}, kinds
     cells = 0
     for t in tokens:  # every row of a table has its header's number of cells
@@ -180,7 +207,8 @@ def test_markdown_renders_no_tag_link_or_column_from_a_name(profile, command, ex
             cells += 1
         elif t.type == "tr_close" and cells:
             assert cells == heads
-    text = "".join(t.content for t in tokens if t.type == "text")
+    text = "".join(t.content for t in tokens if t.type == "text" or t.type == "html_inline")
+    text = text.replace(EMPTY_COMMENT, "")
     for name in NAMES if command == "ops" else ():  # each op name reads as written
         assert in_terminal(name)[:150] in text, name
 
@@ -223,17 +251,19 @@ def test_json_keeps_every_name_exactly(profile, command):
         assert any(s.endswith("/" + FILE) for s in strings)
 
 
-@pytest.mark.parametrize("command", ["gaps", "ops", "chain"])
-def test_csv_has_no_formula_and_keeps_the_names(profile, command):
+@pytest.mark.parametrize("command", ["gaps", "ops", "chain", "info"])
+def test_csv_has_no_formula_or_control_and_keeps_the_names(profile, command):
     code, out, err = run(command, profile, "--no-cache", "--format", "csv")
     assert code == 0, err
+    csv_text(out)
     rows = list(csv.DictReader(io.StringIO(out, newline="")))
     cells = [v for r in rows for v in r.values() if v]
     assert not [v for v in cells if v[0] in "=+@\t\r"]
     assert all(float(v) is not None for v in cells if v[0] == "-")  # only numbers
     if command == "ops":
-        inert = {("'" + n) if n[0] in "=+-@" else n for n in NAMES}
-        assert {r["name"] for r in rows} == inert
+        assert {r["name"] for r in rows} == {in_csv(n) for n in NAMES}
+    if command == "chain":
+        assert {r["hw_name"] for r in rows} == {in_csv(n) for n in KERNELS}
 
 
 def test_diff_every_format(profile):
@@ -243,6 +273,8 @@ def test_diff_every_format(profile):
         if fmt == "json":
             strings = set(json_strings(raw_json(out)))
             assert str(profile) in strings and set(NAMES) <= strings  # the root, the ops
+        elif fmt == "csv":
+            csv_text(out)
         else:
             terminal_text(out)
         if fmt == "table":
@@ -250,16 +282,25 @@ def test_diff_every_format(profile):
 
 
 class Tags(HTMLParser):
+    """The start tags of a page, and the text it shows (its character references read; not
+    the text of its script and style elements, which the browser does not show)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
         self.text: list[str] = []
+        self.hidden = False
 
     def handle_starttag(self, tag, attrs):
         self.tags.append((tag, attrs))
+        self.hidden = tag in ("script", "style")
+
+    def handle_endtag(self, tag):
+        self.hidden = False
 
     def handle_data(self, data):
-        self.text.append(data)
+        if not self.hidden:
+            self.text.append(data)
 
 
 @pytest.mark.parametrize("images", ["--images", "--no-images"])
@@ -278,6 +319,14 @@ def test_report_page_takes_no_tag_from_a_name(profile, tmp_path, images):
         if tag == "img":
             assert dict(attrs)["src"].startswith("data:image/"), attrs
     assert not [t for t, _ in parser.tags if t in ("i", "details")]  # from FOLDER, FILE
+    # what the page shows holds no control character: each shown as its escape, as in a
+    # terminal (a browser would act on a bidirectional override, and draw ESC as nothing)
+    shown = "".join(parser.text)
+    csv_text(shown)
+    csv_text("".join(v or "" for _, attrs in parser.tags for _, v in attrs))
+    assert in_terminal(FOLDER) in shown  # the run's root, in the header and the title
+    for name in NAMES[:-1]:  # the ops table, every op by name
+        assert in_terminal(name) in shown, name
     blocks = re.findall(r'<script type="application/json"[^>]*>(.*?)</script>', page, re.S)
     assert blocks
     strings = set().union(*(json_strings(json.loads(b)) for b in blocks))
@@ -290,7 +339,8 @@ def test_report_markdown(profile, tmp_path):
     assert code == 0, err
     text = (tmp_path / "r.md").read_text()
     terminal_text(text)
-    kinds = {t.type for t in markdown_tokens(text)}
+    tokens = markdown_tokens(text)
+    kinds = {t.type for t in tokens if not (t.type == "html_inline" and t.content == EMPTY_COMMENT)}
     assert not kinds & {"html_inline", "html_block", "link_open"}, kinds
 
 
@@ -365,7 +415,37 @@ def test_batch_and_trend_outputs(profile, tmp_path):
         assert code == 0, (fmt, err)
         if fmt == "json":
             assert any(FOLDER in s for s in json_strings(raw_json(out)))
-        elif fmt != "csv":
+        elif fmt == "csv":
+            csv_text(out)
+            assert in_csv(FOLDER) in out
+        else:
             terminal_text(out)
             if fmt == "table":
                 assert in_terminal(FOLDER) in out
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def test_in_a_browser_the_timeline_s_tooltip_shows_escapes(profile, tmp_path):
+    """The page's script draws names from its JSON (lanes, ops, a gap's evidence) on the
+    canvas and in the tooltip: as the rest of the page, with control characters shown as
+    escapes. The page's test hook (#test-zoom, tests/render/test_report.py) hovers a gap and
+    writes the tooltip's lines on <html>; the lane it names holds the host's escapes."""
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is absent: apt-get install chromium")
+    page = tmp_path / "r.html"
+    code, out, err = run("report", profile, "-o", page, "--no-cache", "--no-images")
+    assert code == 0, err
+    cmd = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={tmp_path / 'profile'}", "--host-resolver-rules=MAP * ~NOTFOUND",
+           "--no-proxy-server", "--dump-dom", page.as_uri() + "#test-zoom"]
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env).stdout
+    root = re.search(r"<html[^>]*>", dom)[0]
+    attrs = {k: html.unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', root)}
+    assert attrs.get("data-ready") == "yes" and "data-errors" not in attrs, attrs
+    tip = attrs["data-test-tooltip"]
+    csv_text(tip)
+    assert f"lane {in_terminal(HOST)}/" in tip, tip

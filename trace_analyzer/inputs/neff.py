@@ -12,6 +12,7 @@ that export each pair.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 
@@ -89,7 +90,37 @@ def device_export(run: Run, pairs: list[Pair], has_export: bool) -> list[str]:
 
 
 def _shell(path: AnyPath | str) -> str:
-    return shlex.quote(path.member if isinstance(path, MemberPath) else str(path))
+    """Return ``path`` as one word for bash that names it exactly and is safe to print: with
+    ``shlex.quote``, or, when the path holds a character a terminal would act on or the text
+    outputs would change (``SHELL_UNSAFE``), in bash's ANSI-C quoting (``ansi_c_quoted``)."""
+    text = path.member if isinstance(path, MemberPath) else str(path)
+    return ansi_c_quoted(text) if SHELL_UNSAFE.search(text) else shlex.quote(text)
+
+
+# What a printed command must not hold raw: C0 controls (tab, line feed and carriage return
+# too: the text outputs show them as spaces, so they would no longer name the file), DEL,
+# C1, the bidirectional controls, U+2028/9, and the lone surrogates that stand for the bytes
+# of a file name that is not UTF-8 (os.fsdecode).
+SHELL_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
+
+
+def ansi_c_quoted(text: str) -> str:
+    """Return ``text`` as bash's ANSI-C quoted word (``$'...'``): each ``SHELL_UNSAFE``
+    character as the ``\\xNN`` escapes of its bytes in the file system's encoding (bash reads
+    them back as those bytes, whatever the locale), the backslash and the quote escaped, and
+    ``!`` as ``\\x21`` (an interactive bash may take it for history expansion). Nothing else
+    is special inside it, so the rest is as it is."""
+    out = []
+    for char in text:
+        if char in "\\'":
+            out.append("\\" + char)
+        elif char == "!" or SHELL_UNSAFE.match(char):
+            out.append("".join(f"\\x{b:02x}" for b in os.fsencode(char)))
+        else:
+            out.append(char)
+    return "$'" + "".join(out) + "'"
 
 
 def undecoded_hardware(run: Run, has_export: bool) -> bool:

@@ -1,4 +1,11 @@
-"""CSV: the main table of a result, one row per item, a ``run`` column when several runs."""
+"""CSV: the main table of a result, one row per item, a ``run`` column when several runs.
+
+Names in it are data (docs/output.md): a text cell's control characters are shown as the
+text of their escape (``\\x1b``, as the ``table`` format shows them), so that the file is
+safe to ``cat`` on a terminal, and a cell a spreadsheet would run as a formula is written
+with a leading ``'``. Tabs and line feeds stay as they are (a quoted cell holds them, and a
+terminal acts on neither); JSON is the output that keeps every name exactly.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ import polars as pl
 
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.rows import as_frame
+from trace_analyzer.render.safe import CONTROL, visible
 from trace_analyzer.render.view import View
 
 
@@ -35,14 +43,26 @@ FORMULA = r"^[=+\-@\t\r]"
 
 
 def inert(df: pl.DataFrame) -> pl.DataFrame:
-    """Return ``df`` with every text cell that a spreadsheet would run as a formula (``=``,
-    ``+``, ``-``, ``@``, a tab or a carriage return first) prefixed with ``'``, so that names
-    from a trace stay data; numbers stay numbers."""
+    """Return ``df`` with every text cell's control characters shown as escapes (``shown``)
+    and every text cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return first) prefixed with ``'``, so that names from a trace
+    stay data; numbers stay numbers."""
     text = [c for c, t in df.schema.items() if t in (pl.String, pl.Categorical)]
+    df = df.with_columns(shown(df[c].cast(pl.String)) for c in text)
     return df.with_columns(
-        pl.when(pl.col(c).cast(pl.String).str.contains(FORMULA))
-        .then(pl.lit("'") + pl.col(c).cast(pl.String))
-        .otherwise(pl.col(c).cast(pl.String))
+        pl.when(pl.col(c).str.contains(FORMULA))
+        .then(pl.lit("'") + pl.col(c))
+        .otherwise(pl.col(c))
         .alias(c)
         for c in text
     )
+
+
+def shown(column: pl.Series) -> pl.Series:
+    """Return ``column`` (text) with each control character (``safe.CONTROL``: a carriage
+    return too, which a terminal would act on) shown as its escape (``safe.visible``). A
+    column is looked at once by polars; only one that holds a control character somewhere
+    (rare: a hostile or broken trace) has its cells rewritten, in Python."""
+    if not column.str.contains(CONTROL.pattern).any():
+        return column
+    return column.map_elements(visible, return_dtype=pl.String, skip_nulls=True)

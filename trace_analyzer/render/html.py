@@ -35,7 +35,7 @@ from trace_analyzer.render.html_sections import (
     ops_section,
     summary_section,
 )
-from trace_analyzer.render.safe import warnings_html
+from trace_analyzer.render.safe import html_text, plain, warnings_html
 
 TEMPLATE = "templates/report.html"
 ASSETS = ("assets/timeline.css", "assets/timeline.js")
@@ -83,7 +83,7 @@ def render(report: ReportResult, *, images: bool = True) -> str:
     title = f"traceana report: {report.path}"
     return _fill(
         template,
-        title=html.escape(title),
+        title=html_text(title),
         body=f"<style>\n{css}</style>\n" + _body(shown, images),
         data="\n".join(_data_block(k, p) for k, p in payloads.items())
         + f"\n<script>\n{js}</script>",
@@ -160,19 +160,21 @@ def timeline_section(s: dict[str, Any]) -> str:
         "cause with the most idle there); above them the framework ops on the host. Time "
         "after the window start; grey: outside the window. Zoom with the mouse wheel or "
         "the buttons, drag to pan, hover for a gap's cause and evidence.</p>",
-        f'<div class="tl-toolbar" data-colours="{esc(orjson.dumps(colours).decode())}">'
+        f'<div class="tl-toolbar" data-colours="{_json_attr(colours)}">'
         '<button type="button" data-zoom="in" title="zoom in">+</button>'
         '<button type="button" data-zoom="out" title="zoom out">\u2212</button>'
         '<button type="button" data-zoom="reset" title="the whole run">reset</button>'
         '<span class="tl-range" aria-live="polite"></span></div>',
     ]
     for who, path, name, t in shown:
-        labels = plots.short_names([lane["lane"] for lane in t["lanes"]])
+        # drawn on the canvas as shown: a lane's control characters as escapes (the JSON
+        # blocks keep the names exactly)
+        labels = [plain(n) for n in plots.short_names([lane["lane"] for lane in t["lanes"]])]
         more = t["lane_count"] - len(t["lanes"])
         title = f"{who} <code>{esc(path)}</code>" + (" (same scale)" if who == "base" else "")
         parts.append(
             f'<div class="tl" id="{name}" data-for="traceana-{name}" '
-            f'data-labels="{esc(orjson.dumps(labels).decode())}">'
+            f'data-labels="{_json_attr(labels)}">'
             + (f"<h3>{title}</h3>" if len(shown) > 1 else "")
             + f'<canvas class="tl-canvas" tabindex="0" aria-label="timeline of {esc(path)}">'
             "</canvas>"
@@ -190,6 +192,12 @@ def timeline_section(s: dict[str, Any]) -> str:
         "JSON below.</p></noscript>"
     )
     return "\n".join(parts) + "</section>"
+
+
+def _json_attr(value: object) -> str:
+    """Return ``value`` as JSON in an attribute value: HTML-escaped only, as the page's script
+    parses it back (``esc`` would show a raw control character as ``\\x85``, not JSON)."""
+    return html.escape(orjson.dumps(value).decode())
 
 
 def _legend(s: dict[str, Any]) -> str:

@@ -7,12 +7,12 @@ embeds it) returning its HTML; a number is shown as the JSON holds it.
 from __future__ import annotations
 
 import base64
-import html
 from typing import Any
 
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.numbers import duration, instant
 from trace_analyzer.render.plotting import CAUSE_COLOURS
+from trace_analyzer.render.safe import html_text
 from trace_analyzer.render.text_idle import idle_phrase
 
 # ---- numbers: shown as the JSON holds them (times in µs are the JSON's ns / 1000, exact)
@@ -34,8 +34,11 @@ def us(ns: float | None) -> str:
 
 
 def esc(v: object) -> str:
-    """Return ``v`` as HTML-escaped text, None as nothing."""
-    return html.escape("" if v is None else str(v))
+    """Return ``v`` as inert HTML text (``safe.html_text``: control characters shown as
+    their escapes, as every text output shows them, then HTML-escaped), None as nothing. A
+    browser acts on a bidirectional override (it reorders what follows) and draws other
+    controls as nothing, so a name is shown as the text of its escape here too."""
+    return "" if v is None else html_text(v)
 
 
 def _cell(v: object, kind: str = "text", sort: object = None) -> str:

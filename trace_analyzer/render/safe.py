@@ -6,7 +6,9 @@ text of an escape (``\\x1b``, ``\\u202e``), never sent, and line breaks become s
 reader sees that a name holds an escape, the terminal receives none (JSON keeps the name as
 it is). Markdown also backslash-escapes the characters that would make markup (``<`` and
 ``&`` of raw HTML, ``|`` of a table, ``*``, the backtick, ``[``, ``]``, ``~`` and the
-backslash); HTML escapes with ``html.escape``. The files for other tools have their own
+backslash) and breaks what GitHub would link bare (``unlinked``: ``https://x``, ``www.x``,
+``a@b.cd``); HTML shows controls the same way, then escapes with ``html.escape``. CSV
+(render/csv.py) shows them as escapes too. The files for other tools have their own
 rules: ``xml_text`` (GraphML) shows the characters XML 1.0 cannot hold the same way, and
 ``dot_quoted`` quotes a DOT value. A warning that says events were dropped (the
 word "dropped", whether the export says it or traceana does) is emphasised and says that gaps
@@ -38,6 +40,12 @@ BREAKS = re.compile("[\t\n\r\u2028\u2029]")
 # return; U+FFFE, U+FFFF; surrogates.
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 MARKUP = re.compile(r"([\\`*\[\]<>|&~])")
+# What GitHub's Markdown (cmark-gfm's autolink extension; micromark takes ``WWW.`` too) links
+# without the ``<>`` of an autolink: the ``:`` of ``scheme://``, the ``.`` of ``www.``; and
+# what is put after an ``@`` so that no address is one text node (``unlinked``).
+SCHEME = re.compile(r"(:)(?=//)")
+WWW = re.compile(r"(www)\.", re.IGNORECASE)
+EMPTY_COMMENT = "<!-- -->"
 DROPPED = re.compile(r"\bdropped\b", re.IGNORECASE)
 MISSING = "gaps may be missing events"
 
@@ -77,8 +85,21 @@ def dot_quoted(text: str) -> str:
 
 
 def markdown(text: object) -> str:
-    """Return ``text`` as inert Markdown: ``plain``, then markup characters escaped."""
-    return MARKUP.sub(r"\\\1", plain(text))
+    """Return ``text`` as inert Markdown: ``plain``, then markup characters escaped, then
+    what GitHub would make a link of broken (``unlinked``)."""
+    return unlinked(MARKUP.sub(r"\\\1", plain(text)))
+
+
+def unlinked(text: str) -> str:
+    """Return escaped Markdown ``text`` with nothing GitHub's autolink extension takes as a
+    link: ``\\:`` in ``://`` (``https://x``, ``ftp://``) and ``\\.`` after ``www``
+    (``www.x``), each a CommonMark escape the link scanner stops at; and an empty HTML
+    comment after each ``@`` (``a@<!-- -->b.cd``). An escape cannot stop an address
+    (``a@b.cd``, ``mailto:``, ``xmpp:``): cmark-gfm looks for it in the text once escapes
+    are read, so the address must be split into two text nodes, and a comment is the one
+    inline that splits them and shows nothing. It also keeps GitHub from mentioning ``@x``."""
+    text = SCHEME.sub(r"\\\1", WWW.sub(r"\1\\.", text))
+    return text.replace("@", "@" + EMPTY_COMMENT)
 
 
 def html_text(text: object) -> str:

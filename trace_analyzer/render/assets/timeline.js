@@ -47,6 +47,17 @@
   function instant(ns) { return scaled(ns, 3); }  // a time after the window start: 1.809 ms
   function pct(f) { return digits(Math.max(0, Math.min(1, f)) * 100, 2) + " %"; }
 
+  // ---- a name as every text output shows it (render/safe.py, plain): its control
+  // characters as the text of their escape (\x1b, \u202e), line breaks as spaces. A browser
+  // draws a control as nothing and acts on a bidirectional override (it reorders the text).
+  var CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(text) {
+    return String(text).replace(/[\t\n\r\u2028\u2029]/g, " ").replace(CONTROL, function (c) {
+      var n = c.charCodeAt(0);
+      return n < 0x100 ? "\\x" + ("0" + n.toString(16)).slice(-2) : "\\u" + ("000" + n.toString(16)).slice(-4);
+    });
+  }
+
   var LABEL = 190, PAD = 12, ROW = 20, BAR = 15, SEP = 8, AXIS = 42, TOP = 6, MIN_SPAN = 50;
   var FONT = "12px system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif";
   var view = {lo: 0, hi: 1, full: {lo: 0, hi: 1}};
@@ -71,7 +82,7 @@
     }
     this.opRows = rows.length;
     var labels = this.labels;
-    t.lanes.forEach(function (lane, i) { rows.push({kind: "lane", lane: lane, index: i, label: labels[i] || lane.lane}); });
+    t.lanes.forEach(function (lane, i) { rows.push({kind: "lane", lane: lane, index: i, label: labels[i] || shown(lane.lane)}); });
     this.details = (t.details || []).map(function (d) {  // gap by gap around the longest gaps
       return {b0: d.b0, b1: d.b1, gaps: d.gaps, lo: t.from_ns + d.b0 * t.bucket_ns, hi: t.from_ns + (d.b1 + 1) * t.bucket_ns};
     });
@@ -219,8 +230,8 @@
     }
     ctx.fillStyle = "#1b1b1b";
     labels.forEach(function (l) {
-      var width = ctx.measureText(l[2]).width;
-      if (l[1] - l[0] > width + 8) ctx.fillText(l[2], (l[0] + l[1]) / 2 - width / 2, y + ROW / 2);
+      var text = shown(l[2]), width = ctx.measureText(text).width;
+      if (l[1] - l[0] > width + 8) ctx.fillText(text, (l[0] + l[1]) / 2 - width / 2, y + ROW / 2);
     });
   };
 
@@ -267,7 +278,7 @@
     ctx.textBaseline = "middle";
     if (this.empty) {
       ctx.fillStyle = "#5b6573";
-      ctx.fillText(t.root + ": nothing ran on hardware, no timeline to draw", 8, 20);
+      ctx.fillText(shown(t.root) + ": nothing ran on hardware, no timeline to draw", 8, 20);
       return;
     }
     var plotH = this.h - AXIS, self = this;
@@ -357,7 +368,7 @@
     lines.forEach(function (line, i) {
       var div = document.createElement("div");
       if (i === 0) div.className = "tl-tip-head";
-      div.textContent = line;
+      div.textContent = shown(line);
       tip.appendChild(div);
     });
     tip.hidden = false;
