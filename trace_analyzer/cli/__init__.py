@@ -12,11 +12,26 @@ Exit codes: 0 success, 1 a requested threshold failed, 2 bad usage or unusable i
 
 from __future__ import annotations
 
+import sys
+
+from trace_analyzer.cli.fault import MEMORY_ADVICE, guard, out_of_memory
 from trace_analyzer.cli.group import cli  # imports each command's module when it is used
 
 __all__ = ["cli", "main"]
 
 
 def main() -> None:
-    """Console-script entry point (exit code 2 for usage errors, as click does)."""
-    cli(prog_name="traceana")
+    """Console-script entry point (exit code 2 for usage errors, as click does); a native
+    abort or fault is one line and exit 2 too (``fault.guard``), except under ``--debug``."""
+    debug = "--debug" in sys.argv[1:]
+    if not debug:
+        guard()
+    try:
+        cli(prog_name="traceana")
+    except BaseException as e:  # out of memory before a command runs (importing it)
+        if debug or not out_of_memory(e):
+            raise
+    else:
+        return
+    sys.stderr.write(f"traceana: error: out of memory starting traceana ({MEMORY_ADVICE})\n")
+    sys.exit(2)

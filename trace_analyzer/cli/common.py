@@ -26,6 +26,7 @@ import click
 
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cache import Cache
+from trace_analyzer.cli.fault import analysing, out_of_memory, panicked
 from trace_analyzer.cli.group import cli as cli  # the commands register on it
 from trace_analyzer.cli.messages import MEMORY_ADVICE, to_stdout, warn_dropped
 from trace_analyzer.core.profile import Profile
@@ -89,10 +90,13 @@ class Loading:
         ctx = click.get_current_context(silent=True)
         if ctx is not None:
             ctx.find_root().meta["traceana.analysing"] = path
+        analysing(path)  # the line a native abort ends with (fault.py)
         try:
             return load()
-        except MemoryError:
-            pass  # leaving the handler drops the traceback, and the memory it holds
+        except BaseException as e:  # MemoryError, or polars' panic on a failed allocation
+            if not out_of_memory(e):
+                raise
+            # leaving the handler drops the traceback, and the memory it holds
         raise InputError(path, f"out of memory reading it ({MEMORY_ADVICE})")
 
 
@@ -336,6 +340,18 @@ def handle_errors(fn: F) -> F:
                 err=True,
             )
             sys.exit(2)
+        except BaseException as e:  # polars' panics are BaseExceptions (fault.panicked)
+            if not panicked(e):
+                raise
+            if debug:
+                traceback.print_exc()
+            if not out_of_memory(e):
+                click.echo(
+                    f"traceana: internal error: polars panicked: {plain(e)} "
+                    "(rerun with --debug for the traceback)",
+                    err=True,
+                )
+                sys.exit(2)
         # Out of memory: said once the handler has let the exception, and its memory, go.
         what = plain(ctx.find_root().meta.get("traceana.analysing") or _first_input(ctx))
         click.echo(f"traceana: error: out of memory analysing {what} ({MEMORY_ADVICE})", err=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import click
 
+from trace_analyzer.cli.fault import MEMORY_ADVICE as MEMORY_ADVICE
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import TraceanaError
 from trace_analyzer.render.safe import plain
@@ -28,10 +29,6 @@ class OutputError(TraceanaError):
     """Standard output cannot take the output (closed, a full disk): one line, exit 2."""
 
 
-MEMORY_ADVICE = (
-    "this process may use no more; free memory, raise its limit (ulimit -v), or name a "
-    "smaller part of the run"
-)
 # What each command's results are, for the warning that events were dropped.
 RESULTS = {
     "gaps": "gaps",

@@ -1,0 +1,84 @@
+"""One line, exit 2, when native code ends the process (docs/reliability.md, "Aborts in
+native code").
+
+polars aborts the whole process when an allocation fails inside it (on a 55 MB trace under
+``ulimit -v`` of 0.5-1.5 GB every failure was such an abort), and a fault in native code is a
+signal; Python sees neither, so without this the user reads a Rust message or "Aborted (core
+dumped)" and exit 134. (Where polars panics instead, Python sees a ``PanicException``, which
+is no ``Exception``: ``panicked`` and ``out_of_memory`` let cli/common.py word it.)
+
+``guard`` hands SIGABRT, SIGSEGV, SIGBUS, SIGILL and SIGFPE to a small C handler
+(``_fault.c``) that writes the line kept here and exits 2; ``analysing`` keeps the line naming
+the run being read. The handler is the console script's only (``cli.main``): the library,
+tests running the CLI in-process and ``--debug`` keep the signals' own behaviour, and batch's
+spawned workers start with it unset (a dead worker is their parent's to report). Without the
+compiled module (a build without a C compiler) nothing changes: the process ends as before.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import ModuleType
+
+# What to do when memory ran out (cli/messages.py takes it from here: this module imports
+# nothing heavy, since the console script installs it before any command is imported).
+MEMORY_ADVICE = (
+    "this process may use no more; free memory, raise its limit (ulimit -v), or name a "
+    "smaller part of the run"
+)
+SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")
+)
+
+
+def panicked(e: BaseException) -> bool:
+    """True for a Rust panic that polars raised into Python (pyo3's ``PanicException``,
+    which derives from BaseException, so ``except Exception`` passes it by)."""
+    return type(e).__name__ == "PanicException"
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """True for a failed allocation: Python's MemoryError, or a panic of polars that says
+    so ("Cannot allocate memory to hold CompactString")."""
+    return isinstance(e, MemoryError) or (panicked(e) and "allocat" in str(e).lower())
+
+
+def _native() -> ModuleType | None:
+    try:
+        from trace_analyzer.cli import _fault  # type: ignore[attr-defined]
+    except ImportError:  # built without a C compiler: the signals keep their own behaviour
+        return None
+    return _fault  # type: ignore[no-any-return]
+
+
+_FAULT = None  # the compiled module once guard() has installed it
+
+
+def line(what: str) -> bytes:
+    """Return the line the handler writes while ``what`` (a path, shown as ``plain`` text
+    shows it) is analysed."""
+    text = (
+        f"traceana: error: {what}: the process was aborted inside native code (polars "
+        f"aborts so when memory runs out; else a fault there); {MEMORY_ADVICE}\n"
+    )
+    return text.encode("utf-8", "backslashreplace")
+
+
+def guard() -> bool:
+    """Install the handler for ``SIGNALS``; False when the compiled module is absent."""
+    global _FAULT
+    native = _native()
+    if native is None:
+        return False
+    native.set_message(line("the input"))
+    native.install(SIGNALS)
+    _FAULT = native
+    return True
+
+
+def analysing(what: object) -> None:
+    """Name ``what`` (the run being read or analysed) in the handler's line."""
+    if _FAULT is not None:
+        from trace_analyzer.render.safe import plain  # imported by then: no cost here
+
+        _FAULT.set_message(line(plain(what)))
