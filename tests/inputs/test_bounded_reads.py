@@ -22,6 +22,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -29,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import polars as pl
 import pytest
 from conftest import PEAK_ENTRY, X, kineto, peak_mib, run_cli, write_parquet
 
@@ -217,6 +219,21 @@ def test_a_parquet_table_whose_pages_inflate_past_the_cap_is_refused(tmp_path):
     assert run_cli("info", genuine, "--no-cache", "--max-bytes", "1M")[0] == 0
     code, out, err = run_cli("info", table.parent, "--no-cache", "--format", "json")
     assert code == 0, err
+
+
+def test_an_explorer_metadata_table_that_inflates_past_the_cap_is_refused(tmp_path):
+    """The Metadata table beside a genuine export, its schema version a 5 MB string: read
+    whole by polars before (exit 0 under --max-bytes 1M), refused like the events table."""
+    export = tmp_path / "export"
+    shutil.copytree(NAIVE / "explorer" / "parquet", export)
+    meta = export / "Metadata.parquet"
+    pl.DataFrame({"profile_schema_version": ["7." + "0" * (5 * MB)], "ntff_version": [5]}
+                 ).write_parquet(meta)
+    assert meta.stat().st_size < 10_000
+    code, out, err = run_cli("info", export, "--no-cache", "--max-bytes", "1M")
+    assert one_line(code, out, err) == (
+        f"traceana: error: {meta}: the table decompresses to more than 1,000,000 bytes "
+        "(--max-bytes; raise it if the input is genuine)")
 
 
 def zigzag_varint(n: int, width: int | None = None) -> bytes:

@@ -121,6 +121,8 @@ def read_path(src: Source, keep_args: bool = False, *, max_bytes: int | None = N
     """The registry's way in: ``read``. An export's args are always kept (they are a column
     already); what its tables' pages inflate to is capped before they are read (limits.py)."""
     refuse_inflating_parquet(tables(src.path), max_bytes, {**REQUIRED, **OPTIONAL})
+    meta = _metadata_table(src)
+    refuse_inflating_parquet([meta] if meta else [], max_bytes, {"profile_schema_version"})
     return read(src)
 
 
@@ -362,18 +364,24 @@ def _parents(ops: pl.DataFrame) -> pl.Series:
     return parent
 
 
-def _schema_version(src: Source, result: ReadResult) -> str | None:
+def _metadata_table(src: Source) -> AnyPath | None:
+    """Return the export's Metadata table that holds its schema version (the first by name
+    in its folder), None when it has none."""
     found: list[AnyPath] = [*src.path.glob("Metadata*.parquet")]
-    meta = sorted(found, key=str)  # in one folder: by name
-    if not meta:
+    return min(found, key=str) if found else None
+
+
+def _schema_version(src: Source, result: ReadResult) -> str | None:
+    meta = _metadata_table(src)
+    if meta is None:
         result.notes.append("schema version unknown (no Metadata table); read by column name")
         return None
     try:
-        col = pl.read_parquet(parquet_input(meta[0]), columns=["profile_schema_version"])[
+        col = pl.read_parquet(parquet_input(meta), columns=["profile_schema_version"])[
             "profile_schema_version"
         ]
     except (Exception, pl.exceptions.PanicException):
-        result.notes.append(f"{meta[0].name} has no profile_schema_version; read by column name")
+        result.notes.append(f"{meta.name} has no profile_schema_version; read by column name")
         return None
     version = str(col.drop_nulls()[0]) if col.drop_nulls().len() else None
     major = version.split(".")[0] if version else ""
