@@ -365,8 +365,7 @@ def _parents(ops: pl.DataFrame) -> pl.Series:
 
 
 def _metadata_table(src: Source) -> AnyPath | None:
-    """Return the export's Metadata table that holds its schema version (the first by name
-    in its folder), None when it has none."""
+    """Return the export's Metadata table (the first by name in its folder), or None."""
     found: list[AnyPath] = [*src.path.glob("Metadata*.parquet")]
     return min(found, key=str) if found else None
 
