@@ -22,3 +22,14 @@ def dies_or_hangs(spec: RunSpec) -> list[dict]:
     if name.startswith("hang"):
         time.sleep(3600)
     return analyse_run(spec)
+
+
+def greedy(spec: RunSpec) -> list[dict]:
+    """Analyse the run, unless its folder is named ``greedy*``: then first take 1 GiB in
+    Python, which under a smaller --worker-memory is a MemoryError (without one, it is freed
+    at once)."""
+    name = spec.run_id.rstrip("/").rsplit("/", 1)[-1]
+    if name.startswith("greedy"):
+        hoard = b"x" * (1 << 30)
+        del hoard
+    return analyse_run(spec)

@@ -186,15 +186,6 @@ def test_timeout_with_one_job_runs_in_a_worker_it_can_kill(tmp_path):
     assert "timed out after 6 s" in res.failures[0]
 
 
-def test_timeout_is_refused_with_a_dask_scheduler(tmp_path):
-    _tiny_run(tmp_path / "root" / "a", 0)
-    code, _, err = run_cli("batch", tmp_path / "root", "-o", tmp_path / "r.parquet",
-                           "--timeout", "5", "--scheduler", "tcp://127.0.0.1:1")
-    assert code == 2 and "--timeout applies to local worker processes" in err
-    assert len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "r.parquet").exists()
-
-
 def test_workers_that_cannot_start_stop_the_batch_with_one_line(runs, tmp_path, monkeypatch):
     root, _ = runs
 

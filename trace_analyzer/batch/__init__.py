@@ -9,7 +9,10 @@ The pieces (docs/batch.md):
   module-level and picklable, so a process pool and a Dask cluster run the very same code.
   It returns one row per device; any failure is one row with ``error`` set.
 - ``workers``: in-process, local ``Workers`` (spawned processes, one run each at a time; a
-  worker that dies or runs past ``timeout`` costs its run only), or a Dask scheduler.
+  worker that dies, runs past ``timeout`` or past its memory cap costs its run only), or a
+  Dask scheduler (with limits, each task's run in a worker process of its own).
+- ``limits``: ``Limits`` (``timeout``, ``memory``), and the memory cap a worker sets on
+  itself (``RLIMIT_DATA``).
 - ``table``: the table read back, and replaced whole (``trace_analyzer.atomic``).
 - ``lock``: ``<table>.lock``, held for the whole batch, so that two batches on one table do
   not each keep half the runs; a second batch refuses with one line.
@@ -30,18 +33,20 @@ from pathlib import Path
 
 import polars as pl
 
+from trace_analyzer.batch.limits import Limits, require_memory_cap
 from trace_analyzer.batch.lock import lock_path, table_lock
 from trace_analyzer.batch.rows import SCHEMA, Row, analyse_run, fault_row, to_frame
 from trace_analyzer.batch.runs import RunSpec, find_runs
 from trace_analyzer.batch.table import read_table, remove_stale_temporaries, write_table
 from trace_analyzer.batch.workers import DASK_HINT, Analyse, Workers, dask, local
-from trace_analyzer.errors import InputError, UsageError
+from trace_analyzer.errors import InputError
 
 __all__ = [
     "CHECKPOINT_S",
     "DASK_HINT",
     "SCHEMA",
     "BatchResult",
+    "Limits",
     "RunSpec",
     "Workers",
     "analyse_run",
@@ -84,13 +89,17 @@ def run_batch(
     timeout: float | None = None,
     analyse: Analyse = analyse_run,
     max_bytes: int | None = None,
+    worker_memory: int | None = None,
 ) -> BatchResult:
     """Analyse every new or changed run under ``roots`` into the table at ``out``.
 
     ``progress(done, failed, total)`` is called after each run. ``timeout``: seconds a run
-    may take in a worker process before it is killed and recorded as failed (local workers
-    only). ``analyse`` is the per-run function (module-level, so workers can import it).
-    ``max_bytes``: the most one compressed input may inflate to (None: the default).
+    may take in a worker process before it is killed and recorded as failed.
+    ``worker_memory``: bytes of data memory a worker process may use (``limits``); a run past
+    it is recorded as failed. With either, every run is analysed in a worker process, on
+    Dask too (one of its own per task). ``analyse`` is the per-run function (module-level, so
+    workers can import it). ``max_bytes``: the most one compressed input may inflate to
+    (None: the default).
 
     The table's lock (``lock.table_lock``) is held from before the table is read to after its
     last write; another batch holding it is an InputError. The table is only ever replaced
@@ -98,18 +107,20 @@ def run_batch(
     interrupted. A write that fails (a full disk) stops the batch with an InputError; the
     table keeps what it held after its last good write.
     """
-    if timeout is not None and scheduler:
-        raise UsageError(
-            "--timeout applies to local worker processes; with --scheduler, "
-            "limit the Dask workers themselves (docs/batch.md)"
-        )
+    limits = Limits(timeout, worker_memory)
+    if worker_memory is not None and not scheduler:  # a cluster's workers set it themselves
+        require_memory_cap()
     with table_lock(out) as notes:  # before the table is read: one batch at a time on it
         old = read_table(out)
         remove_stale_temporaries(out)
         specs = find_runs(roots, hash_files=hash_files, max_bytes=max_bytes)
         todo = _changed(specs, old)
         table = _Table(out, old, {s.run_id for s in todo})
-        results = dask(todo, scheduler) if scheduler else local(todo, jobs, timeout, analyse)
+        results = (
+            dask(todo, scheduler, limits, analyse)
+            if scheduler
+            else local(todo, jobs, limits, analyse)
+        )
         failures = _gather(results, table, len(todo), progress, checkpoint_s)
         return _result(table.frame(), specs, todo, failures, notes)
 

@@ -1,10 +1,12 @@
 """Where runs are analysed: in-process, in local ``Workers``, or on a Dask cluster.
 
 ``Workers`` runs the per-run function in spawned processes, one run each at a time over a
-pipe: a worker that dies mid-run or runs past ``timeout`` is killed and replaced, and its run
-becomes a row with ``error`` set and no fingerprint (so the next batch tries it again). A
-worker gets everything it needs in the ``RunSpec`` it is sent; it reads no configuration
-from the environment.
+pipe: a worker that dies mid-run, runs past ``timeout`` or past its ``memory`` cap
+(``limits``) is killed and replaced, and its run becomes a row with ``error`` set and no
+fingerprint (so the next batch tries it again). A worker gets everything it needs in the
+``RunSpec`` it is sent and its arguments; it reads no configuration from the environment.
+On Dask with limits, each task runs its run in one such worker of its own, so that the
+limits hold there too.
 """
 
 from __future__ import annotations
@@ -13,10 +15,21 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from trace_analyzer.batch.limits import (
+    Limits,
+    cap_memory,
+    failed_allocating,
+    is_memory_abort,
+    is_out_of_memory,
+    out_of_memory,
+    quiet_panics,
+)
 from trace_analyzer.batch.rows import Row, analyse_run, base_row, fault_row, one_line
 from trace_analyzer.batch.runs import RunSpec
 from trace_analyzer.errors import TraceanaError, UsageError
@@ -26,25 +39,32 @@ Analyse = Callable[[RunSpec], list[Row]]
 DASK_HINT = "pip install 'traceana[dask]'"
 READY = "ready"  # a worker's first message: it started, and can analyse
 STARTUP_S = 120.0  # a worker not READY by then is stuck starting up: killed and replaced
+NO_LIMITS = Limits()
 
 
 def local(
-    specs: list[RunSpec], jobs: int, timeout: float | None = None, analyse: Analyse = analyse_run
+    specs: list[RunSpec], jobs: int, limits: Limits = NO_LIMITS, analyse: Analyse = analyse_run
 ) -> Iterator[list[Row]]:
-    """Yield each run's rows: in-process for one job and no timeout, else worker processes."""
-    if (jobs <= 1 or len(specs) <= 1) and timeout is None:
+    """Yield each run's rows: in-process for one job and no limits, else worker processes
+    (the main process can neither kill nor cap its own analysis)."""
+    if (jobs <= 1 or len(specs) <= 1) and not limits:
         for spec in specs:
             yield analyse(spec)
         return
-    yield from Workers(min(jobs, len(specs)), timeout, analyse).map(specs)
+    workers = Workers(min(jobs, len(specs)), limits.timeout, analyse, limits.memory)
+    yield from workers.map(specs)
 
 
-def _worker_main(conn: Connection[Any, Any], analyse: Analyse) -> None:
+def _worker_main(conn: Connection[Any, Any], analyse: Analyse, memory: int | None) -> None:
     """A worker process: analyse the runs it is sent, one at a time, until it is sent None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    if memory is not None:
+        quiet_panics()  # before polars: a backtrace under the cap can hang it (limits.py)
     from trace_analyzer.analyses import chain, devices, gaps  # noqa: F401  (before READY)
     from trace_analyzer.core import profile  # noqa: F401
 
+    if memory is not None:  # after the imports: they are the worker's, not a run's
+        cap_memory(memory)
     try:
         conn.send(READY)
     except (OSError, ValueError):
@@ -56,14 +76,38 @@ def _worker_main(conn: Connection[Any, Any], analyse: Analyse) -> None:
             return
         if spec is None:
             return
+        started = time.monotonic()
         try:
             rows = analyse(spec)
         except BaseException as e:  # analyse_run never raises; a custom one might
             rows = [{**base_row(spec), "error": one_line(e)}]
+        if memory is not None and rows and failed_allocating(rows[0].get("error")):
+            # Past the cap: a fault of the limit, not of the input (so no fingerprint).
+            rows = [fault_row(spec, out_of_memory(memory), time.monotonic() - started)]
         try:
             conn.send(rows)
         except (OSError, ValueError):  # the main process is gone
             return
+
+
+@contextmanager
+def _children_allowed() -> Iterator[None]:
+    """Let a daemonic process (a Dask worker: ``distributed.worker.daemon``) start workers.
+
+    multiprocessing refuses children of a daemonic process, lest they outlive it unseen;
+    ``Workers`` kills or joins every process it starts before ``map`` returns, so that
+    reason does not hold here.
+    """
+    import multiprocessing
+
+    config: dict[str, Any] = getattr(multiprocessing.current_process(), "_config", {})
+    daemonic = config.get("daemon", False)
+    config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemonic:
+            config["daemon"] = daemonic
 
 
 Worker = tuple[BaseProcess, "Connection[Any, Any]"]
@@ -72,13 +116,22 @@ Worker = tuple[BaseProcess, "Connection[Any, Any]"]
 class Workers:
     """Local worker processes (spawned: polars' thread pool does not survive fork), one run each
     at a time. A worker that dies mid-run (killed, out of memory) or runs past ``timeout``
-    seconds is killed and replaced, and its run becomes a fault row; the others go on."""
+    seconds is killed and replaced, and its run becomes a fault row; the others go on. With
+    ``memory``, each worker caps its data memory at that many bytes (``limits.cap_memory``).
+    """
 
-    def __init__(self, n: int, timeout: float | None, analyse: Analyse = analyse_run):
+    def __init__(
+        self,
+        n: int,
+        timeout: float | None,
+        analyse: Analyse = analyse_run,
+        memory: int | None = None,
+    ):
         import multiprocessing
 
         self.ctx = multiprocessing.get_context("spawn")
         self.n, self.timeout, self.analyse = max(1, n), timeout, analyse
+        self.memory = memory
         # process -> (its pipe, the run it holds, when that run's time started)
         self.busy: dict[BaseProcess, tuple[Connection[Any, Any], RunSpec, float]] = {}
         self.idle: list[Worker] = []
@@ -87,13 +140,16 @@ class Workers:
 
     def _start(self) -> Worker:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker_main, args=(child, self.analyse), daemon=True)
+        proc = self.ctx.Process(
+            target=_worker_main, args=(child, self.analyse, self.memory), daemon=True
+        )
         try:  # start it with SIGINT ignored (inherited across exec), so that a Ctrl-C during
             old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # its start-up is not its own
         except ValueError:  # not the main thread: no handler to swap
             old = None
         try:
-            proc.start()
+            with _children_allowed():
+                proc.start()
         finally:
             if old is not None:
                 signal.signal(signal.SIGINT, old)
@@ -189,7 +245,10 @@ class Workers:
             rows, started = self._receive(proc)
             if rows is not None:
                 del self.busy[proc]
-                self.idle.append((proc, conn))
+                if self.memory is not None and rows and is_out_of_memory(rows[0].get("error")):
+                    self._retire(proc, conn, todo)  # a polars thread may have panicked in it
+                else:
+                    self.idle.append((proc, conn))
                 finished.append(rows)
                 continue
             elapsed = time.monotonic() - started
@@ -204,17 +263,24 @@ class Workers:
             if error is None:
                 continue
             del self.busy[proc]
-            self.ready.discard(proc)
-            self._stop(proc, conn, kill=True)
-            if todo:
-                self.idle.append(self._start())
+            self._retire(proc, conn, todo)
             finished.append([fault_row(spec, error, elapsed)])
         return finished
+
+    def _retire(self, proc: BaseProcess, conn: Connection[Any, Any], todo: deque[RunSpec]) -> None:
+        """Kill a worker whose run failed by a fault (dead, overdue, out of memory); a fresh
+        one takes its place while runs remain."""
+        self.ready.discard(proc)
+        self._stop(proc, conn, kill=True)
+        if todo:
+            self.idle.append(self._start())
 
     def _fault(self, proc: BaseProcess, elapsed: float) -> str | None:
         """Return why a busy (READY) worker's run failed: it died, or it ran out of time."""
         if not proc.is_alive():
             code = proc.exitcode
+            if self.memory is not None and is_memory_abort(code):
+                return out_of_memory(self.memory, abort=True)
             how = (
                 f"killed by {_signal_name(-code)}"
                 if code is not None and code < 0
@@ -250,8 +316,26 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def dask(specs: list[RunSpec], address: str) -> Iterator[list[Row]]:
-    """Yield each run's rows as a Dask cluster's workers finish them (``analyse_run``)."""
+def in_own_worker(spec: RunSpec, limits: Limits, analyse: Analyse = analyse_run) -> list[Row]:
+    """Return a run's rows, analysed in one worker process under ``limits``: a Dask task with
+    --timeout or --worker-memory, so that the run is killed or capped as a local one is (and
+    the Dask worker itself lives on). It never raises: a worker that cannot start is the
+    run's failed row."""
+    try:
+        workers = Workers(1, limits.timeout, analyse, limits.memory)
+        return list(workers.map([spec]))[0]
+    except TraceanaError as e:
+        return [fault_row(spec, one_line(e), 0.0)]
+
+
+def dask(
+    specs: list[RunSpec],
+    address: str,
+    limits: Limits = NO_LIMITS,
+    analyse: Analyse = analyse_run,
+) -> Iterator[list[Row]]:
+    """Yield each run's rows as a Dask cluster's workers finish them (``analyse``; with
+    ``limits``, each in a worker process of its own, ``in_own_worker``)."""
     try:
         import distributed
     except ImportError as e:
@@ -264,7 +348,8 @@ def dask(specs: list[RunSpec], address: str) -> Iterator[list[Row]]:
     except (OSError, TimeoutError) as e:
         raise UsageError(f"--scheduler {address}: cannot connect ({one_line(e)})") from e
     try:
-        futures = client.map(analyse_run, specs, pure=False)
+        task = partial(in_own_worker, limits=limits, analyse=analyse) if limits else analyse
+        futures = client.map(task, specs, pure=False)
         for f in dist.as_completed(futures):
             yield f.result()
     finally:

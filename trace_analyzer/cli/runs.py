@@ -123,6 +123,13 @@ def _terminated(signum: int, frame: FrameType | None) -> None:  # a CI job cance
     "as failed (retried by the next batch). Default: none.",
 )
 @click.option(
+    "--worker-memory",
+    metavar="SIZE",
+    default=None,
+    help="Cap each worker process's memory, e.g. 2GiB; a run past it is "
+    "recorded as failed (retried by the next batch). Default: none.",
+)
+@click.option(
     "--checkpoint",
     type=click.FloatRange(min=0),
     default=30,
@@ -141,6 +148,7 @@ def batch(
     scheduler: str | None,
     hash_files: bool,
     timeout: float | None,
+    worker_memory: str | None,
     checkpoint: float,
     strict: bool,
     max_bytes: int | None,
@@ -160,6 +168,7 @@ def batch(
 
     if output.suffix.lower() != ".parquet":
         raise UsageError(f"{output}: the batch table is Parquet; name a .parquet file")
+    memory = _size_of("--worker-memory", worker_memory)
     progress = Progress(batch_mod.stderr_is_terminal())
     res = _run_stoppable(
         progress,
@@ -174,11 +183,23 @@ def batch(
             timeout=timeout,
             checkpoint_s=checkpoint,
             max_bytes=max_bytes,
+            worker_memory=memory,
         ),
     )
     _say_done(res, output)
     if strict and res.failed:
         sys.exit(1)
+
+
+def _size_of(flag: str, text: str | None) -> int | None:
+    """Return a size option's bytes (``parse_size``, as --max-bytes); a bad one is a usage
+    error naming the option, before anything is read."""
+    from trace_analyzer.units import parse_size
+
+    try:
+        return None if text is None else parse_size(text)
+    except UsageError as e:
+        raise UsageError(f"{flag}: {e}") from e
 
 
 def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResult]) -> BatchResult:
