@@ -12,6 +12,7 @@ Exit codes: 0 success, 1 a requested threshold failed, 2 bad usage or unusable i
 
 from __future__ import annotations
 
+import os
 import sys
 
 from trace_analyzer.cli.fault import MEMORY_ADVICE, guard, out_of_memory
@@ -25,6 +26,9 @@ def main() -> None:
     abort or fault is one line and exit 2 too (``fault.guard``), except under ``--debug``."""
     debug = "--debug" in sys.argv[1:]
     if not debug:
+        # Rust's panic backtrace allocates: where memory ran out, printing it can hang the
+        # process (docs/reliability.md, "Batch under faults"); --debug keeps it.
+        os.environ["RUST_BACKTRACE"] = "0"
         guard()
     try:
         cli(prog_name="traceana")
