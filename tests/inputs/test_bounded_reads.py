@@ -291,6 +291,27 @@ def test_a_fifo_and_a_link_to_a_device_are_skipped_with_a_warning(tmp_path):
     assert runs[0]["summary"]["executions"] == 1  # the good trace, analysed
 
 
+def test_a_fifo_added_after_the_run_was_cached_is_said(tmp_path):
+    """The run was analysed, and cached, before a FIFO appeared beside its trace: the cache
+    answered with the warnings of the first read, so the FIFO was said only once the trace
+    itself changed."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trace.json").write_bytes(TRACE)
+    def warnings() -> list[str]:
+        code, out, err = run_cli("gaps", run, "--format", "json")  # through the cache
+        assert code == 0, err
+        return json.loads(out)["runs"][0]["warnings"]
+
+    assert warnings() == []
+    os.mkfifo(run / "rank1.json")
+    said = f"{run / 'rank1.json'}: a named pipe (FIFO), not a regular file: not read"
+    assert warnings() == [said]
+    assert warnings() == [said]  # cached again, with it
+    (run / "rank1.json").unlink()
+    assert warnings() == []
+
+
 def test_a_fifo_or_device_alone_is_one_line(tmp_path):
     os.mkfifo(tmp_path / "trace.json")
     line = one_line(*traceana("info", tmp_path, "--no-cache")[:3])

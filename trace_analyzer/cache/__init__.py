@@ -206,6 +206,10 @@ def key(run: Run, args: bool) -> str | None:
     h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0{run.root}\0".encode())
     for src in run.sources:  # a file named directly must be a trace; found in a folder, may not
         h.update(f"{src.path}\0{src.kind}\0{src.named}\0".encode())
+    # what discovery passed by is said by the run (its notes and warnings, stored with it):
+    # a FIFO or a skipped file that appears or goes makes the entry stale
+    for path, why in (*run.skipped, *run.not_regular):
+        h.update(f"{path}\0{why}\0".encode())
     try:
         fp = fingerprint(run)
     except OSError:
