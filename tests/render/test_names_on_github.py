@@ -118,3 +118,19 @@ def test_no_markdown_output_makes_a_link_on_github(profile, tmp_path, command):
     if command in ("ops", "chain", "report"):
         for name in NAMES:
             assert name in seen, name
+
+
+EMPHASIS = ["_x_", "x _y_ z", "aten::_to_copy and _b_", "__bold__", "a _b c_ d"]
+
+
+@pytest.mark.parametrize("where", ["{}", "- {}", "| h |\n|---|\n| {} |"])
+def test_underscores_in_a_name_make_no_emphasis(where):
+    """An underscore outside a word opens or closes emphasis (``_x_`` rendered as *x*); the
+    names read as written, and an underscore within a word (``neuron_hw``) stays unescaped
+    in the source."""
+    for name in EMPHASIS:
+        assert "<em>" in github(name) or "<strong>" in github(name), name  # the premise
+        page = github(where.format(markdown(name)))
+        assert "<em>" not in page and "<strong>" not in page, (name, page)
+        assert name in shown_text(page), (name, page)
+    assert markdown("neuron_hw/NC0:1/stream_7") == "neuron_hw/NC0:1/stream_7"

@@ -40,6 +40,10 @@ BREAKS = re.compile("[\t\n\r\u2028\u2029]")
 # return; U+FFFE, U+FFFF; surrogates.
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 MARKUP = re.compile(r"([\\`*\[\]<>|&~])")
+# An underscore that can open or close emphasis: one not between two letters or digits
+# (CommonMark's flanking rule: ``a_b`` never does, ``_x_`` and ``::_x`` can). Escaping only
+# these keeps ``neuron_hw`` as it is in the source.
+EMPHASIS = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 # What GitHub's Markdown (cmark-gfm's autolink extension; micromark takes ``WWW.`` too) links
 # without the ``<>`` of an autolink: the ``:`` of ``scheme://``, the ``.`` of ``www.``; and
 # what is put after an ``@`` so that no address is one text node (``unlinked``).
@@ -85,9 +89,10 @@ def dot_quoted(text: str) -> str:
 
 
 def markdown(text: object) -> str:
-    """Return ``text`` as inert Markdown: ``plain``, then markup characters escaped, then
-    what GitHub would make a link of broken (``unlinked``)."""
-    return unlinked(MARKUP.sub(r"\\\1", plain(text)))
+    """Return ``text`` as inert Markdown: ``plain``, then markup characters escaped (and an
+    underscore that could make emphasis, ``EMPHASIS``), then what GitHub would make a link
+    of broken (``unlinked``)."""
+    return unlinked(EMPHASIS.sub(r"\\_", MARKUP.sub(r"\\\1", plain(text))))
 
 
 def unlinked(text: str) -> str:
