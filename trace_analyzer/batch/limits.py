@@ -102,7 +102,8 @@ def out_of_memory(nbytes: int, abort: bool = False) -> str:
     MemoryError, or (``abort``) its worker died by SIGABRT, which is how polars ends a process
     when an allocation fails. The run's row keeps no fingerprint, so the next batch (with a
     higher cap, perhaps) tries it again."""
-    how = "; the worker process died by SIGABRT" if abort else ""
+    # an abort under the cap is most likely the cap; a corrupt input can abort polars too
+    how = "; the worker process died by SIGABRT, which is most likely that" if abort else ""
     return f"{OUT_OF_MEMORY}{size_text(nbytes)}{how}); the next batch tries it again"
 
 
