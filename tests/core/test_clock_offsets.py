@@ -188,3 +188,42 @@ def test_a_files_own_outlier_does_not_join_two_runs_days_apart(tmp_path):
     code, out, err = run_cli("gaps", tmp_path, "--no-cache")
     assert code == 2 and out == ""
     assert "200.0 days apart" in err and "a.json" in err and "b.json" in err
+
+
+STRETCHED = {
+    # a kernel that starts in the run and "lasts" 3.2 years: its end far past every other end
+    "a kernel with a wrong duration": (
+        X("kernel", "k", T0 + 50, 1e14, pid=0, tid=7, device=0, stream=7, correlation=10_000),
+        "hardware"),
+    # a host op that ends in the run and starts at ts 0: its start far before every other start
+    "a host op from ts 0 into the run": (X("cpu_op", "aten::mm", 0.0, T0 + 10, pid=1, tid=1),
+                                         "framework_op"),
+}
+
+
+@pytest.mark.parametrize("case", list(STRETCHED))
+def test_one_event_with_a_wrong_duration_is_excluded(tmp_path, case):
+    """Grouping by time keeps an event that covers the whole run, so one real start with a
+    wrong duration (or a real end with a wrong start) made the window years long."""
+    event, kind = STRETCHED[case]
+    write_trace(tmp_path / "base/trace.json", kineto(_steps()))
+    write_trace(tmp_path / "odd/trace.json", kineto([*_steps(), event]))
+    base, _ = _gaps(tmp_path / "base")
+    odd, _ = _gaps(tmp_path / "odd")
+    _same_analysis(odd, base)  # the window was 3.2 years (54 years for the host op)
+    (said,) = [w for w in odd["warnings"] if "wrong duration" in w]
+    assert f"1 event ({kind} 1) lasts up to" in said and "other 300 events" in said, said
+    assert ta.load(tmp_path / "odd").dropped == {FAR_REASON: 1}
+
+
+def test_events_that_cover_the_run_for_real_are_kept(tmp_path):
+    """Guards: a step that spans a 75-minute run, and a 10-minute op with work only at its two
+    ends (its end near the run's last other end), stay."""
+    long_run = _steps(steps=151, every_us=30e6)
+    step = X("user_annotation", "ProfilerStep#1", T0 - 5, 150 * 30e6 + 100, pid=1, tid=1)
+    write_trace(tmp_path / "long/trace.json", kineto([*long_run, step]))
+    assert ta.load(tmp_path / "long").dropped == {}
+    ends = _steps(steps=20) + _steps(T0 + 600e6, steps=20)
+    op = X("cpu_op", "aten::wait", T0, 600e6 + 2_000, pid=1, tid=2)
+    write_trace(tmp_path / "ends/trace.json", kineto([*ends, op]))
+    assert ta.load(tmp_path / "ends").dropped == {}

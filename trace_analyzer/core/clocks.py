@@ -29,7 +29,7 @@ holds that much time, its times are wrong, and every total of it would be too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -145,9 +145,62 @@ def outliers(events: pl.DataFrame) -> Far | None:
     )
 
 
+def stretched(events: pl.DataFrame) -> pl.Series | None:
+    """Return the mask of the events of ``events`` whose end lies far after every other
+    event's end, or whose start far before every other's start: one end (or start) in the
+    run, the other years away, so a wrong duration. Grouping by time cannot see them, since
+    such an event covers the whole run. Far is as for ``outliers`` (more than
+    ``FAR_APART_NS`` and the span of the rest); they are few by its rule too; None if none."""
+    n = events.height
+    few = max(1, n * FEW_PCT // 100) if n > FEW_BESIDE else 0
+    if not few or _span(events) <= FAR_APART_NS:
+        return None
+    found = []
+    for col, sign in (("end_ns", -1), ("start_ns", 1)):  # latest ends, earliest starts first
+        points = events[col].cast(pl.Float64) * sign
+        top = points.bottom_k(few + 1).sort().to_list()  # the candidates, then the nearest other
+        rest = events["end_ns"].max() if sign > 0 else events["start_ns"].min()  # far side
+        k = next(
+            (
+                i + 1
+                for i in range(len(top) - 2, -1, -1)
+                if top[i + 1] - top[i] > max(FAR_APART_NS, abs(sign * top[i + 1] - rest))
+            ),
+            0,
+        )
+        if k:  # and its other end within the rest's span: else it is apart (``outliers``)
+            other = events["start_ns" if sign < 0 else "end_ns"].cast(pl.Float64) * sign
+            found.append((points <= top[k - 1]) & (other >= top[k]))
+    if not found:
+        return None
+    mask = found[0] if len(found) == 1 else found[0] | found[1]
+    return mask if 0 < int(mask.sum()) <= few else None
+
+
 def exclude_far(root: object, events: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]:
-    """Return ``events`` without those far outside the run's bulk, how many were excluded, and
-    the warning that says how many and how far."""
+    """Return ``events`` without those far outside the run's bulk or with a duration far past
+    it (``stretched``), how many were excluded, and the warnings that say how many and how
+    far."""
+    long = stretched(events.select("start_ns", "end_ns"))
+    said = []
+    if long is not None:
+        kinds = events.filter(long)["lane_kind"].cast(pl.String).value_counts(sort=True)
+        count = int(long.sum())
+        what = ", ".join(f"{k} {c}" for k, c in kinds.iter_rows())
+        longest = int(cast(Any, events.filter(long)["duration_ns"].max() or 0))
+        said.append(
+            f"{root}: {count} event{'s' if count > 1 else ''} ({what}) "
+            f"{'last' if count > 1 else 'lasts'} up to {far_words(longest)}, far past the run's "
+            f"other {events.height - count} events: a wrong duration: excluded, and counted as "
+            f"dropped ({FAR_REASON})"
+        )
+        events = events.filter(~long)
+    events, far_count, far_said = _exclude_apart(root, events)
+    return events, far_count + (int(long.sum()) if long is not None else 0), said + far_said
+
+
+def _exclude_apart(root: object, events: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]:
+    """``exclude_far``'s part for events far from the run's bulk (``outliers``)."""
     far = outliers(events.select("start_ns", "end_ns"))
     if far is None:
         return events, 0, []
