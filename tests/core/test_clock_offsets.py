@@ -227,3 +227,47 @@ def test_events_that_cover_the_run_for_real_are_kept(tmp_path):
     op = X("cpu_op", "aten::wait", T0, 600e6 + 2_000, pid=1, tid=2)
     write_trace(tmp_path / "ends/trace.json", kineto([*ends, op]))
     assert ta.load(tmp_path / "ends").dropped == {}
+
+
+HOST = "i-0123456789abcdef0"
+
+
+def _two_processes(to: Path, shifts: dict[int, int]) -> Path:
+    """Copy the naive run to ``to`` as two processes, 4242 and a copy of it as 4343 (its own
+    capture folder, its own rows in the Parquet export), each process's export rows moved by
+    ``shifts[pid]``: two hosts' clocks in one export. The legacy JSON export is left out."""
+    shutil.copytree(NAIVE, to, ignore=shutil.ignore_patterns(".traceana-cache", "json"))
+    src = next((to / f"{HOST}_pid_4242").rglob("trace.json"))
+    doc = json.loads(src.read_text())
+    for e in doc["traceEvents"]:
+        for key in ("pid", "tid"):
+            if e.get(key) == 4242:
+                e[key] = 4343
+    dst = to / f"{HOST}_pid_4343" / src.parent.name / "trace.json"
+    write_trace(dst, doc)
+    table = to / "explorer/parquet/SystemProfileEvents.parquet"
+    one = pl.read_parquet(table)
+    other = one.with_columns(
+        pl.col("id") + 10**6,
+        *(pl.when(pl.col(c) == 4242).then(4343).otherwise(pl.col(c)).alias(c)
+          for c in ("process_id", "thread_id")),
+    )
+    both = pl.concat([one, other]).with_columns(
+        pl.col(c) + pl.col("process_id").replace_strict(shifts, default=0)
+        for c in ("start_ts", "end_ts")
+    )
+    both.write_parquet(table)
+    return to
+
+
+def test_an_export_of_two_processes_on_two_clocks_is_aligned_process_by_process(tmp_path):
+    """One export, two processes whose clocks differ (3 hours and 1 hour ahead): one offset
+    for the export was no offset at all (neither held most of the matches), so neither moved."""
+    base = ta.load(_two_processes(tmp_path / "base", {}))
+    off = ta.load(_two_processes(tmp_path / "off", {4242: HOUR, 4343: 3 * HOUR}))
+    assert base.events.height == 2 * ta.load(NAIVE).events.height  # the premise: two copies
+    same = pl.exclude("file")
+    assert off.events.select(same).sort("event_id").equals(base.events.select(same).sort("event_id"))
+    said = sorted(w for w in off.warnings if "clock runs" in w)
+    assert len(said) == 2 and "process 4242's clock runs 1.0 hours ahead" in said[0] \
+        and "process 4343's clock runs 3.0 hours ahead" in said[1], said

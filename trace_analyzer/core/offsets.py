@@ -31,28 +31,47 @@ TOLERANCE_NS = 1_000  # trace.json's µs with three decimals against Explorer's 
 
 def align_exports(reads: list[ReadResult]) -> tuple[list[ReadResult], list[str], list[str]]:
     """Return ``reads`` with each Explorer export whose clock is off trace.json's shifted onto
-    it, the warnings that say by how much, and the notes that say what moved."""
+    it, the warnings that say by how much, and the notes that say what moved.
+
+    An export of several processes whose offsets differ (hosts with clocks of their own) is
+    shifted process by process, each by its own offset; a process with nothing to match
+    takes the export's offset, where one holds for most of its matches."""
     originals = _framework([r for r in reads if r.format == "kineto-json"])
     if originals.is_empty():
         return reads, [], []
     out, warnings, notes = [], [], []
     for r in reads:
-        offset = _offset(originals, r) if r.format.startswith("explorer") and r.read else None
-        if offset is None or abs(offset[0]) <= TOLERANCE_NS:
+        found = _offsets(originals, r) if r.format.startswith("explorer") and r.read else None
+        whole, per = found if found is not None else (None, {})
+        if whole is not None and all(abs(o - whole[0]) <= TOLERANCE_NS for o, _ in per.values()):
+            per = {}  # one clock for the whole export: said once
+        own = {pid: o for pid, (o, _) in per.items()}  # every matched process keeps its own
+        moved = {pid: held for pid, held in per.items() if abs(held[0]) > TOLERANCE_NS}
+        default = whole[0] if whole is not None and abs(whole[0]) > TOLERANCE_NS else 0
+        if not moved and not default:
             out.append(r)
             continue
-        shift, matched = offset
-        out.append(replace(r, events=_shifted(r.events, shift)))
-        way = "behind" if shift > 0 else "ahead of"
-        warnings.append(
-            f"{r.source.path}: its clock runs {far_words(abs(shift))} {way} trace.json's (the "
-            f"median over {matched} framework events both hold): aligned onto trace.json's clock"
-        )
+        out.append(replace(r, events=_shifted(r.events, own, default)))
+        said = sorted(moved.items()) if per else [(None, whole)] if whole else []
+        warnings += [_warning(r, pid, held) for pid, held in said if held is not None]
+        each = [f"process {p} by {o:+d} ns" for p, (o, _) in sorted(moved.items())]
+        each += [f"the others by {default:+d} ns"] if per and default else []
+        how = f"({', '.join(each)})" if per else f"by {default:+d} ns"
         notes.append(
-            f"{r.source.path}: {r.events.height} events shifted by {shift:+d} ns onto "
-            "trace.json's clock"
+            f"{r.source.path}: {r.events.height} events shifted {how} onto trace.json's clock"
         )
     return out, warnings, notes
+
+
+def _warning(r: ReadResult, pid: int | None, held: tuple[int, int]) -> str:
+    """The warning that an export's clock (``pid``: one process's) is off by ``held``."""
+    shift, matched = held
+    way = "behind" if shift > 0 else "ahead of"
+    whose = "its clock" if pid is None else f"process {pid}'s clock"
+    return (
+        f"{r.source.path}: {whose} runs {far_words(abs(shift))} {way} trace.json's (the median "
+        f"over {matched} framework events both hold): aligned onto trace.json's clock"
+    )
 
 
 def _framework(reads: list[ReadResult]) -> pl.DataFrame:
@@ -79,9 +98,12 @@ def _framework(reads: list[ReadResult]) -> pl.DataFrame:
     return df.with_columns(k=pl.int_range(pl.len()).over(keys), n=pl.len().over(keys))
 
 
-def _offset(originals: pl.DataFrame, export: ReadResult) -> tuple[int, int] | None:
-    """Return the export's offset from trace.json (ns to add to its times) and how many
-    copies it was measured on; None when no copy matches, or the matches disagree.
+def _offsets(
+    originals: pl.DataFrame, export: ReadResult
+) -> tuple[tuple[int, int] | None, dict[int, tuple[int, int]]] | None:
+    """Return the export's offset from trace.json (ns to add to its times, and how many copies
+    it was measured on; None when the matches disagree) and each process's own; None when no
+    copy matches.
 
     A namesake group is matched only when both sides hold it the same number of times (a
     group the export holds only in part would pair the wrong copies), and a pair only when
@@ -95,7 +117,19 @@ def _offset(originals: pl.DataFrame, export: ReadResult) -> tuple[int, int] | No
     )
     if pairs.is_empty():
         return None
-    diff = (pairs["start_ns"] - pairs["start_ns_c"]).sort()
+    diff = pairs.select("pid", diff=pl.col("start_ns") - pl.col("start_ns_c"))
+    per = {}
+    for (pid,), group in diff.group_by("pid"):
+        held = _held(group["diff"])
+        if held is not None:
+            per[int(pid)] = held
+    return _held(diff["diff"]), per
+
+
+def _held(diff: pl.Series) -> tuple[int, int] | None:
+    """Return the median of ``diff`` (start differences, ns) and how many agree with it within
+    the tolerance; None when they are not most of them (not one clock)."""
+    diff = diff.sort()
     median = int(diff[len(diff) // 2])  # exact in ns, where a float median of epoch ns is not
     agree = int(((diff - median).abs() <= TOLERANCE_NS).sum())
     if 2 * agree <= len(diff):  # no one offset holds most of the matches: not one clock
@@ -103,6 +137,10 @@ def _offset(originals: pl.DataFrame, export: ReadResult) -> tuple[int, int] | No
     return median, agree
 
 
-def _shifted(events: pl.DataFrame, shift: int) -> pl.DataFrame:
-    """Return ``events`` with their start and end moved by ``shift`` ns."""
+def _shifted(events: pl.DataFrame, per: dict[int, int], default: int) -> pl.DataFrame:
+    """Return ``events`` with their start and end moved by their process's shift in ``per``,
+    else by ``default`` ns."""
+    if not per:
+        return events.with_columns(pl.col("start_ns") + default, pl.col("end_ns") + default)
+    shift = pl.col("pid").replace_strict(per, default=default, return_dtype=pl.Int64)
     return events.with_columns(pl.col("start_ns") + shift, pl.col("end_ns") + shift)
