@@ -271,3 +271,19 @@ def test_an_export_of_two_processes_on_two_clocks_is_aligned_process_by_process(
     said = sorted(w for w in off.warnings if "clock runs" in w)
     assert len(said) == 2 and "process 4242's clock runs 1.0 hours ahead" in said[0] \
         and "process 4343's clock runs 3.0 hours ahead" in said[1], said
+
+
+def test_a_lane_on_another_clock_is_said(tmp_path):
+    """A GPU stream whose every kernel (100 of the run's 400 events) sits on the boot clock,
+    53.9 years before the host side: too many to exclude, so kept, but it was not said."""
+    boot = [X("kernel", "k", 5e9 + 100 * i, 40, pid=0, tid=9, device=0, stream=9, correlation=i)
+            for i in range(STEPS)]
+    write_trace(tmp_path / "odd/trace.json", kineto([*_steps(), *boot]))
+    got, _ = _gaps(tmp_path / "odd")
+    (said,) = [w for w in got["warnings"] if "another clock" in w]
+    assert f"{STEPS} events (on PID:1/GPU:0/stream:9) lie up to 53.9 years before" in said, said
+    assert ta.load(tmp_path / "odd").dropped == {}  # kept: nothing excluded
+    # a second phase of real work two minutes later is kept and not said
+    write_trace(tmp_path / "phases/trace.json", kineto(_steps() + _steps(T0 + 120e6 + 9_970)))
+    got, _ = _gaps(tmp_path / "phases")
+    assert not [w for w in got["warnings"] if "clock" in w]

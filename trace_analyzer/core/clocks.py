@@ -41,6 +41,7 @@ FAR_APART_NS = 60 * 1_000_000_000  # one minute: far above clock skew, far below
 FAR_REASON = "far outside the run's span"  # the reason excluded events are counted by
 FEW_PCT = 1  # excluded only when they are at most this % of the events (or a single event)
 FEW_BESIDE = 10  # ... a single event beside at least this many others
+CLOCK_APART_NS = 86_400 * 1_000_000_000  # a day: events kept this far apart are said
 I64_MAX = 2**63 - 1
 
 
@@ -64,7 +65,7 @@ def _bulk_span(events: pl.DataFrame, start: int, end: int) -> tuple[Any, Any]:
     ts 0 does not make a file overlap every other); ``start``, ``end`` when there are none."""
     timed = events.select("start_ns", "end_ns").drop_nulls()
     far = outliers(timed)
-    if far is None:
+    if far is None or not far.few:
         return start, end
     kept = timed.filter(~far.mask)
     return kept["start_ns"].min(), kept["end_ns"].max()
@@ -111,12 +112,13 @@ class Far:
     before: bool
     bulk: int
     bulk_ns: int
+    few: bool = True  # few enough to exclude; else only said, when more than a day away
 
 
 def outliers(events: pl.DataFrame) -> Far | None:
     """Return the events of ``events`` (start_ns and end_ns, no nulls) that lie far outside the
-    bulk of them and are few enough to exclude (the rule in this module's docstring); None
-    when there are none."""
+    bulk of them, and whether they are few enough to exclude (the rule in this module's
+    docstring); None when there are none."""
     n = events.height
     if n < 2 or _span(events) <= FAR_APART_NS:  # the common case: no sort at all
         return None
@@ -136,12 +138,19 @@ def outliers(events: pl.DataFrame) -> Far | None:
     away = pl.max_horizontal(bulk["start"] - pl.col("end"), pl.col("start") - bulk["end"])
     far = groups.with_columns(away=away).filter(pl.col("away") > max(FAR_APART_NS, bulk_ns))
     count = int(far["n"].sum())
-    if not count or not (100 * count <= FEW_PCT * n or (count == 1 and n > FEW_BESIDE)):
+    if not count:
         return None
+    few = 100 * count <= FEW_PCT * n or (count == 1 and n > FEW_BESIDE)
     farthest = far.row(int(far["away"].arg_max() or 0), named=True)
     mask = rows.sort("_row")["_group"].is_in(far["_group"].implode())
     return Far(
-        mask, count, int(farthest["away"]), farthest["end"] < bulk["start"], n - count, bulk_ns
+        mask,
+        count,
+        int(farthest["away"]),
+        farthest["end"] < bulk["start"],
+        n - count,
+        bulk_ns,
+        few,
     )
 
 
@@ -204,6 +213,8 @@ def _exclude_apart(root: object, events: pl.DataFrame) -> tuple[pl.DataFrame, in
     far = outliers(events.select("start_ns", "end_ns"))
     if far is None:
         return events, 0, []
+    if not far.few:  # real work two minutes later, or events on another clock: kept
+        return events, 0, _apart_warning(root, events, far)
     kinds = events.filter(far.mask)["lane_kind"].cast(pl.String).value_counts(sort=True)
     if far.count == 1:
         what = f"1 event ({kinds.item(0, 0)}) lies"
@@ -221,6 +232,22 @@ def _exclude_apart(root: object, events: pl.DataFrame) -> tuple[pl.DataFrame, in
             f"time: excluded, and counted as dropped ({FAR_REASON})"
         ],
     )
+
+
+def _apart_warning(root: object, events: pl.DataFrame, far: Far) -> list[str]:
+    """The warning for many events more than ``CLOCK_APART_NS`` from the run's bulk: too many
+    to exclude, too far apart to be one run's work (a lane on another clock); none nearer."""
+    if far.farthest_ns <= CLOCK_APART_NS:
+        return []
+    lanes = events.filter(far.mask)["lane"].cast(pl.String).value_counts(sort=True)
+    named = ", ".join(lanes["lane"].head(3).to_list())
+    more = f" and {lanes.height - 3} more" if lanes.height > 3 else ""
+    side = "before" if far.before else "after"
+    return [
+        f"{root}: {far.count} events (on {named}{more}) lie up to {far_words(far.farthest_ns)} "
+        f"{side} the span of the run's other {far.bulk} events ({far_words(far.bulk_ns)}): on "
+        "another clock, most likely; too many to exclude, so the window spans both"
+    ]
 
 
 def refuse_past_int64(root: object, events: pl.DataFrame) -> None:
