@@ -156,8 +156,22 @@ def test_worker_memory_is_refused_where_no_rlimit_data(runs, tmp_path, monkeypat
     code, _, err = run_cli("batch", small, "-o", tmp_path / "r.parquet",
                            "--worker-memory", "2GiB")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "--worker-memory needs RLIMIT_DATA" in err
+    assert "--worker-memory needs Linux's RLIMIT_DATA" in err
     assert list(tmp_path.iterdir()) == []  # no table, no lock
+
+
+def test_worker_memory_is_refused_off_linux(runs, tmp_path, monkeypatch):
+    """macOS and the BSDs have RLIMIT_DATA, but it may not count mmap (where jemalloc puts
+    polars' memory), so the cap would not hold: refused, where it was taken."""
+    import sys
+
+    small, _, _ = runs
+    monkeypatch.setattr(sys, "platform", "darwin")
+    code, _, err = run_cli("batch", small, "-o", tmp_path / "r.parquet",
+                           "--worker-memory", "2GiB")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "this platform (darwin) cannot cap a worker" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 # ----------------------------------------------------------------------------- on Dask

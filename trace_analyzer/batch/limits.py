@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from dataclasses import dataclass
 
 from trace_analyzer.errors import UsageError
@@ -54,16 +55,19 @@ class Limits:
 
 
 def require_memory_cap() -> None:
-    """Refuse ``--worker-memory`` where processes cannot cap their memory (no RLIMIT_DATA, as
-    on Windows): a cap that is silently not applied would be worse than none asked for."""
+    """Refuse ``--worker-memory`` where processes cannot cap their memory: without
+    RLIMIT_DATA (Windows), and off Linux, where RLIMIT_DATA may leave ``mmap`` uncounted
+    (macOS, the BSDs: jemalloc's memory would pass by it). A cap that is silently not applied
+    would be worse than none asked for."""
     try:
         import resource
     except ImportError:
         resource = None  # type: ignore[assignment]
-    if resource is None or not hasattr(resource, "RLIMIT_DATA"):
+    if resource is None or not hasattr(resource, "RLIMIT_DATA") or sys.platform != "linux":
         raise UsageError(
-            "--worker-memory needs RLIMIT_DATA (Linux), which this platform does not have; "
-            "leave it out"
+            "--worker-memory needs Linux's RLIMIT_DATA, which counts every mapping of a "
+            f"process's memory; this platform ({sys.platform}) cannot cap a worker so; leave it "
+            "out"
         )
 
 
