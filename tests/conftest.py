@@ -123,6 +123,37 @@ def peak_mib(status: str) -> int:
     return int(hwm.split()[1]) // 1024
 
 
+def run_process(*args: object, timeout: float = 60) -> tuple[int, str, str, int, float]:
+    """Run ``traceana ARGS`` as a process: (exit code, stdout, stderr, peak RSS in MiB, wall
+    seconds); the test fails if it still runs after ``timeout`` s. The peak is the process's
+    own high-water mark (``PEAK_ENTRY``; -1 when it died before its atexit)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    with tempfile.NamedTemporaryFile("r") as peak:  # outside the folders traceana scans
+        start = time.monotonic()
+        try:
+            proc = subprocess.run([sys.executable, "-c", PEAK_ENTRY, *map(str, args)],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=timeout, env={**os.environ, "PEAK_FILE": peak.name})
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"traceana {' '.join(map(str, args))} still running after {timeout} s")
+        wall = time.monotonic() - start
+        status = peak.read()
+    return proc.returncode, proc.stdout, proc.stderr, peak_mib(status) if status else -1, wall
+
+
+def one_error(code: int, out: str, err: str, *_: object) -> str:
+    """Return the one error line of a run that exited 2 (fail the test otherwise)."""
+    assert code == 2, (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("traceana: error: "), err
+    return lines[0]
+
+
 def info_json(path: Path | str) -> dict:
     """Return ``traceana info PATH --format json`` parsed; fail the test on a nonzero exit."""
     code, out, err = run_cli("info", str(path), "--format", "json")

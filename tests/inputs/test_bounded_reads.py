@@ -23,21 +23,17 @@ import io
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tarfile
-import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import polars as pl
 import pytest
-from conftest import PEAK_ENTRY, X, kineto, peak_mib, run_cli, write_parquet
+from conftest import X, kineto, one_error, run_cli, run_process, write_parquet
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import open_archive
 
-ENTRY = PEAK_ENTRY
 NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"
 MB = 1_000_000
 TRACE = json.dumps(kineto([X("kernel", "k", 1.0, 2.0, pid=1, tid=7, device=0, stream=7)],
@@ -45,27 +41,11 @@ TRACE = json.dumps(kineto([X("kernel", "k", 1.0, 2.0, pid=1, tid=7, device=0, st
 
 
 def traceana(*args: object, timeout: float = 60) -> tuple[int, str, str, int]:
-    """Run ``traceana ARGS`` as a process; return (exit code, stdout, stderr, peak RSS in MB).
-
-    The peak is the process's own high-water mark (VmHWM, written as it exits): the rusage
-    of a child starts from its parent's size at the fork, which here is pytest's.
-    """
-    with tempfile.NamedTemporaryFile("r") as peak:  # outside the folders traceana scans
-        try:
-            proc = subprocess.run([sys.executable, "-c", ENTRY, *map(str, args)],
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=timeout, env={**os.environ, "PEAK_FILE": peak.name})
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"traceana {' '.join(map(str, args))} still running after {timeout} s")
-        status = peak.read()
-    return proc.returncode, proc.stdout, proc.stderr, peak_mib(status)
+    """Run ``traceana ARGS`` as a process; return (exit code, stdout, stderr, peak RSS MiB)."""
+    return run_process(*args, timeout=timeout)[:4]
 
 
-def one_line(code: int, out: str, err: str) -> str:
-    assert code == 2, (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("traceana: error: "), err
-    return lines[0]
+one_line = one_error
 
 
 def block(data: bytes) -> bytes:

@@ -10,7 +10,8 @@ The tar members traceana reads (those discovery would take by name: traces, Expl
 capture.json) are read into memory when the archive is opened (a compressed tar cannot be read
 at random); any other member (a checkpoint beside a trace) is skipped, never held, and read
 only if asked for. Zip members are read when asked for. Either way the bytes inflated from one
-archive are capped (``max_bytes``, limits.py), extended tar headers included. Opened archives
+archive are capped (``max_bytes``, limits.py), extended tar headers and sparse maps included
+(tar_headers.py). Opened archives
 are cached per process, keyed by path, size, modification time and cap, so a worker that
 analyses several runs of one archive opens it once. A ``MemberPath`` pickles as (archive
 path, member, cap), so runs found in one process can be analysed in another (a process pool,
@@ -32,6 +33,13 @@ from typing import Any, TypeAlias
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.limits import PARAM, effective, too_large
+from trace_analyzer.inputs.tar_headers import (
+    HEADER_LIMIT,
+    STREAM,
+    header_class,
+    map_problem,
+    stored_size,
+)
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 SEP = "!/"
@@ -60,6 +68,7 @@ class Archive:
         self.files: dict[str, int] = {}  # member -> size
         self._data: dict[str, bytes] = {}  # the members read when listed (tar)
         self._skipped: dict[str, tarfile.TarInfo] = {}  # the others, read only when asked
+        self._refused: dict[str, str] = {}  # skipped members that cannot be read, and why
         self._total = 0  # bytes inflated so far, against the cap (tar)
         self._zip: zipfile.ZipFile | None = None
         # member -> the zip entry it is read by: the stored name may differ ("./x", "/x",
@@ -96,32 +105,45 @@ class Archive:
 
         The others (a checkpoint beside a trace) are skipped by seeking: in a plain tar their
         bytes are never touched; in a compressed one they are inflated to pass them, and so
-        count against the cap, but never held. ``Member`` refuses an extended header (pax,
-        GNU long name) that would outgrow what is left of the cap before tarfile reads it.
+        count against the cap, but never held. The header class (tar_headers.py) refuses an
+        extended header (pax, GNU long name) that would outgrow what is left of the cap
+        before tarfile reads it, and leaves a sparse map too large to build unbuilt: such a
+        member refuses the archive if it is one traceana reads, else it is skipped and
+        cannot be read. A sparse member passed counts its stored data, not its holes.
         """
         # discovery's rule of which files traceana reads, by name (imported here, not above:
         # discovery imports this module)
         from trace_analyzer.inputs.discover import read_when_found as wanted
 
-        with tarfile.open(self.path, "r:*", tarinfo=_header_class(self)) as tar:
+        with tarfile.open(self.path, "r:*", tarinfo=header_class(self)) as tar:
             compressed = not isinstance(tar.fileobj, io.BufferedReader)
             for m in tar:
                 name = _clean(m.name)
                 if not name or not m.isreg():
                     continue
                 keep = wanted(PurePosixPath(name).name)
+                problem = map_problem(m)
+                if problem is not None:  # a sparse map too large to build: not readable
+                    problem = (
+                        f"the GNU sparse map of {name} at byte {m.offset:,} {STREAM} {problem}"
+                    )
+                    if keep:
+                        raise InputError(self.path, problem)
                 if keep or compressed:  # held, or inflated to pass it: capped before either
-                    self._count(m.size, "the archive's members")
+                    self.count(m.size if keep else stored_size(m), "the archive's members")
                 self.files[name] = m.size
+                self._refused.pop(name, None)  # a later member of the same name wins
                 if keep:
                     self._skipped.pop(name, None)
                     fh = tar.extractfile(m)
                     self._data[name] = fh.read() if fh else b""
                 else:
-                    self._data.pop(name, None)  # a later member of the same name wins
+                    self._data.pop(name, None)
                     self._skipped[name] = m
+                    if problem is not None:
+                        self._refused[name] = problem
 
-    def _count(self, size: int, what: str) -> None:
+    def count(self, size: int, what: str) -> None:
         """Add ``size`` bytes to what this archive inflates to; past the cap, an InputError."""
         self._total += size
         if self._total > self.cap:
@@ -141,7 +163,7 @@ class Archive:
                 f"{where} holds {size:,} bytes, more than the {HEADER_LIMIT:,} a header may "
                 "hold: not an archive a tar program wrote",
             )
-        self._count(size, where)
+        self.count(size, where)
 
     @property
     def root(self) -> MemberPath:
@@ -152,6 +174,8 @@ class Archive:
             raise FileNotFoundError(2, "no such member", f"{self.path}{SEP}{member}")
         if member in self._data:
             return self._data[member]
+        if member in self._refused:
+            raise InputError(self.path, self._refused[member])
         if self.files[member] > self.cap:  # zipfile reads no more than the size declared
             problem = too_large("the member", self.cap)
             raise InputError(f"{self.path}{SEP}{member}", problem, param=PARAM)
@@ -166,41 +190,9 @@ class Archive:
     def _read_skipped(self, info: tarfile.TarInfo) -> bytes:
         """Read a tar member not held in memory (a NEFF for ``batch --hash``): the archive is
         opened again and the member read by its offset, under the cap."""
-        with tarfile.open(self.path, "r:*", tarinfo=_header_class(self)) as tar:
+        with tarfile.open(self.path, "r:*", tarinfo=header_class(self)) as tar:
             fh = tar.extractfile(info)
             return fh.read() if fh else b""
-
-
-# The most an extended tar header (pax, GNU long name or link) may hold. Those of tar programs
-# hold a name, times and a few attributes: a few KB at most.
-HEADER_LIMIT = 2**20
-# The extended header types tarfile reads whole, and what a message calls them.
-EXTENDED = {
-    tarfile.XHDTYPE: "pax",
-    tarfile.XGLTYPE: "pax global",
-    tarfile.SOLARIS_XHDTYPE: "pax",
-    tarfile.GNUTYPE_LONGNAME: "GNU long-name",
-    tarfile.GNUTYPE_LONGLINK: "GNU long-link",
-}
-
-
-def _header_class(archive: Archive) -> type[tarfile.TarInfo]:
-    """Return the TarInfo class tarfile builds this archive's members with.
-
-    ``_proc_member`` is tarfile's documented hook for a subclass: it is called with a header
-    block parsed and nothing after it read, so an extended header's size is checked there
-    before tarfile reads the header's content.
-    """
-
-    class Member(tarfile.TarInfo):
-        def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
-            kind = EXTENDED.get(self.type)
-            if kind is not None:
-                archive.check_header(kind, self.size, self.offset)
-            member: tarfile.TarInfo = super()._proc_member(tar)  # type: ignore[misc]
-            return member
-
-    return Member
 
 
 def _clean(name: str) -> str:
