@@ -39,6 +39,7 @@ Analyse = Callable[[RunSpec], list[Row]]
 DASK_HINT = "pip install 'traceana[dask]'"
 READY = "ready"  # a worker's first message: it started, and can analyse
 STARTUP_S = 120.0  # a worker not READY by then is stuck starting up: killed and replaced
+DASK_RUNS = 8  # runs per Dask task under limits: one worker process start-up for these
 NO_LIMITS = Limits()
 
 
@@ -316,16 +317,18 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def in_own_worker(spec: RunSpec, limits: Limits, analyse: Analyse = analyse_run) -> list[Row]:
-    """Return a run's rows, analysed in one worker process under ``limits``: a Dask task with
-    --timeout or --worker-memory, so that the run is killed or capped as a local one is (and
-    the Dask worker itself lives on). It never raises: a worker that cannot start is the
-    run's failed row."""
+def in_own_worker(
+    specs: list[RunSpec], limits: Limits, analyse: Analyse = analyse_run
+) -> list[list[Row]]:
+    """Return the rows of each of ``specs``, analysed one at a time in a worker process under
+    ``limits``: a Dask task with --timeout or --worker-memory, so that a run is killed or
+    capped as a local one is (and the Dask worker itself lives on), the worker's start-up
+    paid once per task (``DASK_RUNS`` runs). It never raises: workers that cannot start are
+    the runs' failed rows."""
     try:
-        workers = Workers(1, limits.timeout, analyse, limits.memory)
-        return list(workers.map([spec]))[0]
+        return list(Workers(1, limits.timeout, analyse, limits.memory).map(specs))
     except TraceanaError as e:
-        return [fault_row(spec, one_line(e), 0.0)]
+        return [[fault_row(spec, one_line(e), 0.0)] for spec in specs]
 
 
 def dask(
@@ -348,9 +351,13 @@ def dask(
     except (OSError, TimeoutError) as e:
         raise UsageError(f"--scheduler {address}: cannot connect ({one_line(e)})") from e
     try:
-        task = partial(in_own_worker, limits=limits, analyse=analyse) if limits else analyse
-        futures = client.map(task, specs, pure=False)
-        for f in dist.as_completed(futures):
-            yield f.result()
+        if not limits:
+            for f in dist.as_completed(client.map(analyse, specs, pure=False)):
+                yield f.result()
+            return
+        task = partial(in_own_worker, limits=limits, analyse=analyse)
+        chunks = [specs[i : i + DASK_RUNS] for i in range(0, len(specs), DASK_RUNS)]
+        for f in dist.as_completed(client.map(task, chunks, pure=False)):
+            yield from f.result()
     finally:
         client.close()
