@@ -363,9 +363,22 @@ def test_a_parquet_panic_as_a_process_ends_with_the_one_line_error(tmp_path):
         "table (PanicException: called `Option::unwrap()` on a `None` value)")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("trace_analyzer.cli._fault") is None,
+                    reason="trace_analyzer/cli/_fault.c is not built (pip install -e . with gcc)")
+def test_the_polars_abort_input_ends_with_traceanas_line_and_exit_2(tmp_path):
+    """polars aborts the process on this corrupt page; the console script's handler
+    (cli/fault.py) ends it with traceana's line naming the run, and exit 2, where it was
+    SIGABRT (134 in a shell). Rust's own line comes first."""
+    (tmp_path / "SystemProfileEvents.parquet").write_bytes(ABORT.read_bytes())
+    proc = _info_process(tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"traceana: error: {tmp_path}: the process was aborted inside native")
+
+
 @pytest.mark.xfail(strict=True, reason="polars 2.1.0 aborts the process on this corrupt page "
-                   "(a ~2^61-byte allocation in decode_page_validity); Python cannot catch it. "
-                   "tests/fuzz_found/README.md")
+                   "(a ~2^61-byte allocation in decode_page_validity) after printing its own "
+                   "line, which traceana cannot hold back. tests/fuzz_found/README.md")
 def test_the_polars_abort_input_is_one_clean_error(tmp_path):
     (tmp_path / "SystemProfileEvents.parquet").write_bytes(ABORT.read_bytes())
     proc = _info_process(tmp_path)
