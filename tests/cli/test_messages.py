@@ -164,7 +164,7 @@ def hungry(real):
         return real(*a, **k)
     return f
 if where == "reading":  # the loader, and the cache's name for it
-    for module in (profile, sys.modules.get("trace_analyzer.cache")):
+    for module in (profile, sys.modules.get("trace_analyzer.cache.store")):
         if hasattr(module, "read_run"):
             module.read_run = hungry(module.read_run)
 else:

@@ -21,11 +21,12 @@ import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from trace_analyzer.inputs.discover import CACHEDIR_TAG
+
+if TYPE_CHECKING:  # imported where a table is read: cli/answers.py reads none, before polars
+    import polars as pl
 
 TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -123,6 +124,8 @@ class Folder:
         with self._opened(name) as file:
             if _checksum(file) != [size, crc]:
                 raise Damaged(errno.EINVAL, "not the size and checksum the meta recorded", name)
+            import polars as pl
+
             return pl.read_parquet(file)
 
     def write(self, name: str, fill: Callable[[BinaryIO], object]) -> list[int]:

@@ -11,8 +11,6 @@ command (``--top N``: how many rows; docs/output.md).
 from __future__ import annotations
 
 import functools
-import os
-import shutil
 import stat
 import sys
 import traceback
@@ -29,6 +27,8 @@ from trace_analyzer.cache import Cache
 from trace_analyzer.cli.fault import analysing, out_of_memory, panicked
 from trace_analyzer.cli.group import cli as cli  # the commands register on it
 from trace_analyzer.cli.messages import MEMORY_ADVICE, to_stdout, warn_dropped
+from trace_analyzer.cli.terminal import MIN_WIDTH as MIN_WIDTH
+from trace_analyzer.cli.terminal import terminal_width
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
 from trace_analyzer.render import RENDERERS, for_output
@@ -51,7 +51,6 @@ FLAGS = {
     "limit": "--top",
 }
 MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
-MIN_WIDTH = 40  # the narrowest terminal the table format fits
 
 
 @dataclass(frozen=True)
@@ -273,18 +272,6 @@ def writing(path: Path) -> Iterator[None]:
         yield
     except OSError as e:
         raise InputError(path, f"cannot write: {e.strerror or e}") from e
-
-
-def terminal_width(output: Path | None) -> int | None:
-    """Return the width the table format fits (docs/output.md): ``COLUMNS`` when set (at
-    least 40), else the terminal's when printing to one, else None (a pipe or a file: as wide
-    as the tables are)."""
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        return max(MIN_WIDTH, int(columns))
-    if output is None and sys.stdout is not None and sys.stdout.isatty():
-        return max(MIN_WIDTH, shutil.get_terminal_size().columns)
-    return None
 
 
 def emit(

@@ -10,7 +10,6 @@ of a command that ran out of memory.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -18,11 +17,11 @@ from pathlib import Path
 import click
 
 from trace_analyzer.cli.fault import MEMORY_ADVICE as MEMORY_ADVICE
+from trace_analyzer.cli.terminal import EXIT_PIPE as EXIT_PIPE
+from trace_analyzer.cli.terminal import silence_stdout
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import TraceanaError
 from trace_analyzer.render.safe import plain
-
-EXIT_PIPE = 128 + 13  # SIGPIPE: what a shell reports for `cat big | head -1`
 
 
 class OutputError(TraceanaError):
@@ -91,19 +90,8 @@ def to_stdout(text: str) -> None:
     try:
         click.echo(text, nl=False)  # it flushes: a full disk says so here
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         sys.exit(EXIT_PIPE)
     except OSError as e:
-        _silence_stdout()
+        silence_stdout()
         raise OutputError(f"cannot write the output: {e.strerror or e}") from e
-
-
-def _silence_stdout() -> None:
-    """Point standard output at /dev/null, so that Python's flush at exit does not fail a
-    second time on what is still buffered (and print its own traceback)."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass

@@ -1,0 +1,387 @@
+"""The analysis cache: a loaded run's events and edges tables, kept as Parquet for next time.
+
+Loading is most of an analysis (parse, label, deduplicate, link). The second analysis of an
+unchanged run reads the two tables back instead; ``gaps`` results are kept beside them, per
+set of options, under the same key. An entry is keyed by the run's fingerprint
+(``inputs/fingerprint.py``: path, size, modification and change time and inode of every
+file the run is made of), plus traceana's version and this format's; any change to one of
+them is a miss, and the entry is rebuilt.
+
+The cache sits at the edge: loading (``core.profile``) and analysing (``analyses``) know
+nothing of it; a ``Cache`` wraps them for the CLI (and for a library user who asks:
+``ta.load(path, cache=True)``).
+
+Where (docs/cache.md): ``Cache(folder=DIR)`` (the CLI's ``--cache-dir`` or
+``TRACEANA_CACHE_DIR``); otherwise ``.traceana-cache/`` inside the folder the user named, so
+that nothing is written outside the path the user named. A single file named directly has
+no cache unless a folder is given; archives are never cached. Every cache folder holds a
+``CACHEDIR.TAG``, and discovery skips folders that do. A cache that cannot be written (a
+read-only folder, a full disk) is skipped silently: it only saves time.
+
+A profile folder may come from someone else (a tar that keeps symbolic links), so every
+file of the cache is read and written through ``folder.Folder``, which follows no link the
+user did not name; a link is a miss, with a warning on the run. Every table is stored with
+its size and CRC-32 in the meta and checked before polars sees it (a damaged Parquet file
+can abort the process inside polars, which no ``except`` catches).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+import orjson
+import polars as pl
+
+from trace_analyzer._version import __version__
+from trace_analyzer.analyses.causes import LATENCY_NS
+from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
+from trace_analyzer.cache.folder import TAG, Folder, Linked
+from trace_analyzer.core.profile import (
+    Profile,
+    ReadResult,
+    check_strict,
+    one_run,
+    read_run,
+    refuse_untimed,
+)
+from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
+from trace_analyzer.inputs.discover import Run, Source, discover
+from trace_analyzer.inputs.fingerprint import fingerprint
+
+# Raised whenever what is stored, or what a stored result would hold, changes within one
+# traceana version (2: zero-length executions at the window's edges counted by gaps;
+# 3: keyed by the shared run fingerprint; 4: legacy JSON timestamp_unit, warnings and
+# metadata, NEFF/NTFF pairs by stem; 5: links as the flow graph, Explorer's keys carried to
+# trace.json, launches from Python; 6: the gap model of issue 16 with evidence and hints, the
+# active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep;
+# 8: evidence and hints written with numbers.duration; 9: each table's size and CRC-32 in
+# the meta, checked before the table is read; 10: text columns of the events and edges
+# tables dictionary-encoded; 11: the files whose processes are told apart).
+FORMAT = 11
+TABLES = (".events.parquet", ".edges.parquet")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where one loaded run's entry lives, and its key: results are cached under it too.
+
+    ``inside``: the folder the user named when the cache is the ``.traceana-cache`` in it
+    (never followed if it is a link); None for a cache folder the user named (which may be).
+    """
+
+    folder: Path
+    stem: Path
+    key: str
+    inside: Path | None = None
+
+
+@dataclass(frozen=True)
+class Cache:
+    """The analysis cache of one command: loads through it read and write entries.
+
+    ``enabled``: False reads and writes nothing. ``folder``: the cache folder; None keeps
+    it inside the folder the user named (and no cache for a named file or archive).
+    """
+
+    enabled: bool = True
+    folder: Path | None = None
+    _entries: dict[str, Entry] = field(default_factory=dict, compare=False, repr=False)
+    _warned: set[str] = field(default_factory=set, compare=False, repr=False)
+
+    def folder_for(self, named: str | Path) -> Path | None:
+        """Return the cache folder for a load of the path the user named, or None."""
+        if not self.enabled or isinstance(named, MemberPath):
+            return None
+        if self.folder is not None:
+            return Path(self.folder)
+        named = Path(named)
+        return named / DIR_NAME if named.is_dir() else None
+
+    def load_runs(
+        self,
+        path: str | Path,
+        *,
+        args: bool = False,
+        strict: bool = False,
+        max_bytes: int | None = None,
+    ) -> list[Profile]:
+        """``core.profile.load_runs`` through the cache."""
+        folder = self.folder_for(path)
+        return refuse_untimed(
+            [
+                self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
+                for run in discover(path, max_bytes=max_bytes)
+            ]
+        )
+
+    def load(
+        self,
+        path: str | Path,
+        *,
+        args: bool = False,
+        strict: bool = False,
+        max_bytes: int | None = None,
+    ) -> Profile:
+        """``core.profile.load`` through the cache."""
+        run = one_run(path, discover(path, max_bytes=max_bytes))
+        folder = self.folder_for(path)
+        profile = self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
+        return refuse_untimed([profile])[0]
+
+    def load_run(
+        self,
+        run: Run,
+        folder: Path | None,
+        *,
+        args: bool = False,
+        strict: bool = False,
+        max_bytes: int | None = None,
+    ) -> Profile:
+        """Return the run read back from ``folder``, or read afresh and stored there.
+
+        A link where the cache should be is a miss, and a warning on the run (once per
+        cache folder and command): the user should know the folder holds one.
+        """
+        k = key(run, args) if folder is not None else None
+        if folder is None or k is None:
+            return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
+        inside = None if self.folder is not None else folder.parent
+        entry = Entry(folder, _stem(folder, run, args), k, inside)
+        linked: list[str] = []
+        profile = _unlinked(linked, _read_entry, entry, run)
+        if profile is None:
+            profile = read_run(run, args=args, max_bytes=max_bytes)
+            if _unlinked(linked, _write_entry, entry, profile):
+                self._entries[str(profile.root)] = entry
+        else:
+            self._entries[str(profile.root)] = entry
+        fresh = [w for w in dict.fromkeys(linked) if w not in self._warned]
+        if fresh:
+            self._warned.update(fresh)
+            profile = replace(profile, warnings=[*profile.warnings, *fresh])
+        return check_strict(profile, strict)
+
+    def gaps(
+        self,
+        profile: Profile,
+        *,
+        step: int | None = None,
+        span: tuple[int, int] | None = None,
+        min_gap_ns: int = 0,
+        lanes: str | None = None,
+        latency_ns: int = LATENCY_NS,
+    ) -> GapsResult:
+        """``analyses.gaps.gaps`` with its result kept beside the run's entry, per options."""
+        options = {
+            "step": step,
+            "span": span,
+            "min_gap_ns": min_gap_ns,
+            "lanes": lanes,
+            "latency_ns": latency_ns,
+        }
+        entry = self._entries.get(str(profile.root))
+        if entry is None:
+            return gaps(profile, **options)  # type: ignore[arg-type]
+        hit = _read_gaps(entry, options)
+        if hit is not None:
+            return replace(hit, root=str(profile.root))
+        result = gaps(profile, **options)  # type: ignore[arg-type]
+        if result.summary["executions"]:
+            _write_gaps(entry, options, result)
+        return result
+
+
+def key(run: Run, args: bool) -> str | None:
+    """Return the digest of everything an entry depends on; None when it cannot be had.
+
+    Computed before the run is read, so that a file changing during the read makes the
+    entry's key stale rather than the entry. Runs inside archives are not cached.
+    """
+    h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0{run.root}\0".encode())
+    for src in run.sources:  # a file named directly must be a trace; found in a folder, may not
+        h.update(f"{src.path}\0{src.kind}\0{src.named}\0".encode())
+    # what discovery passed by is said by the run (its notes and warnings, stored with it):
+    # a FIFO or a skipped file that appears or goes makes the entry stale
+    for path, why in (*run.skipped, *run.not_regular):
+        h.update(f"{path}\0{why}\0".encode())
+    try:
+        fp = fingerprint(run)
+    except OSError:
+        return None
+    if fp.in_archive or isinstance(run.root, MemberPath):
+        return None
+    h.update(fp.digest.encode())
+    return h.hexdigest()
+
+
+def _stem(folder: Path, run: Run, args: bool) -> Path:
+    name = hashlib.sha256(f"{run.root}\0{args}".encode()).hexdigest()[:24]
+    return folder / name
+
+
+def _unlinked(linked: list[str], call: Callable[..., _T], *args: Any) -> _T | None:
+    """Return ``call(*args)``; a link met on the way is noted in ``linked``, and None."""
+    try:
+        return call(*args)
+    except Linked as e:
+        linked.append(str(e))
+        return None
+
+
+def _read_entry(entry: Entry, run: Run) -> Profile | None:
+    """Return the profile stored under ``entry``, or None (a miss)."""
+    try:
+        with Folder(entry.folder, entry.inside, create=False) as folder:
+            meta = orjson.loads(folder.read(entry.stem.name + ".json"))
+            if not isinstance(meta, dict) or meta.get("key") != entry.key:
+                return None
+            events, edges = (folder.table(entry.stem.name + s, meta) for s in TABLES)
+        sources = {str(s.path): s for s in run.sources}
+        reads = [_read_result(r, sources) for r in meta["reads"] if r["source"] in sources]
+        return Profile(
+            run=run,
+            events=events,
+            edges=edges,
+            reads=reads,
+            warnings=meta["warnings"],
+            notes=meta["notes"],
+            dropped=meta["dropped"],
+            pairs=meta["pairs"],
+            cached=True,
+            apart=meta["apart"],
+        )
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
+        return None
+
+
+def _read_result(r: dict[str, Any], sources: dict[str, Source]) -> ReadResult:
+    return ReadResult(
+        source=sources[r["source"]],
+        format=r["format"],
+        schema_version=r["schema_version"],
+        rank=r["rank"],
+        rank_origin=r["rank_origin"],
+        notes=r["notes"],
+        warnings=r["warnings"],
+        read=r["read"],
+        n_events=r["n_events"],
+    )
+
+
+def reads_meta(reads: list[ReadResult]) -> list[dict[str, Any]]:
+    """Return what the cache keeps of each ReadResult (all but its events)."""
+    return [
+        {
+            "source": str(r.source.path),
+            "format": r.format,
+            "schema_version": r.schema_version,
+            "rank": r.rank,
+            "rank_origin": r.rank_origin,
+            "notes": r.notes,
+            "warnings": r.warnings,
+            "read": r.read,
+            "n_events": r.count,
+        }
+        for r in reads
+    ]
+
+
+def _write_entry(entry: Entry, p: Profile) -> bool:
+    """Write an entry (each file atomically, the meta holding the key last); False if not."""
+    name = entry.stem.name
+    try:
+        with Folder(entry.folder, entry.inside, create=True) as folder:
+            # the tables first, the meta (which holds the key) last: a half-written entry misses
+            tables = {name + s: df for s, df in zip(TABLES, (p.events, p.edges), strict=True)}
+            meta = {
+                "reads": reads_meta(p.reads),
+                "warnings": p.warnings,
+                "notes": p.notes,
+                "dropped": p.dropped,
+                "pairs": p.pairs,
+                "apart": p.apart,
+                "tables": {f: folder.write_table(f, df) for f, df in tables.items()},
+                "key": entry.key,
+            }
+            folder.write(name + ".json", _bytes(orjson.dumps(meta)))
+    except (OSError, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
+def _bytes(data: bytes) -> Callable[[BinaryIO], object]:
+    """Return what writes ``data`` to an open file."""
+    return lambda file: file.write(data)
+
+
+def _result_file(entry: Entry, name: str, options: object, suffix: str) -> str:
+    digest = hashlib.sha256(orjson.dumps([name, options])).hexdigest()[:16]
+    return f"{entry.stem.name}-{name}-{digest}{suffix}"
+
+
+def _read_gaps(entry: Entry, options: dict[str, Any]) -> GapsResult | None:
+    """Return the gaps result cached under the run's entry for these options, or None."""
+    try:
+        with Folder(entry.folder, entry.inside, create=False) as folder:
+            meta = orjson.loads(folder.read(_result_file(entry, "gaps", options, ".json")))
+            if not isinstance(meta, dict) or meta.get("key") != entry.key:
+                return None
+            # the frames the meta lists, by GapsResult field (a stray name: a TypeError, a miss)
+            frames: dict[str, Any] = {
+                f: folder.table(_result_file(entry, "gaps", options, f".{f}.parquet"), meta)
+                for f in meta["frames"]
+            }
+        w = meta["window"]
+        return GapsResult(
+            window=None if w is None else Window(**w),
+            summary=meta["summary"],
+            hints=tuple(meta["hints"]),
+            **frames,
+        )
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
+        return None
+    except Linked:  # noted when the run was loaded; a link put there since: a miss
+        return None
+
+
+def _write_gaps(entry: Entry, options: dict[str, Any], result: GapsResult) -> bool:
+    """Cache a gaps result beside the run's entry (the meta, holding the key, last)."""
+    w = result.window
+    window = None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns, "origin": w.origin}
+    try:
+        with Folder(entry.folder, entry.inside, create=True) as folder:
+            names = {f: _result_file(entry, "gaps", options, f".{f}.parquet") for f in FRAMES}
+            tables = {names[f]: folder.write_table(names[f], getattr(result, f)) for f in FRAMES}
+            body = {
+                "window": window,
+                "summary": result.summary,
+                "hints": list(result.hints),
+                "frames": list(FRAMES),
+                "tables": tables,
+                "key": entry.key,
+            }
+            folder.write(_result_file(entry, "gaps", options, ".json"), _bytes(orjson.dumps(body)))
+    except (OSError, TypeError, Linked, pl.exceptions.PolarsError):
+        return False
+    return True
+
+
+def as_cache(cache: Cache | bool | str | Path | None) -> Cache | None:
+    """Return the Cache a library caller asked for: True (inside the named folder), a
+    folder, a Cache, or None/False (none)."""
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return Cache()
+    if isinstance(cache, Cache):
+        return cache
+    return Cache(folder=Path(cache))
+
+
+__all__ = ["FORMAT", "TAG", "Cache", "Entry", "Linked", "as_cache", "key", "reads_meta"]
