@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
+from trace_analyzer.cli import answers
 from trace_analyzer.cli.fault import MEMORY_ADVICE, guard, out_of_memory
 from trace_analyzer.cli.group import cli  # imports each command's module when it is used
 
@@ -23,19 +24,30 @@ __all__ = ["cli", "main"]
 
 def main() -> None:
     """Console-script entry point (exit code 2 for usage errors, as click does); a native
-    abort or fault is one line and exit 2 too (``fault.guard``), except under ``--debug``."""
+    abort or fault is one line and exit 2 too (``fault.guard``), except under ``--debug``.
+    A command asked again of unchanged runs is answered from the cache (``answers``)."""
     debug = "--debug" in sys.argv[1:]
     if not debug:
         # Rust's panic backtrace allocates: where memory ran out, printing it can hang the
         # process (docs/reliability.md, "Batch under faults"); --debug keeps it.
         os.environ["RUST_BACKTRACE"] = "0"
         guard()
+    asked = answers.question(sys.argv[1:])  # asked before: the answer, with no polars
+    replayed = answers.replay(asked) if asked is not None else None
+    if replayed is not None:
+        sys.exit(replayed)
+    heard = answers.listen() if asked is not None else None
+    code: object = 2  # what an exception that is not an exit leaves: nothing to keep
     try:
         cli(prog_name="traceana")
+    except SystemExit as e:
+        code = e.code
+        raise
     except BaseException as e:  # out of memory before a command runs (importing it)
         if debug or not out_of_memory(e):
             raise
-    else:
-        return
+    finally:
+        if asked is not None and heard is not None:
+            answers.keep(asked, heard, code)  # the streams put back; kept if it answered
     sys.stderr.write(f"traceana: error: out of memory starting traceana ({MEMORY_ADVICE})\n")
     sys.exit(2)

@@ -1,0 +1,244 @@
+"""A command asked again of unchanged runs is answered from the cache (docs/cache.md,
+"Answers"): what it printed, on both streams, and its exit code, written back as they were.
+
+The analysis cache keeps a run's tables and its gaps, but a hit still imports polars and the
+analyses (half a second before any work) and reads the tables. The answer is what the user
+asked for: the text of ``traceana gaps PATH --format markdown``, say. It is stored once the
+command has run (exit 0, or 1 for a gate that held), under a key of everything the text
+depends on, and replayed by the console script before any command module is imported:
+
+- the command line as given, the working directory (a relative path is shown as typed), the
+  table width (``terminal.terminal_width``), ``TZ`` and traceana's own environment variables;
+- each run found under the path: its root, its sources, what discovery passed by, and its
+  fingerprint (``inputs/fingerprint.py``: the stat of every file it is made of);
+- the code: the stat of every file of the package and of the libraries it renders with
+  (polars, orjson, click, networkx), so that a changed traceana or library never replays
+  an old answer.
+
+Only ``gaps``, ``ops``, ``chain`` and ``info`` without ``-o`` (a file written is not replayed)
+are answered, where the analysis cache is used (a named folder, or ``--cache-dir``); never
+under ``--no-cache``, ``--help`` or ``--debug``, for a run in an archive, or for more than
+``MAX_ANSWER`` bytes of output (the tables answer those). The files are the cache's own
+(``cache.folder.Folder``: no link followed); a damaged or unreadable answer is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from trace_analyzer._version import __version__
+from trace_analyzer.cache.folder import Folder, Linked
+from trace_analyzer.cli.terminal import EXIT_PIPE, silence_stdout, terminal_width
+from trace_analyzer.errors import TraceanaError
+from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.discover import CACHE_DIR_NAME, discover
+from trace_analyzer.inputs.fingerprint import fingerprint
+
+COMMANDS = ("gaps", "ops", "chain", "info")
+# The options of those commands that take a value (tests/cli/test_answers.py holds this to
+# their definitions), and those that make a command line never answered.
+VALUED = {
+    "--by", "--cache-dir", "--fail-on", "--format", "--lane", "--latency", "--limit",
+    "--max-bytes", "--min-gap", "--op", "--output", "--step", "--top", "--window", "-o",
+}  # fmt: skip
+NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
+LIBRARIES = ("polars", "orjson", "click", "networkx")
+MAX_ANSWER = 16 << 20  # characters of output kept as an answer
+PREFIX = "answer-"
+
+
+@dataclass(frozen=True)
+class Question:
+    """Where the answer to one command line would be kept, and its key."""
+
+    key: str
+    folder: Path
+    inside: Path | None  # the folder the user named, holding ``folder``; None: --cache-dir
+
+    @property
+    def name(self) -> str:
+        return f"{PREFIX}{self.key[:32]}.json"
+
+
+def question(argv: list[str]) -> Question | None:
+    """Return the question ``argv`` (the arguments after ``traceana``) asks, or None when it
+    is not one to answer from the cache. Never raises: anything odd is for the command."""
+    try:
+        return _question(argv)
+    except (OSError, ValueError, TraceanaError):
+        return None
+
+
+def _question(argv: list[str]) -> Question | None:
+    if not argv or argv[0] not in COMMANDS or _truthy(os.environ.get("TRACEANA_NO_CACHE")):
+        return None
+    paths, cache_dir = _positional(argv[1:])
+    if paths is None or len(paths) != 1:
+        return None
+    path = Path(paths[0])
+    cache_dir = cache_dir or os.environ.get("TRACEANA_CACHE_DIR") or None
+    if cache_dir:
+        folder, inside = Path(cache_dir), None
+    elif path.is_dir() and not path.is_symlink():
+        folder, inside = path / CACHE_DIR_NAME, path
+    else:
+        return None
+    h = hashlib.sha256()
+    env = [os.environ.get(v) for v in ("TZ", "TRACEANA_MAX_BYTES", "TRACEANA_CACHE_DIR")]
+    for part in (__version__, os.getcwd(), *argv, terminal_width(None), *env):
+        h.update(f"{part}\0".encode())
+    h.update(_code().encode())
+    runs = discover(path)
+    for run in runs:
+        fp = fingerprint(run)
+        if fp.in_archive or isinstance(run.root, MemberPath):
+            return None
+        sources = [(str(s.path), s.kind, s.named, s.rank, s.rank_origin) for s in run.sources]
+        h.update(repr((str(run.root), sources, run.skipped, run.not_regular)).encode())
+        h.update(fp.digest.encode())
+    return Question(h.hexdigest(), folder, inside)
+
+
+def _positional(args: list[str]) -> tuple[list[str] | None, str | None]:
+    """Return the positional arguments of a command's ``args`` and its --cache-dir; None
+    for the first when the command line is never answered."""
+    positional: list[str] = []
+    cache_dir = None
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if a == "--":
+            positional += args[i + 1 :]
+            break
+        if name in NEVER or (a.startswith("-o") and a != "-o" and not a.startswith("--")):
+            return None, None  # -o, --output=..., -oFILE
+        if a.startswith("-") and a != "-":
+            if name in VALUED and not eq:
+                if i + 1 >= len(args):
+                    return None, None
+                value = args[i + 1]
+                i += 1
+            if name == "--cache-dir":
+                cache_dir = value
+        else:
+            positional.append(a)
+        i += 1
+    return positional, cache_dir
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "t", "yes", "y", "on")
+
+
+def _code() -> str:
+    """The stat of every file of the package and of the libraries it renders with."""
+    roots = [Path(__file__).resolve().parents[1]]
+    for lib in LIBRARIES:
+        spec = importlib.util.find_spec(lib)  # found, not imported
+        if spec is not None and spec.origin:
+            roots.append(Path(spec.origin).parent)
+    out = []
+    for root in roots:
+        if root.name != "trace_analyzer":  # a library: its package's own files, as installed
+            out += [f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in root.glob("*")]
+            continue
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for f in sorted(files):
+                st = os.stat(os.path.join(folder, f))
+                out.append(f"{folder}/{f}:{st.st_size}:{st.st_mtime_ns}")
+    return "\n".join(out)
+
+
+def replay(q: Question) -> int | None:
+    """Write the stored answer to ``q`` to standard output and error; return its exit code,
+    or None when there is none (or it cannot be written: the command runs instead)."""
+    try:
+        with Folder(q.folder, q.inside, create=False) as folder:
+            stored = json.loads(folder.read(q.name))
+    except (OSError, ValueError, Linked):
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != q.key:
+        return None
+    out, err, code = stored.get("stdout"), stored.get("stderr"), stored.get("exit")
+    if not isinstance(out, str) or not isinstance(err, str) or code not in (0, 1):
+        return None
+    if sys.stdout is None:
+        return None  # standard output closed: the command says so
+    try:
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        return EXIT_PIPE
+    except OSError:
+        silence_stdout()
+        return None  # a full disk: the command says so
+    if sys.stderr is not None:
+        sys.stderr.write(err)
+        sys.stderr.flush()
+    return int(code)
+
+
+class Heard:
+    """A text stream that passes everything to ``stream`` and keeps a copy of it (what
+    click needs of a stream: ``write``, ``flush``, ``isatty``, ``fileno``, ``encoding``)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.size = stream, 0
+        self.parts: list[str] = []
+        self.encoding, self.errors = stream.encoding, stream.errors
+
+    def write(self, text: Any) -> int:
+        if not isinstance(text, str):
+            raise TypeError("a text stream")  # click asks, writing b"": so it treats it as text
+        n = self.stream.write(text)
+        if self.size <= MAX_ANSWER:
+            self.parts.append(text)
+            self.size += len(text)
+        return n
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def text(self) -> str | None:
+        """What was written, or None when it was more than ``MAX_ANSWER``."""
+        return "".join(self.parts) if self.size <= MAX_ANSWER else None
+
+
+def listen() -> tuple[Heard, Heard] | None:
+    """Put ``Heard`` streams in place of standard output and error; None if either is closed."""
+    if sys.stdout is None or sys.stderr is None:
+        return None
+    heard = Heard(sys.stdout), Heard(sys.stderr)
+    sys.stdout, sys.stderr = heard
+    return heard
+
+
+def keep(q: Question, heard: tuple[Heard, Heard], code: object) -> None:
+    """Store what a command printed (``heard``) as the answer to ``q``, if it answered: exit
+    0, or 1 (a gate that held). Quietly nothing when it cannot be stored."""
+    sys.stdout, sys.stderr = heard[0].stream, heard[1].stream
+    out, err = heard[0].text(), heard[1].text()
+    if code not in (0, 1, None) or out is None or err is None:
+        return
+    data = json.dumps({"key": q.key, "stdout": out, "stderr": err, "exit": code or 0})
+    try:
+        with Folder(q.folder, q.inside, create=True) as folder:
+            folder.write(q.name, lambda file: file.write(data.encode()))
+    except (OSError, Linked):
+        pass
