@@ -76,6 +76,7 @@ def test_a_changed_trace_is_asked_anew(tmp_path):
     trace(50)  # another file in the same place
     second = traceana("gaps", tmp_path / "run", "--format", "json")
     assert second[3] is True  # analysed, not replayed
+    assert len(answer_files(tmp_path / "run")) == 1  # the new answer replaced the old
     idle = [json.loads(r[1])["runs"][0]["summary"]["idle_ns"] for r in (first, second)]
     assert idle == [5_000, 50_000]
 

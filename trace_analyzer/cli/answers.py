@@ -56,15 +56,18 @@ PREFIX = "answer-"
 
 @dataclass(frozen=True)
 class Question:
-    """Where the answer to one command line would be kept, and its key."""
+    """Where the answer to one command line would be kept, and its key. The file is named
+    after the command line alone (``asked``), so that a new answer to it, once its runs or
+    traceana changed, replaces the old one; the key says which runs and code it answers."""
 
+    asked: str
     key: str
     folder: Path
     inside: Path | None  # the folder the user named, holding ``folder``; None: --cache-dir
 
     @property
     def name(self) -> str:
-        return f"{PREFIX}{self.key[:32]}.json"
+        return f"{PREFIX}{self.asked[:32]}.json"
 
 
 def question(argv: list[str]) -> Question | None:
@@ -94,6 +97,7 @@ def _question(argv: list[str]) -> Question | None:
     env = [os.environ.get(v) for v in ("TZ", "TRACEANA_MAX_BYTES", "TRACEANA_CACHE_DIR")]
     for part in (__version__, os.getcwd(), *argv, terminal_width(None), *env):
         h.update(f"{part}\0".encode())
+    asked = h.hexdigest()
     h.update(_code().encode())
     runs = discover(path)
     for run in runs:
@@ -103,7 +107,7 @@ def _question(argv: list[str]) -> Question | None:
         sources = [(str(s.path), s.kind, s.named, s.rank, s.rank_origin) for s in run.sources]
         h.update(repr((str(run.root), sources, run.skipped, run.not_regular)).encode())
         h.update(fp.digest.encode())
-    return Question(h.hexdigest(), folder, inside)
+    return Question(asked, h.hexdigest(), folder, inside)
 
 
 def _positional(args: list[str]) -> tuple[list[str] | None, str | None]:
