@@ -23,6 +23,7 @@ from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.inputs.limits import refuse_inflating_parquet
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.format import Format
+from trace_analyzer.readers.explorer_keys import lifted_keys
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS, label
 
 KNOWN_MAJOR = 7
@@ -172,20 +173,8 @@ def _read_table(path: AnyPath) -> pl.DataFrame:
 
 
 def _columns(raw: pl.DataFrame) -> pl.DataFrame:
-    extra = pl.col("extra_attributes_json")
-
-    def lifted(key: str) -> pl.Expr:
-        # json_path_match parses the whole document (about 1 us a row). A row whose text
-        # holds neither the key nor a \u escape (the only way to spell a key without its
-        # letters) cannot match, so only the other rows are parsed: same values, half the time.
-        maybe = extra.str.contains(key, literal=True) | extra.str.contains("\\u", literal=True)
-        return (
-            pl.when(maybe)
-            .then(extra)
-            .str.json_path_match(f"$.{key}" if key.isidentifier() else f"$['{key}']")
-            .cast(pl.Int64, strict=False)
-        )
-
+    """Return the export's rows as events columns, the link keys lifted (explorer_keys)."""
+    keys = lifted_keys(raw.select("extra_attributes_json"))
     return raw.select(
         orig_id=pl.col("id"),
         name=pl.col("name"),
@@ -200,9 +189,8 @@ def _columns(raw: pl.DataFrame) -> pl.DataFrame:
         core=pl.col("pcore_idx"),
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
-        args_json=extra,
-        **{col: lifted(key) for key, col in EXTRA_COLUMNS.items()},
-    )
+        args_json=pl.col("extra_attributes_json"),
+    ).hstack(keys)
 
 
 def _unparsed(df: pl.DataFrame) -> int:

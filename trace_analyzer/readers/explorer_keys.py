@@ -1,0 +1,72 @@
+"""The link keys of an Explorer export's rows, lifted out of ``extra_attributes_json``.
+
+``exec_id``, ``nrt_sequence_id``, ``correlation`` and ``External id`` (neuron.EXTRA_COLUMNS)
+are the keys that link executions to runtime calls and ops; Explorer writes them inside each
+row's JSON text. Parsing that text (polars' ``json_path_match``, about 1 us a row and key)
+was the largest part of reading a large export, so most rows are read by a literal scan:
+
+- A row is *plain* when its text starts with ``{``, ends with ``}``, holds no other ``{`` or
+  ``}`` and no backslash. In such a text no string holds a quote, so ``"exec_id":`` can only
+  be a key of the outer object (a string value is followed by ``,``, ``]`` or ``}``, never by
+  ``:``), and without a second brace no object nests.
+- In a plain row where the key's text is written once, as a key followed by an integer and
+  then ``,`` or ``}``, that integer is the value (int64; past its range: none, as before).
+- Every other row that names the key or holds an escape is parsed as JSON, as before:
+  a key written twice (JSON keeps the last), a value that is a string, a float or an
+  exponent, a nested object, escapes.
+
+Only one thing reads differently: a plain row that is not valid JSON in another way (a
+trailing comma, a missing comma) gives the keys it writes, where the parse gave none
+(docs/formats.md). Explorer writes its JSON with a serialiser, so such rows are not expected.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.readers.neuron import EXTRA_COLUMNS
+
+EXTRA = pl.col("extra_attributes_json")
+assert all(k.replace(" ", "_").isidentifier() for k in EXTRA_COLUMNS)  # safe in a regex
+
+
+def plain(extra: pl.Expr = EXTRA) -> pl.Expr:
+    """Whether a row's text is one object with no nested object and no escape."""
+    return (
+        extra.str.starts_with("{")
+        & extra.str.ends_with("}")
+        & (extra.str.count_matches("{", literal=True) == 1)
+        & (extra.str.count_matches("}", literal=True) == 1)
+        & ~extra.str.contains("\\", literal=True)
+    )
+
+
+def lifted_keys(df: pl.DataFrame) -> pl.DataFrame:
+    """Return the columns of ``EXTRA_COLUMNS`` lifted from ``df``'s ``extra_attributes_json``."""
+    if df.is_empty():
+        return pl.DataFrame(schema=dict.fromkeys(EXTRA_COLUMNS.values(), pl.Int64))
+    flags = df.select(
+        _plain=plain(),
+        _escape=EXTRA.str.contains("\\u", literal=True).fill_null(False),
+        **{f"_has{i}": EXTRA.str.contains(k, literal=True) for i, k in enumerate(EXTRA_COLUMNS)},
+    ).with_columns(extra_attributes_json=df["extra_attributes_json"])
+    out = {}
+    for i, (key, col) in enumerate(EXTRA_COLUMNS.items()):
+        has = pl.col(f"_has{i}").fill_null(False)
+        written = rf'"{key}"\s*:'  # the keys are letters, digits, blanks and underscores
+        scan = pl.when(has & pl.col("_plain")).then(EXTRA)
+        once = scan.str.count_matches(f'"{key}"', literal=True) == 1  # as a key or a value
+        value = (
+            pl.when(once)
+            .then(scan.str.extract(rf"{written}\s*(-?[0-9]+)\s*[,}}]", 1))
+            .cast(pl.Int64, strict=False)
+        )
+        found = flags.with_columns(_v=value).with_columns(_scanned=pl.col("_v").is_not_null())
+        # the rest of the rows that may hold the key: parsed, as JSON says
+        path = f"$.{key}" if key.isidentifier() else f"$['{key}']"
+        parse = ~pl.col("_scanned") & (has | pl.col("_escape"))
+        parsed = pl.when(parse).then(EXTRA).str.json_path_match(path).cast(pl.Int64, strict=False)
+        out[col] = found.select(
+            pl.when(pl.col("_scanned")).then(pl.col("_v")).otherwise(parsed)
+        ).to_series()
+    return pl.DataFrame(out)
