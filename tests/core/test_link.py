@@ -403,3 +403,15 @@ def test_chain_cli_reports_unlinked_kernel(tmp_path):
     (run,) = json.loads(out)["runs"]
     assert run["coverage"]["unlinked"] == 1
     assert [(r["hw_name"], r["op"]) for r in run["rows"]] == [("k_orphan", None)]
+
+
+def test_a_table_numbered_its_own_way_links_as_the_profile_does():
+    """``link`` works on row positions (core/link.py); a table whose ids are not its rows (a
+    user's own frame: ids offset, rows in another order) gets the same edges, in its ids."""
+    p = ta.load("fixtures/rmsnorm_naive", cache=False)
+    expected = link(p.events)
+    shifted = p.events.with_columns(event_id=pl.col("event_id") * 3 + 1000).reverse()
+    got = link(shifted)
+    mapped = expected.with_columns(pl.col("src") * 3 + 1000, pl.col("dst") * 3 + 1000)
+    assert expected.height > 50  # the fixture's links
+    assert got.sort("dst").equals(mapped.sort("dst"))

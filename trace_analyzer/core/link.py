@@ -84,7 +84,12 @@ LAUNCH_KINDS = ("runtime", "framework_dispatch")
 
 
 def link(events: pl.DataFrame) -> pl.DataFrame:
-    """Return the edges table of a profile's events table."""
+    """Return the edges table of a profile's events table.
+
+    The hops work on row positions: which events are linked already is a mask over the rows
+    (one pass each hop, not a membership test of every row against every edge so far). The
+    profile's table is numbered by row (``schema.numbered``); another table's ids are put back
+    on the edges at the end."""
     ev = events.select(
         "event_id",
         "name",
@@ -100,26 +105,36 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
         "seq_id",
         "exec_id",
         "flow_ids",
-    ).with_columns(pl.col("lane_kind").cast(pl.String))
+    )
+    ids = ev["event_id"]
+    rows = pl.int_range(ev.height, dtype=pl.Int64, eager=True)
+    by_row = ids.equals(rows, check_dtypes=False, check_names=False)
+    if not by_row:
+        ev = ev.with_columns(event_id=pl.int_range(pl.len(), dtype=pl.Int64))
+    done = pl.Series("_done", [False], pl.Boolean).new_from_index(0, ev.height)
+    other: dict[str, pl.DataFrame] = {}  # (pid, flow) pairs of each hop's other side, once
     edges: list[pl.DataFrame] = []
     names: list[str] = []
     for h in _hops():
-        done = pl.concat(edges)["dst"] if edges else pl.Series("dst", [], pl.Int64)
+        skip = done
         if h.parents_of is not None:  # children: the parents of that hop's edges only
-            parents = edges[names.index(h.parents_of)]["src"].unique()
-            done = pl.concat(
-                [done, ev.filter(~pl.col("event_id").is_in(parents.implode()))["event_id"]]
-            )
+            parents = edges[names.index(h.parents_of)]["src"]
+            skip = done | ~_mask(ev.height, parents)
         names.append(h.name)
-        edges.append(_hop(ev, done, h).with_columns(hop=pl.lit(h.name)))
+        found = _hop(ev.with_columns(skip.alias("_skip"), done), h, other)
+        edges.append(found.with_columns(hop=pl.lit(h.name)))
+        done = done | _mask(ev.height, found["dst"])
     out = pl.concat(edges) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
-    starts = ev.select("event_id", "start_ns")
-    out = (
-        out.join(starts.rename({"event_id": "src", "start_ns": "s0"}), on="src")
-        .join(starts.rename({"event_id": "dst", "start_ns": "s1"}), on="dst")
-        .with_columns(latency_ns=pl.col("s1") - pl.col("s0"))
-    )
+    starts = ev["start_ns"]
+    out = out.with_columns(latency_ns=starts.gather(out["dst"]) - starts.gather(out["src"]))
+    if not by_row:
+        out = out.with_columns(src=ids.gather(out["src"]), dst=ids.gather(out["dst"]))
     return out.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA).sort("dst")
+
+
+def _mask(n: int, rows: pl.Series) -> pl.Series:
+    """Return a mask of ``n`` rows, true at the positions ``rows``."""
+    return pl.Series("_done", [False], pl.Boolean).new_from_index(0, n).scatter(rows, True)
 
 
 # A key of a hop: "flow_id" (a shared flow id), or (child column, parent column) to match.
@@ -220,26 +235,28 @@ def _hops() -> list[Hop]:
     ]
 
 
-def _hop(ev: pl.DataFrame, done: pl.Series, hop: Hop) -> pl.DataFrame:
-    """Return the edges of one hop: each child not yet linked (not in ``done``) to its parent,
-    by the hop's keys in turn, then by time."""
-    kids = ev.filter(hop.child & ~pl.col("event_id").is_in(done.implode()))
+def _hop(ev: pl.DataFrame, hop: Hop, others: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Return the edges of one hop: each child not yet linked (``_skip`` false) to its parent,
+    by the hop's keys in turn, then by time. ``_done``: the events linked by earlier hops;
+    ``others``: the other sides' flows found so far, by the expression that selects them."""
+    kids = ev.filter(hop.child & ~pl.col("_skip"))
     parents = ev.filter(hop.parent)
     if kids.is_empty() or parents.is_empty():
         return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
     # (pid, flow) pairs the children's flows may not link by: the other side's
     other = None
     if hop.other_side is not None:
-        other = _flows(ev.filter(hop.other_side)).select("pid", "flow").unique()
-    linked = done if hop.prefer_linked else None
-    found = _by_keys(kids, parents, hop.keys, other, linked)
+        side = str(hop.other_side)
+        if side not in others:
+            others[side] = _flows(ev.filter(hop.other_side)).select("pid", "flow").unique()
+        other = others[side]
+    found = _by_keys(kids, parents, hop.keys, other, hop.prefer_linked)
     if hop.time is not None:
         rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
-        if linked is not None:
-            parents = parents.filter(
-                pl.col("event_id").is_in(linked.implode()) | pl.col("seq_id").is_not_null()
-            )
-        found = pl.concat([found, hop.time(rest, parents)])
+        if hop.prefer_linked:
+            parents = parents.filter(pl.col("_done") | pl.col("seq_id").is_not_null())
+        if not rest.is_empty() and not parents.is_empty():  # nothing left: no time rule
+            found = pl.concat([found, hop.time(rest, parents)])
     return found
 
 
@@ -248,7 +265,7 @@ def _by_keys(
     parents: pl.DataFrame,
     keys: list[Key],
     other: pl.DataFrame | None,
-    linked: pl.Series | None,
+    prefer_linked: bool,
 ) -> pl.DataFrame:
     """Return edges found by each key in turn; a child keeps the first key that finds it.
 
@@ -289,7 +306,7 @@ def _by_keys(
             if child_col == parent_col == "flow"
             else (parent_col if child_col == "flow" else child_col)
         )
-        hits = _one_parent(hits, linked, kids, parents)
+        hits = _one_parent(hits, kids, parents) if prefer_linked else _first_parent(hits)
         found = pl.concat([found, hits.with_columns(link_method=pl.lit(method))])
     return found
 
@@ -305,24 +322,22 @@ def _flows(df: pl.DataFrame, other: pl.DataFrame | None = None) -> pl.DataFrame:
     return out if other is None else out.join(other, on=["pid", "flow"], how="anti")
 
 
-def _one_parent(
-    hits: pl.DataFrame,
-    linked: pl.Series | None = None,
-    kids: pl.DataFrame | None = None,
-    parents: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """Return one parent per child: the earliest-listed (lowest event id, i.e. earliest
-    start); with ``linked``, first one that links on upward, then one whose span holds the
-    child's start (the runtime call that waits for a hardware execution)."""
-    if linked is None or kids is None or parents is None:
-        return hits.sort("dst", "src").unique(subset="dst", keep="first", maintain_order=True)
+def _first_parent(hits: pl.DataFrame) -> pl.DataFrame:
+    """Return one parent per child: the earliest-listed (lowest event id, i.e. earliest start)."""
+    return hits.sort("dst", "src").unique(subset="dst", keep="first", maintain_order=True)
+
+
+def _one_parent(hits: pl.DataFrame, kids: pl.DataFrame, parents: pl.DataFrame) -> pl.DataFrame:
+    """Return one parent per child: first one that links on upward (``_done``), then one whose
+    span holds the child's start (the runtime call that waits for a hardware execution), then
+    the earliest-listed."""
     t = kids.select(dst="event_id", t="start_ns")
-    span = parents.select(src="event_id", s0="start_ns", s1="end_ns")
+    span = parents.select(src="event_id", s0="start_ns", s1="end_ns", _linked="_done")
     return (
         hits.join(t, on="dst")
         .join(span, on="src")
         .with_columns(
-            _loose=~pl.col("src").is_in(linked.implode()),
+            _loose=~pl.col("_linked"),
             _outside=~pl.col("t").is_between(pl.col("s0"), pl.col("s1")),
         )
         .sort("dst", "_loose", "_outside", "src")
