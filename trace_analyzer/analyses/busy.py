@@ -102,23 +102,24 @@ def device_of(lane: pl.Expr) -> pl.Expr:
     return text.str.replace(r"/stream:[^/]+$", "").str.replace(r"(/neuron_hw/NC\d+):\d+$", "$1")
 
 
-def merge(iv: pl.DataFrame, key: str, tolerance_ns: int = 0) -> pl.DataFrame:
-    """Return the union of the intervals ``iv`` (hardware events) per ``key`` column: start,
-    end, first and last event, event count. Intervals apart by at most ``tolerance_ns`` (the
-    clock's resolution) are one."""
-    iv = iv.sort(key, "start_ns", "end_ns")
-    reach = pl.col("end_ns").cum_max().shift(1).over(key)
+def merge(iv: pl.DataFrame, key: str | list[str], tolerance_ns: int = 0) -> pl.DataFrame:
+    """Return the union of the intervals ``iv`` (hardware events) per ``key`` column (or
+    columns): start, end, first and last event, event count. Intervals apart by at most
+    ``tolerance_ns`` (the clock's resolution) are one."""
+    keys = [key] if isinstance(key, str) else key
+    iv = iv.sort(*keys, "start_ns", "end_ns")
+    reach = pl.col("end_ns").cum_max().shift(1).over(keys)
     block = (
         (pl.col("start_ns") > reach + tolerance_ns)
         .fill_null(True)
         .cast(pl.Int32)
         .cum_sum()
-        .over(key)
+        .over(keys)
     )
-    pid = [] if key == "pid" else [pl.col("pid").first()]
+    pid = [] if "pid" in keys else [pl.col("pid").first()]
     return (
         iv.with_columns(block=block)
-        .group_by(key, "block", maintain_order=True)
+        .group_by(*keys, "block", maintain_order=True)
         .agg(
             pl.col("start_ns").min(),
             pl.col("end_ns").max(),

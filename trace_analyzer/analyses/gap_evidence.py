@@ -22,27 +22,29 @@ def covered(
     gaps: pl.DataFrame,
     marks: pl.DataFrame,
     name: str,
-    by: str = "pid",
+    by: str | list[str] = "pid",
     end: str = "end_ns",
     last_event: bool = True,
 ) -> pl.DataFrame:
     """Return ``gaps`` with ``<name>_ns``: how much of each gap, from ``start_ns`` to
     ``end`` (a column), the intervals of ``marks`` with the same ``by`` value cover, and
-    ``<name>_event``: the name of the last mark that starts before that end."""
+    ``<name>_event``: the name of the last mark that starts before that end. ``by`` may
+    name several columns (a thread: its pid and tid)."""
     if marks.is_empty():
         return gaps.with_columns(
             pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
         )
-    keyed = marks.select(by, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
+    keys = [by] if isinstance(by, str) else by
+    keyed = marks.select(*keys, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
     m = (
         merge(keyed, by)
-        .sort(by, "start_ns")
+        .sort(*keys, "start_ns")
         .with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
     )
     m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over(by))
 
     def upto(t: str) -> pl.Series:  # covered time from the key's first mark up to t
-        probe = gaps.with_row_index("_g").select("_g", by, t=pl.col(t)).sort("t")
+        probe = gaps.with_row_index("_g").select("_g", *keys, t=pl.col(t)).sort("t")
         hit = probe.join_asof(
             m.sort("start_ns"), left_on="t", right_on="start_ns", by=by, check_sortedness=False
         )
@@ -56,7 +58,7 @@ def covered(
         gaps.with_row_index("_g")
         .sort(end)
         .join_asof(
-            marks.select(by, "start_ns", "name", end_m="end_ns").sort("start_ns"),
+            marks.select(*keys, "start_ns", "name", end_m="end_ns").sort("start_ns"),
             left_on=end,
             right_on="start_ns",
             by=by,
@@ -111,13 +113,10 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
     ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
     g = late_rows.join(ops, on="next_op_event", how="left").with_columns(
-        _thread=pl.format(
-            "{}:{}",
-            pl.coalesce("launch_pid", "op_pid"),
-            pl.coalesce("launch_tid", "op_tid"),
-        ),
+        *_thread(pl.coalesce("launch_pid", "op_pid"), pl.coalesce("launch_tid", "op_tid")),
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
+    thread = ["_pid", "_tid"]
     # only the columns the marks need: the whole host side of a wide table is a copy of most
     # of it (at 5 million events, 1.3 GB more at the peak)
     host = (
@@ -126,19 +125,17 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
             pl.col("lane_kind").is_in(HOST_KINDS)
             & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
         )
-        .select(
-            "event_id", "start_ns", "end_ns", "name", "lane_kind",
-            _thread=pl.format("{}:{}", "pid", "tid"),
-        )
+        .select("event_id", "start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
+        .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
         .collect()
-    )  # fmt: skip
+    )  # only the threads that launch late: the others' marks cover no late time
     sync = host.filter(text("name").str.contains(SYNC_NAMES))
     calls = host.filter(
         pl.col("lane_kind").is_in(["runtime", "transfer"]) | text("name").str.contains(SYNC_NAMES)
     )
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
     for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
-        g = covered(g, marks, name, by="_thread", end="_late_end", last_event=False)
+        g = covered(g, marks, name, by=thread, end="_late_end", last_event=False)
     split = {
         "host_sync_ns": pl.col("_s_ns"),
         "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
@@ -149,6 +146,13 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     return (
         gaps.with_row_index("_r").join(found, on="_r", how="left", maintain_order="left").drop("_r")
     )
+
+
+def _thread(pid: pl.Expr | str, tid: pl.Expr | str) -> list[pl.Expr]:
+    """Return a thread's key, ``_pid`` and ``_tid``: both null where either is (no thread)."""
+    pid, tid = (pl.col(c) if isinstance(c, str) else c for c in (pid, tid))
+    known = pid.is_not_null() & tid.is_not_null()
+    return [pl.when(known).then(pid).alias("_pid"), pl.when(known).then(tid).alias("_tid")]
 
 
 def span(ns: pl.Expr) -> pl.Expr:
