@@ -5,23 +5,20 @@ This is Neuron Explorer's dependency chain view as a table, for every execution 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.chain_paths import CALLERS, nearest, positions, walk
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.core.link import METHODS, link
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.core.schema import text
 from trace_analyzer.units import glob_regex
 
-GRAPH_REPLAY = "graph replay"  # the op of kernels replayed from a graph no op launched
-PYTHON_LAUNCH = "python launch"  # the op of kernels launched from Python outside every op
-# link methods whose parent is a Python caller, not an op: the op is named after it
-CALLERS = {"graph": GRAPH_REPLAY, "python": PYTHON_LAUNCH}
-MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
+GRAPH_REPLAY = CALLERS["graph"]  # the op of kernels replayed from a graph no op launched
+PYTHON_LAUNCH = CALLERS["python"]  # the op of kernels launched from Python outside every op
 SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
 
 CHAIN_COLUMNS = [
@@ -55,14 +52,24 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     null for an execution that reaches no op (unlinked, still listed).
     """
     edges = link(events) if edges is None else edges
+    ids, by_row = positions(events, edges)
     # the columns a chain shows, not the whole width (at 1 million executions, 0.3 GB)
     hw = (
         events.lazy()
+        .with_row_index("_row")
         .filter(pl.col("lane_kind") == "hardware")
-        .select("event_id", "step", "lane", "name", "start_ns", "end_ns")
+        .select(
+            "step",
+            "lane",
+            hw_event_id="event_id",
+            hw_name="name",
+            hw_start_ns="start_ns",
+            hw_end_ns="end_ns",
+            _row=pl.col("_row").cast(pl.Int64),
+        )
         .collect()
     )
-    out = _nearest_ancestors(hw, _ancestors(hw["event_id"], edges), events)
+    out = hw.hstack(nearest(walk(events, hw["_row"], by_row), ids).drop("hw"))
     # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
     launched = (
         edges.filter(pl.col("hop") == "launch")
@@ -84,122 +91,9 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
 
 
-def _nearest_ancestors(
-    hw: pl.DataFrame, ancestors: pl.DataFrame, events: pl.DataFrame
-) -> pl.DataFrame:
-    """Return per hardware event its nearest op, dispatch, runtime event and runtime call
-    among its ``ancestors`` (``_ancestors``), and the least trusted link method to the op."""
-    kinds = events.select(
-        "event_id",
-        "name",
-        "start_ns",
-        "seq_id",
-        "pid",
-        kind="lane_kind",
-        src=pl.col("source"),
-    )
-    anc = ancestors.join(kinds, left_on="ancestor", right_on="event_id")
-
-    def nearest(cond: pl.Expr, **cols: str) -> pl.DataFrame:
-        return (
-            anc.filter(cond)
-            .sort("depth")
-            .group_by("hw", maintain_order=True)
-            .first()
-            .select("hw", **cols)
-        )
-
-    op = _op_of(nearest)
-    dispatch = nearest(
-        pl.col("kind").is_in(["framework_dispatch", "runtime"]) & (pl.col("src") != "neuron_rt"),
-        dispatch_start_ns="start_ns",
-    )
-    runtime = nearest(pl.col("src") == "neuron_rt", rt_event_id="ancestor")
-    runtime_call = nearest(pl.col("kind") == "runtime", runtime="name")
-    return (
-        hw.select(
-            "step",
-            "lane",
-            hw="event_id",
-            hw_event_id="event_id",
-            hw_name="name",
-            hw_start_ns="start_ns",
-            hw_end_ns="end_ns",
-        )
-        .join(op, on="hw", how="left")
-        .join(dispatch, on="hw", how="left")
-        .join(runtime, on="hw", how="left")
-        .join(runtime_call, on="hw", how="left")
-        .join(_weakest(ancestors, op), on="hw", how="left")
-    )
-
-
-def _op_of(nearest: Callable[..., pl.DataFrame]) -> pl.DataFrame:
-    """Return per hardware event its op: the nearest framework op among its ancestors, or the
-    function a graph launch was replayed from, named ``graph replay (<function>)``."""
-    op = nearest(
-        (pl.col("kind") == "framework_op") | pl.col("link_method").is_in(list(CALLERS)),
-        op="name",
-        op_event_id="ancestor",
-        op_start_ns="start_ns",
-        op_depth="depth",
-        caller="link_method",
-    )
-    named = pl.col("op")
-    for method, label in CALLERS.items():
-        named = (
-            pl.when(pl.col("caller") == method)
-            .then(pl.format(f"{label} ({{}})", "op"))
-            .otherwise(named)
-        )
-    return op.with_columns(op=named).drop("caller")
-
-
 def us(start: str, end: str) -> pl.Expr:
     """Return the time from column ``start`` to column ``end`` in µs (ns resolution)."""
     return ((pl.col(end) - pl.col(start)) / 1000).round(3)
-
-
-def _ancestors(hw_ids: pl.Series, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return (hw, ancestor, depth, link_method) for every ancestor of every hardware event."""
-    parent = edges.select(node="dst", ancestor="src", link_method="link_method")
-    level = pl.DataFrame({"hw": hw_ids, "node": hw_ids})
-    found = []
-    for depth in range(1, MAX_DEPTH + 1):
-        level = level.join(parent, on="node").with_columns(depth=pl.lit(depth))
-        if level.is_empty():
-            break
-        found.append(level.select("hw", "ancestor", "depth", "link_method"))
-        level = level.select("hw", node="ancestor")
-    if not found:
-        return pl.DataFrame(
-            schema={
-                "hw": pl.Int64,
-                "ancestor": pl.Int64,
-                "depth": pl.Int32,
-                "link_method": pl.String,
-            }
-        )
-    return pl.concat(found)
-
-
-def _weakest(ancestors: pl.DataFrame, op: pl.DataFrame) -> pl.DataFrame:
-    """Return per hardware event the least trusted link method on its path to the op."""
-    rank = pl.col("link_method").replace_strict(
-        METHODS, list(range(len(METHODS))), return_dtype=pl.Int64
-    )
-    return (
-        ancestors.join(op.select("hw", "op_depth"), on="hw")
-        .filter(pl.col("depth") <= pl.col("op_depth"))
-        .group_by("hw")
-        .agg(worst=rank.max())
-        .select(
-            "hw",
-            link_method=pl.col("worst").replace_strict(
-                list(range(len(METHODS))), METHODS, return_dtype=pl.String
-            ),
-        )
-    )
 
 
 def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
@@ -208,27 +102,26 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     The runtime events of one execution are those that link to the same framework event, or,
     where none links (a capture without the framework side), share an ``nrt_sequence_id``.
     """
-    up = edges.filter(pl.col("hop").is_in(["runtime", "runtime_op"])).select(
-        event_id="dst", framework="src"
-    )
+    up = edges.lazy().filter(pl.col("hop").is_in(["runtime", "runtime_op"]))
+    # the execution a runtime event belongs to: its framework event, else (pid, sequence id)
+    alone = pl.col("framework").is_null()
     rt = (
-        events.filter(pl.col("source") == "neuron_rt")
+        events.lazy()
+        .filter(pl.col("source") == "neuron_rt")
         .select("event_id", "pid", "seq_id", "name", "start_ns")
-        .join(up, on="event_id", how="left")
-        .with_columns(
-            execution=pl.when(pl.col("framework").is_not_null())
-            .then(pl.format("f{}", "framework"))
-            .when(pl.col("seq_id").is_not_null())
-            .then(pl.format("s{}:{}", "pid", "seq_id"))
-        )
-        .filter(pl.col("execution").is_not_null())
+        .join(up.select(event_id="dst", framework="src"), on="event_id", how="left")
+        .filter(~alone | (pl.col("seq_id").is_not_null() & pl.col("pid").is_not_null()))
+        .with_columns(_pid=pl.when(alone).then("pid"), _seq=pl.when(alone).then("seq_id"))
     )
-    starts = rt.group_by("execution").agg(
+    execution = ["framework", "_pid", "_seq"]
+    starts = rt.group_by(execution).agg(
         schedule_start_ns=pl.col("start_ns").filter(pl.col("name") == SCHEDULE).min(),
         submit_start_ns=pl.col("start_ns").filter(pl.col("name") == SUBMIT).min(),
     )
-    return rt.join(starts, on="execution").select(
-        "schedule_start_ns", "submit_start_ns", rt_event_id="event_id"
+    return (
+        rt.join(starts, on=execution, nulls_equal=True)
+        .select("schedule_start_ns", "submit_start_ns", rt_event_id="event_id")
+        .collect()
     )
 
 
