@@ -42,31 +42,40 @@ def plain(extra: pl.Expr = EXTRA) -> pl.Expr:
 
 
 def lifted_keys(df: pl.DataFrame) -> pl.DataFrame:
-    """Return the columns of ``EXTRA_COLUMNS`` lifted from ``df``'s ``extra_attributes_json``."""
+    """Return the columns of ``EXTRA_COLUMNS`` lifted from ``df``'s ``extra_attributes_json``.
+
+    Three stages, each one pass over the rows with its columns computed in parallel: which
+    rows are plain and which name each key; each key's scanned value; each key's value, the
+    scanned one or, for the rest of the rows that may hold it, the parsed one."""
     if df.is_empty():
         return pl.DataFrame(schema=dict.fromkeys(EXTRA_COLUMNS.values(), pl.Int64))
-    flags = df.select(
-        _plain=plain(),
-        _escape=EXTRA.str.contains("\\u", literal=True).fill_null(False),
-        **{f"_has{i}": EXTRA.str.contains(k, literal=True) for i, k in enumerate(EXTRA_COLUMNS)},
-    ).with_columns(extra_attributes_json=df["extra_attributes_json"])
-    out = {}
-    for i, (key, col) in enumerate(EXTRA_COLUMNS.items()):
-        has = pl.col(f"_has{i}").fill_null(False)
-        written = rf'"{key}"\s*:'  # the keys are letters, digits, blanks and underscores
-        scan = pl.when(has & pl.col("_plain")).then(EXTRA)
+    keys = list(EXTRA_COLUMNS)
+    flags = {
+        "_plain": plain(),
+        "_escape": EXTRA.str.contains("\\u", literal=True).fill_null(False),
+        **{
+            f"_has{i}": EXTRA.str.contains(k, literal=True).fill_null(False)
+            for i, k in enumerate(keys)
+        },
+    }
+    scanned = {}
+    for i, key in enumerate(keys):
+        scan = pl.when(pl.col(f"_has{i}") & pl.col("_plain")).then(EXTRA)
         once = scan.str.count_matches(f'"{key}"', literal=True) == 1  # as a key or a value
-        value = (
-            pl.when(once)
-            .then(scan.str.extract(rf"{written}\s*(-?[0-9]+)\s*[,}}]", 1))
-            .cast(pl.Int64, strict=False)
-        )
-        found = flags.with_columns(_v=value).with_columns(_scanned=pl.col("_v").is_not_null())
-        # the rest of the rows that may hold the key: parsed, as JSON says
+        value = scan.str.extract(rf'"{key}"\s*:\s*(-?[0-9]+)\s*[,}}]', 1)
+        scanned[f"_v{i}"] = pl.when(once).then(value).cast(pl.Int64, strict=False)
+    lifted = {}
+    for i, (key, col) in enumerate(EXTRA_COLUMNS.items()):
         path = f"$.{key}" if key.isidentifier() else f"$['{key}']"
-        parse = ~pl.col("_scanned") & (has | pl.col("_escape"))
+        v = pl.col(f"_v{i}")
+        parse = v.is_null() & (pl.col(f"_has{i}") | pl.col("_escape"))
         parsed = pl.when(parse).then(EXTRA).str.json_path_match(path).cast(pl.Int64, strict=False)
-        out[col] = found.select(
-            pl.when(pl.col("_scanned")).then(pl.col("_v")).otherwise(parsed)
-        ).to_series()
-    return pl.DataFrame(out)
+        lifted[col] = pl.when(v.is_not_null()).then(v).otherwise(parsed)
+    return (
+        df.lazy()
+        .select("extra_attributes_json")
+        .with_columns(**flags)
+        .with_columns(**scanned)
+        .select(**lifted)
+        .collect()
+    )
