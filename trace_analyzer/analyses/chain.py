@@ -103,26 +103,32 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     where none links (a capture without the framework side), share an ``nrt_sequence_id``.
     """
     up = edges.lazy().filter(pl.col("hop").is_in(["runtime", "runtime_op"]))
-    # the execution a runtime event belongs to: its framework event, else (pid, sequence id)
-    alone = pl.col("framework").is_null()
     rt = (
         events.lazy()
         .filter(pl.col("source") == "neuron_rt")
         .select("event_id", "pid", "seq_id", "name", "start_ns")
         .join(up.select(event_id="dst", framework="src"), on="event_id", how="left")
-        .filter(~alone | (pl.col("seq_id").is_not_null() & pl.col("pid").is_not_null()))
-        .with_columns(_pid=pl.when(alone).then("pid"), _seq=pl.when(alone).then("seq_id"))
     )
-    execution = ["framework", "_pid", "_seq"]
-    starts = rt.group_by(execution).agg(
-        schedule_start_ns=pl.col("start_ns").filter(pl.col("name") == SCHEDULE).min(),
-        submit_start_ns=pl.col("start_ns").filter(pl.col("name") == SUBMIT).min(),
-    )
-    return (
-        rt.join(starts, on=execution, nulls_equal=True)
-        .select("schedule_start_ns", "submit_start_ns", rt_event_id="event_id")
-        .collect()
-    )
+    start = pl.col("start_ns")
+
+    def firsts(execution: list[str]) -> list[pl.Expr]:  # per execution, each call's first start
+        return [
+            start.filter(pl.col("name") == name).min().over(execution).alias(col)
+            for col, name in (("schedule_start_ns", SCHEDULE), ("submit_start_ns", SUBMIT))
+        ]
+
+    # the execution a runtime event belongs to: its framework event, else (pid, sequence id)
+    # (two passes, each keyed by integers: one key per row, not three with nulls)
+    linked = rt.filter(pl.col("framework").is_not_null()).with_columns(firsts(["framework"]))
+    alone = rt.filter(
+        pl.col("framework").is_null() & pl.col("seq_id").is_not_null() & pl.col("pid").is_not_null()
+    ).with_columns(firsts(["pid", "seq_id"]))
+    return pl.concat(
+        [
+            part.select("schedule_start_ns", "submit_start_ns", rt_event_id="event_id")
+            for part in (linked, alone)
+        ]
+    ).collect()
 
 
 def coverage(chain: pl.DataFrame) -> dict[str, Any]:
