@@ -11,7 +11,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import device_of
 from trace_analyzer.analyses.gap_evidence import covered, host_split, launches, sentence
-from trace_analyzer.core.schema import text
+from trace_analyzer.core.schema import by_row, text
 
 CAUSES = (
     "host_dispatch",
@@ -145,7 +145,6 @@ def _neighbours(
 ) -> pl.DataFrame:
     """Return ``gaps`` with the names, ops, runtime calls and launches of the executions
     before and after each."""
-    names = events.select("event_id", "name", "source")
     nxt = chain.select(
         next_event="hw_event_id",
         next_op="op",
@@ -155,14 +154,7 @@ def _neighbours(
         next_op_event="op_event_id",
     )
     out = (
-        gaps.join(
-            names.select(prev_event="event_id", prev_name="name"), on="prev_event", how="left"
-        )
-        .join(
-            names.select(next_event="event_id", next_name="name", next_source="source"),
-            on="next_event",
-            how="left",
-        )
+        _names(gaps, events)
         .join(nxt, on="next_event", how="left")
         .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left")
         .join(launch.rename({"event_id": "next_event"}), on="next_event", how="left")
@@ -180,6 +172,26 @@ def _neighbours(
         ).fill_null(False),
         next_collective=text("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
     ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
+
+
+def _names(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with the names of the executions around each (``prev_name``,
+    ``next_name``) and the next one's source: found by row where the events are numbered by
+    row (a gather, not a join against every event), else joined."""
+    if by_row(events):
+        name, source = events["name"], events["source"]
+        prev, nxt = gaps["prev_event"], gaps["next_event"]
+        return gaps.with_columns(
+            prev_name=name.gather(prev), next_name=name.gather(nxt), next_source=source.gather(nxt)
+        )
+    names = events.select("event_id", "name", "source")
+    return gaps.join(
+        names.select(prev_event="event_id", prev_name="name"), on="prev_event", how="left"
+    ).join(
+        names.select(next_event="event_id", next_name="name", next_source="source"),
+        on="next_event",
+        how="left",
+    )
 
 
 def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:

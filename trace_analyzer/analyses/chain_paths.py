@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from trace_analyzer.core.link import METHODS
+from trace_analyzer.core.schema import by_row
 
 MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
 RANK = {m: i for i, m in enumerate(METHODS)}  # a method's place: the higher, the less trusted
@@ -21,14 +22,18 @@ CALLERS = {"graph": "graph replay", "python": "python launch"}
 
 def positions(events: pl.DataFrame, edges: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
     """Return the events' ids by row, and ``edges`` as (src, dst, rank) row positions: the
-    profile's table is numbered by row already (``schema.numbered``); another is mapped.
+    profile's table is numbered by row already (``schema.numbered``); another is mapped. An
+    edge naming an event the table lacks is left out, as a join would.
     A child given two parents (edges not made by ``link``) keeps the first, by parent id."""
     ids = events["event_id"]
-    rows = pl.int_range(events.height, dtype=pl.Int64, eager=True)
     rank = pl.col("link_method").cast(pl.String).replace_strict(RANK, return_dtype=pl.Int64)
     e = edges.select("src", "dst", rank=rank)
-    if not ids.equals(rows, check_dtypes=False, check_names=False):
-        at = pl.DataFrame({"_id": ids, "_row": rows})
+    if by_row(events):  # edges of other events (another table's) link nothing here
+        e = e.filter(
+            pl.col("src").is_between(0, len(ids) - 1), pl.col("dst").is_between(0, len(ids) - 1)
+        )
+    else:
+        at = pl.DataFrame({"_id": ids, "_row": pl.int_range(len(ids), dtype=pl.Int64, eager=True)})
         e = (
             e.join(at, left_on="src", right_on="_id")
             .join(at, left_on="dst", right_on="_id", suffix="_d")
@@ -44,6 +49,7 @@ def walk(events: pl.DataFrame, hw_rows: pl.Series, edges: pl.DataFrame) -> pl.Da
     row ``a<d>``, the rank of the method of the link to it ``m<d>``, and its kind, source,
     name and start (``k<d>``, ``s<d>``, ``n<d>``, ``t<d>``); null past the path's top (one
     depth at least, all null where nothing links)."""
+
     def by_child(values: pl.Series) -> pl.Series:  # a new array (scatter writes in place)
         none = pl.Series([None], dtype=pl.Int64).new_from_index(0, events.height)
         return none.scatter(edges["dst"], values)

@@ -49,7 +49,7 @@ from typing import Literal, NamedTuple, TypeAlias
 import polars as pl
 
 from trace_analyzer.core.link_time import caller, launch_to_op, within_core
-from trace_analyzer.core.schema import Text, text
+from trace_analyzer.core.schema import Text, by_row, text
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
 METHODS = (
@@ -107,9 +107,8 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
         "flow_ids",
     )
     ids = ev["event_id"]
-    rows = pl.int_range(ev.height, dtype=pl.Int64, eager=True)
-    by_row = ids.equals(rows, check_dtypes=False, check_names=False)
-    if not by_row:
+    numbered = by_row(ev)
+    if not numbered:
         ev = ev.with_columns(event_id=pl.int_range(pl.len(), dtype=pl.Int64))
     done = pl.Series("_done", [False], pl.Boolean).new_from_index(0, ev.height)
     other: dict[str, pl.DataFrame] = {}  # (pid, flow) pairs of each hop's other side, once
@@ -127,7 +126,7 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
     out = pl.concat(edges) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
     starts = ev["start_ns"]
     out = out.with_columns(latency_ns=starts.gather(out["dst"]) - starts.gather(out["src"]))
-    if not by_row:
+    if not numbered:
         out = out.with_columns(src=ids.gather(out["src"]), dst=ids.gather(out["dst"]))
     return out.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA).sort("dst")
 

@@ -133,3 +133,10 @@ def numbered(held: list[pl.DataFrame]) -> pl.DataFrame:
         *(pl.lit(None, dtype).alias(name) for name, dtype in empty.items()),
         event_id=pl.int_range(pl.len(), dtype=pl.Int64),
     ).select(names)
+
+
+def by_row(events: pl.DataFrame) -> bool:
+    """Whether each event's ``event_id`` is its row, as in every profile's table
+    (``numbered``): an event's columns are then found by position, without a join."""
+    rows = pl.int_range(events.height, dtype=pl.Int64, eager=True)
+    return events["event_id"].equals(rows, check_dtypes=False, check_names=False)
