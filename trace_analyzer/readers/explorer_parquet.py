@@ -22,8 +22,8 @@ from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.inputs.limits import refuse_inflating_parquet
 from trace_analyzer.readers.common import ReadResult, assign_steps
-from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.explorer_keys import lifted_keys
+from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS, label
 
 KNOWN_MAJOR = 7
