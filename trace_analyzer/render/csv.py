@@ -9,6 +9,8 @@ terminal acts on neither); JSON is the output that keeps every name exactly.
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
@@ -22,6 +24,23 @@ from trace_analyzer.render.view import View
 def render(result: RunResults[Any], *, options: View = View()) -> str:
     """Return each run's main table of ``result`` (its type's ``csv_table``) as CSV (times in ns,
     durations in µs as named); ``options`` change nothing here."""
+    df = table(result)
+    return "" if df is None else df.write_csv()
+
+
+def encoded(result: RunResults[Any], *, options: View = View()) -> Iterator[bytes | memoryview]:
+    """Yield the CSV of ``result`` (``render``) as UTF-8 bytes, as polars writes them: what the
+    command writes, with no text copy of the table made."""
+    df = table(result)
+    if df is not None:
+        buf = io.BytesIO()
+        df.write_csv(buf)
+        yield buf.getbuffer()
+
+
+def table(result: RunResults[Any]) -> pl.DataFrame | None:
+    """Return the one table the CSV of ``result`` is (``inert``), or None when no run has a
+    row."""
     frames = []
     for run in result.runs:
         data = run.to_json()
@@ -29,13 +48,13 @@ def render(result: RunResults[Any], *, options: View = View()) -> str:
         if rows:
             frames.append(as_frame(rows).with_columns(run=pl.lit(data["root"])))
     if not frames:
-        return ""
+        return None
     df = pl.concat(frames, how="diagonal_relaxed")
     if len(result.runs) == 1:
         df = df.drop("run")
     lists = [c for c, t in df.schema.items() if isinstance(t, pl.List)]
     df = df.with_columns(pl.col(c).cast(pl.List(pl.String)).list.join(";") for c in lists)
-    return inert(df).write_csv()
+    return inert(df)
 
 
 # What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).

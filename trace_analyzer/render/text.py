@@ -11,6 +11,7 @@ docs/output.md says both).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from trace_analyzer.analyses.chain import ChainResult
@@ -39,6 +40,7 @@ from trace_analyzer.render.tables import (
     plural,
     text_col,
 )
+from trace_analyzer.render.text_gaps import total
 from trace_analyzer.render.view import View
 
 Layout = Callable[[dict[str, Any], Style, View], Sequence[Block]]
@@ -65,8 +67,30 @@ def render_markdown(
 
 
 def _blocks(result: RunResults[Any], style: Style, view: View) -> list[list[Block]]:
-    docs = result.to_json()["runs"]
+    docs = shown_docs(result, style, view.top)
     return [_run_blocks(run, doc, style, view) for run, doc in zip(result.runs, docs, strict=True)]
+
+
+def shown_docs(result: RunResults[Any], style: Style, top: int) -> list[dict[str, Any]]:
+    """Return each run's document (``to_json()``) as the layouts read it, its long tables cut
+    to the ``top`` rows shown before any row is made a dict, and their counts in all under
+    ``"totals"`` (``text_gaps.total``): the ops a gaps report lists, and the rows of ops and
+    chain in Markdown (a terminal table shows them all). A chain over a large trace has a
+    row per hardware execution, and a Markdown report shows ten of them."""
+    cut: list[RunResult] = []
+    totals: list[dict[str, int]] = []
+    for run in result.runs:
+        if isinstance(run, GapsResult):
+            cut.append(replace(run, ops=run.ops.head(top)))
+            totals.append({"ops": run.ops.height})
+        elif isinstance(run, (ChainResult, OpsResult)) and style == MARKDOWN:
+            cut.append(replace(run, table=run.table.head(top)))
+            totals.append({"rows": run.table.height})
+        else:
+            cut.append(run)
+            totals.append({})
+    docs: list[dict[str, Any]] = replace(result, runs=tuple(cut)).to_json()["runs"]
+    return [{**doc, "totals": n} if n else doc for doc, n in zip(docs, totals, strict=True)]
 
 
 def _run_blocks(run: RunResult, doc: dict[str, Any], style: Style, view: View) -> list[Block]:
@@ -244,7 +268,8 @@ def _ops(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     ]
     more = "`--top N` shows more, `--format json` has them all"
     title = "ops by device time"
-    return [*blocks, Table(title, columns, cells, total=len(rows), noun="ops", more=more)]
+    n = total(run, "rows")
+    return [*blocks, Table(title, columns, cells, total=n, noun="ops", more=more)]
 
 
 HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them; which a
@@ -284,7 +309,8 @@ def _chain(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     )
     more = "`--top N` shows more, `--format json` has them all"
     noun = "executions" if per_execution else "ops"
-    return [*blocks, Table(title, tuple(columns), cells, total=len(rows), noun=noun, more=more)]
+    n = total(run, "rows")
+    return [*blocks, Table(title, tuple(columns), cells, total=n, noun=noun, more=more)]
 
 
 def _chain_cells(r: dict[str, Any], per_execution: bool, origin: int | None) -> list[str]:
