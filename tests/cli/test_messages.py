@@ -155,7 +155,7 @@ def test_a_reader_that_goes_away_ends_it_quietly_with_141():
 CAPPED = """
 import resource, sys
 import trace_analyzer.core.profile as profile
-import trace_analyzer.cli.analyse as analyse
+import trace_analyzer.analyses.ops as ops  # the command imports it when it runs
 from trace_analyzer.cli import main
 where = sys.argv.pop(1)
 def hungry(real):
@@ -168,7 +168,7 @@ if where == "reading":  # the loader, and the cache's name for it
         if hasattr(module, "read_run"):
             module.read_run = hungry(module.read_run)
 else:
-    analyse.ops_of = hungry(analyse.ops_of)
+    ops.ops = hungry(ops.ops)
 soft, hard = resource.getrlimit(resource.RLIMIT_AS)
 resource.setrlimit(resource.RLIMIT_AS, (16 << 30, hard))
 sys.argv[0] = "traceana"

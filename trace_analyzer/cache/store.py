@@ -28,18 +28,21 @@ can abort the process inside polars, which no ``except`` catches).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 import polars as pl
 
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.causes import LATENCY_NS
-from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window, gaps
+from trace_analyzer.analyses.gaps import GapsResult, gaps
+from trace_analyzer.cache import spelling
 from trace_analyzer.cache.folder import TAG, Folder, Linked
+from trace_analyzer.cache.results import as_bytes, read_gaps, write_gaps
 from trace_analyzer.core.profile import (
     Profile,
     ReadResult,
@@ -61,8 +64,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # active span and its idle %, traces far apart in time refused; 7: gaps per ProfilerStep;
 # 8: evidence and hints written with numbers.duration; 9: each table's size and CRC-32 in
 # the meta, checked before the table is read; 10: text columns of the events and edges
-# tables dictionary-encoded; 11: the files whose processes are told apart).
-FORMAT = 11
+# tables dictionary-encoded; 11: the files whose processes are told apart; 12: keyed and
+# named by the real path, the spelling it was written under kept to respell a hit).
+FORMAT = 12
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 
@@ -73,12 +77,17 @@ class Entry:
 
     ``inside``: the folder the user named when the cache is the ``.traceana-cache`` in it
     (never followed if it is a link); None for a cache folder the user named (which may be).
+    ``root``: the run's root as spelled by this command, and ``names`` the first parts of its
+    files' paths inside it (``spelling.names``): what a stored result may not mention to be
+    read under another spelling.
     """
 
     folder: Path
     stem: Path
     key: str
     inside: Path | None = None
+    root: str = ""
+    names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -152,7 +161,9 @@ class Cache:
         if folder is None or k is None:
             return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
         inside = None if self.folder is not None else folder.parent
-        entry = Entry(folder, _stem(folder, run, args), k, inside)
+        entry = Entry(
+            folder, _stem(folder, run, args), k, inside, str(run.root), spelling.names(run)
+        )
         linked: list[str] = []
         profile = _unlinked(linked, _read_entry, entry, run)
         if profile is None:
@@ -188,12 +199,12 @@ class Cache:
         entry = self._entries.get(str(profile.root))
         if entry is None:
             return gaps(profile, **options)  # type: ignore[arg-type]
-        hit = _read_gaps(entry, options)
+        hit = read_gaps(entry, options)
         if hit is not None:
             return replace(hit, root=str(profile.root))
         result = gaps(profile, **options)  # type: ignore[arg-type]
         if result.summary["executions"]:
-            _write_gaps(entry, options, result)
+            write_gaps(entry, options, result)
         return result
 
 
@@ -201,17 +212,14 @@ def key(run: Run, args: bool) -> str | None:
     """Return the digest of everything an entry depends on; None when it cannot be had.
 
     Computed before the run is read, so that a file changing during the read makes the
-    entry's key stale rather than the entry. Runs inside archives are not cached.
+    entry's key stale rather than the entry. Runs inside archives are not cached. The same
+    for every spelling of the run's path (``spelling.identity``: the root's real path, the
+    files relative to it).
     """
-    h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0{run.root}\0".encode())
-    for src in run.sources:  # a file named directly must be a trace; found in a folder, may not
-        h.update(f"{src.path}\0{src.kind}\0{src.named}\0".encode())
-    # what discovery passed by is said by the run (its notes and warnings, stored with it):
-    # a FIFO or a skipped file that appears or goes makes the entry stale
-    for path, why in (*run.skipped, *run.not_regular):
-        h.update(f"{path}\0{why}\0".encode())
+    h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0".encode())
+    h.update(spelling.identity(run).encode())
     try:
-        fp = fingerprint(run)
+        fp = fingerprint(run, relative=True)
     except OSError:
         return None
     if fp.in_archive or isinstance(run.root, MemberPath):
@@ -221,7 +229,9 @@ def key(run: Run, args: bool) -> str | None:
 
 
 def _stem(folder: Path, run: Run, args: bool) -> Path:
-    name = hashlib.sha256(f"{run.root}\0{args}".encode()).hexdigest()[:24]
+    """The entry's name: the run's real path, so that every spelling finds the one entry."""
+    real = os.path.realpath(str(run.root))
+    name = hashlib.sha256(f"{real}\0{args}".encode()).hexdigest()[:24]
     return folder / name
 
 
@@ -235,13 +245,22 @@ def _unlinked(linked: list[str], call: Callable[..., _T], *args: Any) -> _T | No
 
 
 def _read_entry(entry: Entry, run: Run) -> Profile | None:
-    """Return the profile stored under ``entry``, or None (a miss)."""
+    """Return the profile stored under ``entry``, or None (a miss). An entry written under
+    another spelling of the root is respelled (``spelling``), where it can be."""
     try:
         with Folder(entry.folder, entry.inside, create=False) as folder:
             meta = orjson.loads(folder.read(entry.stem.name + ".json"))
             if not isinstance(meta, dict) or meta.get("key") != entry.key:
                 return None
-            events, edges = (folder.table(entry.stem.name + s, meta) for s in TABLES)
+            old = meta["root"]
+            if old != entry.root:
+                meta = spelling.respell_meta(meta, old, run) if meta["portable"] else None
+                if meta is None:
+                    return None
+            stored, edges = (folder.table(entry.stem.name + s, meta) for s in TABLES)
+        events = stored if old == entry.root else spelling.respell_files(stored, old, entry.root)
+        if events is None:
+            return None
         sources = {str(s.path): s for s in run.sources}
         reads = [_read_result(r, sources) for r in meta["reads"] if r["source"] in sources]
         return Profile(
@@ -307,67 +326,14 @@ def _write_entry(entry: Entry, p: Profile) -> bool:
                 "pairs": p.pairs,
                 "apart": p.apart,
                 "tables": {f: folder.write_table(f, df) for f, df in tables.items()},
+                "root": entry.root,  # as spelled: another spelling respells what it names
                 "key": entry.key,
             }
-            folder.write(name + ".json", _bytes(orjson.dumps(meta)))
+            files = p.events.get_column("file").unique().drop_nulls().cast(pl.String)
+            paths = spelling.paths_of(meta, files.to_list())
+            meta["portable"] = spelling.portable(spelling.texts_of(meta), paths, p.run)
+            folder.write(name + ".json", as_bytes(orjson.dumps(meta)))
     except (OSError, pl.exceptions.PolarsError):
-        return False
-    return True
-
-
-def _bytes(data: bytes) -> Callable[[BinaryIO], object]:
-    """Return what writes ``data`` to an open file."""
-    return lambda file: file.write(data)
-
-
-def _result_file(entry: Entry, name: str, options: object, suffix: str) -> str:
-    digest = hashlib.sha256(orjson.dumps([name, options])).hexdigest()[:16]
-    return f"{entry.stem.name}-{name}-{digest}{suffix}"
-
-
-def _read_gaps(entry: Entry, options: dict[str, Any]) -> GapsResult | None:
-    """Return the gaps result cached under the run's entry for these options, or None."""
-    try:
-        with Folder(entry.folder, entry.inside, create=False) as folder:
-            meta = orjson.loads(folder.read(_result_file(entry, "gaps", options, ".json")))
-            if not isinstance(meta, dict) or meta.get("key") != entry.key:
-                return None
-            # the frames the meta lists, by GapsResult field (a stray name: a TypeError, a miss)
-            frames: dict[str, Any] = {
-                f: folder.table(_result_file(entry, "gaps", options, f".{f}.parquet"), meta)
-                for f in meta["frames"]
-            }
-        w = meta["window"]
-        return GapsResult(
-            window=None if w is None else Window(**w),
-            summary=meta["summary"],
-            hints=tuple(meta["hints"]),
-            **frames,
-        )
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, pl.exceptions.PolarsError):
-        return None
-    except Linked:  # noted when the run was loaded; a link put there since: a miss
-        return None
-
-
-def _write_gaps(entry: Entry, options: dict[str, Any], result: GapsResult) -> bool:
-    """Cache a gaps result beside the run's entry (the meta, holding the key, last)."""
-    w = result.window
-    window = None if w is None else {"start_ns": w.start_ns, "end_ns": w.end_ns, "origin": w.origin}
-    try:
-        with Folder(entry.folder, entry.inside, create=True) as folder:
-            names = {f: _result_file(entry, "gaps", options, f".{f}.parquet") for f in FRAMES}
-            tables = {names[f]: folder.write_table(names[f], getattr(result, f)) for f in FRAMES}
-            body = {
-                "window": window,
-                "summary": result.summary,
-                "hints": list(result.hints),
-                "frames": list(FRAMES),
-                "tables": tables,
-                "key": entry.key,
-            }
-            folder.write(_result_file(entry, "gaps", options, ".json"), _bytes(orjson.dumps(body)))
-    except (OSError, TypeError, Linked, pl.exceptions.PolarsError):
         return False
     return True
 

@@ -2,6 +2,8 @@
 
 One option name per meaning (docs/output.md): ``--top N`` is how many rows (gaps, ops,
 executions) a command shows; ``--limit`` is its old name in ops and chain, still taken.
+The analyses and renderers are imported inside each command, when it runs: declaring the
+commands imports no polars, so that their ``--help`` and usage errors are said without it.
 """
 
 from __future__ import annotations
@@ -12,11 +14,6 @@ from typing import Any, TypeVar
 
 import click
 
-from trace_analyzer.analyses.chain import chains
-from trace_analyzer.analyses.gaps import METRICS, gaps_runs, gate
-from trace_analyzer.analyses.info import info as describe
-from trace_analyzer.analyses.ops import ops as ops_of
-from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.cli.common import (
     ROWS,
     Loading,
@@ -29,7 +26,6 @@ from trace_analyzer.cli.common import (
     output_options,
 )
 from trace_analyzer.errors import UsageError
-from trace_analyzer.render import View
 from trace_analyzer.units import parse_condition, parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,6 +68,9 @@ def info(path: Path, fmt: str | None, output: Path | None, loading: Loading) -> 
     Example:
         traceana info ./profile_out --format json
     """
+    from trace_analyzer.analyses.info import info as describe
+    from trace_analyzer.analyses.results import RunResults
+
     check_output(fmt, output)
     profiles = loading.runs(path)
     emit(RunResults(str(path), tuple(describe(p) for p in profiles)), fmt, output)
@@ -158,6 +157,9 @@ def gaps(
     Example:
         traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
     """
+    from trace_analyzer.analyses.gaps import METRICS, gaps_runs, gate
+    from trace_analyzer.render import View
+
     check_output(fmt, output)
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
@@ -201,6 +203,10 @@ def ops(
     Example:
         traceana ops ./profile_out --format markdown
     """
+    from trace_analyzer.analyses.ops import ops as ops_of
+    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.render import View
+
     check_output(fmt, output)
     profiles = loading.runs(path)
     results = tuple(ops_of(p, limit=top) for p in profiles)
@@ -245,6 +251,10 @@ def chain(
     Example:
         traceana chain ./profile_out --op 'aten::mul' --top 10
     """
+    from trace_analyzer.analyses.chain import chains
+    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.render import View
+
     check_output(fmt, output)
     profiles = loading.runs(path)
     results = tuple(

@@ -15,6 +15,10 @@ depends on, and replayed by the console script before any command module is impo
   (polars, orjson, click, networkx), so that a changed traceana or library never replays
   an old answer.
 
+An answer whose text does not show the path as typed (CSV) is kept under a second key, with
+the path's real location in place of its spelling and the working directory, and so serves
+every spelling of the path (``Question``); one that shows it serves its own spelling only.
+
 Only ``gaps``, ``ops``, ``chain`` and ``info`` without ``-o`` (a file written is not replayed)
 are answered, where the analysis cache is used (a named folder, or ``--cache-dir``); never
 under ``--no-cache``, ``--help`` or ``--debug``, for a run in an archive, or for more than
@@ -35,10 +39,11 @@ from typing import Any, TextIO
 
 from trace_analyzer._version import __version__
 from trace_analyzer.cache.folder import Folder, Linked
+from trace_analyzer.cache.spelling import relative
 from trace_analyzer.cli.terminal import EXIT_PIPE, silence_stdout, terminal_width
 from trace_analyzer.errors import TraceanaError
 from trace_analyzer.inputs.archive import MemberPath
-from trace_analyzer.inputs.discover import CACHE_DIR_NAME, discover
+from trace_analyzer.inputs.discover import CACHE_DIR_NAME, Run, discover
 from trace_analyzer.inputs.fingerprint import fingerprint
 
 COMMANDS = ("gaps", "ops", "chain", "info")
@@ -58,16 +63,34 @@ PREFIX = "answer-"
 class Question:
     """Where the answer to one command line would be kept, and its key. The file is named
     after the command line alone (``asked``), so that a new answer to it, once its runs or
-    traceana changed, replaces the old one; the key says which runs and code it answers."""
+    traceana changed, replaces the old one; the key says which runs and code it answers.
+
+    Each is taken twice: as typed (``asked``, ``key``: the path as spelled, the working
+    directory) and whatever the path's spelling (``asked_any``, ``key_any``: the path's
+    real location in place of its spelling). An answer that shows the path as typed (a
+    table's title, JSON's ``path``) is kept under the first; one that does not (CSV) under
+    the second, so that ``./run``, ``/abs/run`` and a link to it find it alike.
+    """
 
     asked: str
     key: str
     folder: Path
     inside: Path | None  # the folder the user named, holding ``folder``; None: --cache-dir
+    asked_any: str = ""
+    key_any: str = ""
+    spelled: tuple[str, ...] = ()  # how the text would show the path, as typed
 
     @property
     def name(self) -> str:
         return f"{PREFIX}{self.asked[:32]}.json"
+
+    @property
+    def name_any(self) -> str:
+        return f"{PREFIX}{self.asked_any[:32]}.json"
+
+    def shows_path(self, *texts: str) -> bool:
+        """True when one of ``texts`` shows the path (or a run's root) as it was typed."""
+        return any(s in t for s in self.spelled for t in texts)
 
 
 def question(argv: list[str]) -> Question | None:
@@ -82,7 +105,7 @@ def question(argv: list[str]) -> Question | None:
 def _question(argv: list[str]) -> Question | None:
     if not argv or argv[0] not in COMMANDS or _truthy(os.environ.get("TRACEANA_NO_CACHE")):
         return None
-    paths, cache_dir = _positional(argv[1:])
+    paths, cache_dir, at = _positional(argv[1:])
     if paths is None or len(paths) != 1:
         return None
     path = Path(paths[0])
@@ -93,49 +116,81 @@ def _question(argv: list[str]) -> Question | None:
         folder, inside = path / CACHE_DIR_NAME, path
     else:
         return None
-    h = hashlib.sha256()
     env = [os.environ.get(v) for v in ("TZ", "TRACEANA_MAX_BYTES", "TRACEANA_CACHE_DIR")]
-    for part in (__version__, os.getcwd(), *argv, terminal_width(None), *env):
-        h.update(f"{part}\0".encode())
-    asked = h.hexdigest()
-    h.update(_code().encode())
-    runs = discover(path)
-    for run in runs:
-        fp = fingerprint(run)
-        if fp.in_archive or isinstance(run.root, MemberPath):
+    width = terminal_width(None)
+    h = _digest(__version__, os.getcwd(), *argv, width, *env)
+    # whatever the spelling: the path's real location and its name as typed in its place
+    typed = [*argv[: at + 1], "\0path", *argv[at + 2 :]]
+    where = [os.path.realpath(path), os.path.basename(os.path.abspath(path))]
+    real_env = [os.path.realpath(e) if e else e for e in (*env[2:], cache_dir)]
+    h_any = _digest(__version__, *typed, *where, width, *env, *real_env)
+    asked, asked_any = h.hexdigest(), h_any.hexdigest()
+    code = _code().encode()
+    h.update(code)
+    h_any.update(code)
+    spelled = {paths[0], str(path)}
+    for run in discover(path):
+        if not _runs_into(h, h_any, run):
             return None
-        sources = [(str(s.path), s.kind, s.named, s.rank, s.rank_origin) for s in run.sources]
-        h.update(repr((str(run.root), sources, run.skipped, run.not_regular)).encode())
-        h.update(fp.digest.encode())
-    return Question(asked, h.hexdigest(), folder, inside)
+        spelled.add(str(run.root))
+    return Question(
+        asked, h.hexdigest(), folder, inside, asked_any, h_any.hexdigest(), tuple(spelled)
+    )
 
 
-def _positional(args: list[str]) -> tuple[list[str] | None, str | None]:
-    """Return the positional arguments of a command's ``args`` and its --cache-dir; None
-    for the first when the command line is never answered."""
+def _digest(*parts: object) -> Any:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(f"{part}\0".encode())
+    return h
+
+
+def _runs_into(h: Any, h_any: Any, run: Run) -> bool:
+    """Add ``run`` to both keys (as spelled to ``h``, relative to its root to ``h_any``);
+    False for a run in an archive (never answered)."""
+    fp = fingerprint(run)
+    if fp.in_archive or isinstance(run.root, MemberPath):
+        return False
+    sources = [(str(s.path), s.kind, s.named, s.rank, s.rank_origin) for s in run.sources]
+    h.update(repr((str(run.root), sources, run.skipped, run.not_regular)).encode())
+    h.update(fp.digest.encode())
+    root = str(run.root)
+    inside = [(relative(s.path, root), s.kind, s.named, s.rank, s.rank_origin) for s in run.sources]
+    passed = [(relative(f, root), why) for f, why in (*run.skipped, *run.not_regular)]
+    h_any.update(repr((os.path.realpath(root), inside, passed)).encode())
+    h_any.update(fingerprint(run, relative=True).digest.encode())
+    return True
+
+
+def _positional(args: list[str]) -> tuple[list[str] | None, str | None, int]:
+    """Return the positional arguments of a command's ``args``, its --cache-dir, and where
+    in ``args`` the first positional argument is; None for the first when the command line
+    is never answered."""
     positional: list[str] = []
-    cache_dir = None
+    cache_dir, at = None, -1
     i = 0
     while i < len(args):
         a = args[i]
         name, eq, value = a.partition("=")
         if a == "--":
+            at = i + 1 if at < 0 else at
             positional += args[i + 1 :]
             break
         if name in NEVER or (a.startswith("-o") and a != "-o" and not a.startswith("--")):
-            return None, None  # -o, --output=..., -oFILE
+            return None, None, at  # -o, --output=..., -oFILE
         if a.startswith("-") and a != "-":
             if name in VALUED and not eq:
                 if i + 1 >= len(args):
-                    return None, None
+                    return None, None, at
                 value = args[i + 1]
                 i += 1
             if name == "--cache-dir":
                 cache_dir = value
         else:
+            at = i if at < 0 else at
             positional.append(a)
         i += 1
-    return positional, cache_dir
+    return positional, cache_dir, at
 
 
 def _truthy(value: str | None) -> bool:
@@ -162,15 +217,27 @@ def _code() -> str:
     return "\n".join(out)
 
 
+def _stored(q: Question) -> dict[str, Any] | None:
+    """Return the answer stored for ``q`` whatever the path's spelling, else as typed."""
+    try:
+        with Folder(q.folder, q.inside, create=False) as folder:
+            for name, key in ((q.name_any, q.key_any), (q.name, q.key)):
+                try:
+                    stored = json.loads(folder.read(name))
+                except (OSError, ValueError):
+                    continue
+                if isinstance(stored, dict) and stored.get("key") == key:
+                    return stored
+    except (OSError, Linked):
+        pass
+    return None
+
+
 def replay(q: Question) -> int | None:
     """Write the stored answer to ``q`` to standard output and error; return its exit code,
     or None when there is none (or it cannot be written: the command runs instead)."""
-    try:
-        with Folder(q.folder, q.inside, create=False) as folder:
-            stored = json.loads(folder.read(q.name))
-    except (OSError, ValueError, Linked):
-        return None
-    if not isinstance(stored, dict) or stored.get("key") != q.key:
+    stored = _stored(q)
+    if stored is None:
         return None
     out, err, code = stored.get("stdout"), stored.get("stderr"), stored.get("exit")
     if not isinstance(out, str) or not isinstance(err, str) or code not in (0, 1):
@@ -240,9 +307,11 @@ def keep(q: Question, heard: tuple[Heard, Heard], code: object) -> None:
     out, err = heard[0].text(), heard[1].text()
     if code not in (0, 1, None) or out is None or err is None:
         return
-    data = json.dumps({"key": q.key, "stdout": out, "stderr": err, "exit": code or 0})
+    # shown as typed: kept for that spelling only; not shown: for every spelling of the path
+    name, key = (q.name, q.key) if q.shows_path(out, err) else (q.name_any, q.key_any)
+    data = json.dumps({"key": key, "stdout": out, "stderr": err, "exit": code or 0})
     try:
         with Folder(q.folder, q.inside, create=True) as folder:
-            folder.write(q.name, lambda file: file.write(data.encode()))
+            folder.write(name, lambda file: file.write(data.encode()))
     except (OSError, Linked):
         pass

@@ -13,11 +13,9 @@ from pathlib import Path
 import click
 
 from trace_analyzer._version import __version__
-from trace_analyzer.analyses.baseline import summary_doc
 from trace_analyzer.cli.common import Loading, cli, handle_errors, load_options, writing
 from trace_analyzer.cli.compare import ALLOW_EMPTY, diff, expand, load_side, side_options
 from trace_analyzer.errors import UsageError
-from trace_analyzer.render.json import dumps
 from trace_analyzer.units import parse_duration
 
 
@@ -64,6 +62,9 @@ def save(
     Example:
         traceana baseline save 'runs/main-*' -o base.json --step 3
     """
+    from trace_analyzer.analyses.baseline import summary_doc  # polars: only when it runs
+    from trace_analyzer.render.json import dumps
+
     given = {p.resolve() for p in expand(path, "PATH")}
     if output.resolve() in given:
         raise UsageError(f"-o {output} is the input itself: name another file")

@@ -18,23 +18,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from trace_analyzer.analyses.results import RunResults
-from trace_analyzer.cache import Cache
 from trace_analyzer.cli.fault import analysing, out_of_memory, panicked
 from trace_analyzer.cli.group import cli as cli  # the commands register on it
-from trace_analyzer.cli.messages import MEMORY_ADVICE, to_stdout, warn_dropped
+from trace_analyzer.cli.messages import MEMORY_ADVICE, plain, to_stdout, warn_dropped
 from trace_analyzer.cli.terminal import MIN_WIDTH as MIN_WIDTH
 from trace_analyzer.cli.terminal import terminal_width
-from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
-from trace_analyzer.render import RENDERERS, for_output
-from trace_analyzer.render.safe import plain
-from trace_analyzer.render.view import View
 from trace_analyzer.units import parse_size
+
+# Only for the annotations: the command modules import no polars until a command runs, so
+# that a command's --help and a usage error are said without it (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.cache import Cache
+    from trace_analyzer.core.profile import Profile
+    from trace_analyzer.render.view import View
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -51,6 +53,9 @@ FLAGS = {
     "limit": "--top",
 }
 MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
+# The --format choices: ``render.RENDERERS``'s names, written here so that declaring the
+# option imports no renderer (tests/cli/test_startup.py holds the two equal).
+FORMATS = ("table", "markdown", "json", "csv")
 
 
 @dataclass(frozen=True)
@@ -180,7 +185,7 @@ def output_options(fn: F) -> F:
     fn = click.option(
         "--format",
         "fmt",
-        type=click.Choice(list(RENDERERS)),
+        type=click.Choice(list(FORMATS)),
         help="Output format (default: from the -o extension, else table).",
     )(fn)
     return fn
@@ -189,6 +194,8 @@ def output_options(fn: F) -> F:
 def check_output(fmt: str | None, output: Path | None) -> None:
     """Refuse, before anything is read, an -o whose extension names no format when --format
     does not name one (a UsageError: exit 2 and one line)."""
+    from trace_analyzer.render import for_output
+
     for_output(fmt, None if output is None else str(output))
 
 
@@ -226,6 +233,8 @@ def load_options(fn: F) -> F:
         max_bytes: int | None,
         **kwargs: Any,
     ) -> Any:
+        from trace_analyzer.cache import Cache
+
         loading = Loading(Cache(enabled=not no_cache, folder=cache_dir), strict, max_bytes)
         return fn(*args, loading=loading, **kwargs)
 
@@ -275,16 +284,20 @@ def writing(path: Path) -> Iterator[None]:
 
 
 def emit(
-    result: RunResults[Any], fmt: str | None, output: Path | None, view: View = View()
+    result: RunResults[Any], fmt: str | None, output: Path | None, view: View | None = None
 ) -> None:
-    """Render a result and print it, or write it to the one file the user named."""
+    """Render a result and print it, or write it to the one file the user named (``view``:
+    the renderers' options, their defaults when None)."""
+    from trace_analyzer.render import View, for_output
+    from trace_analyzer.render.sink import to_file
+
     renderer = for_output(fmt, str(output) if output else None)
-    text = renderer(result, options=view, width=terminal_width(output))
+    pieces = renderer.pieces(result, options=view or View(), width=terminal_width(output))
     if output is None:
-        to_stdout(text)
+        to_stdout(pieces)  # UTF-8 bytes as they are rendered: no text copy of the whole
         return
     with writing(output):
-        output.write_text(text)
+        to_file(output, pieces)  # beside it, then renamed over it
 
 
 def exit_on_failures(result: RunResults[Any]) -> None:

@@ -12,20 +12,10 @@ import glob
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import orjson
 
-from trace_analyzer.analyses.baseline import (
-    Sample,
-    Side,
-    looks_like_summary,
-    read_summary,
-    sample_of,
-)
-from trace_analyzer.analyses.diff import DIFF_METRICS, DIFF_METRICS_HINT, diff_runs, diff_sides
-from trace_analyzer.analyses.diff import gate as gate_diff
 from trace_analyzer.cli.common import (
     ROWS,
     Loading,
@@ -38,8 +28,12 @@ from trace_analyzer.cli.common import (
     output_options,
 )
 from trace_analyzer.errors import InputError, UsageError
-from trace_analyzer.render import View
 from trace_analyzer.units import parse_condition, parse_duration
+
+# The analyses are imported when a side is loaded: declaring diff imports no polars, so that
+# its --help and usage errors are said without it (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from trace_analyzer.analyses.baseline import Sample, Side
 
 F = TypeVar("F", bound=Callable[..., Any])
 MIN_EXECUTIONS_SHARE = 10.0  # % of the other side's hardware executions
@@ -61,6 +55,8 @@ def expand(spec: Path, role: str) -> list[Path]:
 def is_summary(path: Path) -> bool:
     """True for a .json file that holds traceana's own JSON rather than a trace (by its
     first bytes: ``analyses.baseline.looks_like_summary``)."""
+    from trace_analyzer.analyses.baseline import looks_like_summary
+
     if not (path.suffix.lower() == ".json" and path.is_file()):
         return False
     try:
@@ -72,6 +68,10 @@ def is_summary(path: Path) -> bool:
 
 def _saved(path: Path, step: int | None, min_gap_ns: int) -> list[Sample]:
     """The runs of a summary file, measured as the diff measures (else exit 2)."""
+    import orjson
+
+    from trace_analyzer.analyses.baseline import read_summary
+
     try:
         doc = orjson.loads(path.read_bytes())
     except OSError as e:
@@ -102,6 +102,8 @@ def load_side(
     """Return the side ``spec`` names (``role``: base or head, for the messages): every run
     under each path it names, each summary file's runs, measured with ``step`` and
     ``min_gap_ns``."""
+    from trace_analyzer.analyses.baseline import Side, sample_of
+
     samples: list[Sample] = []
     for path in expand(spec, role):
         if is_summary(path):
@@ -234,6 +236,10 @@ def diff(
         traceana diff base/ head/ --format markdown --fail-on 'idle_pct_delta>2'
         traceana diff 'runs/main-*' 'runs/pr-*' --min-runs 3 --fail-on 'idle_pct_delta>2'
     """
+    from trace_analyzer.analyses.diff import DIFF_METRICS, DIFF_METRICS_HINT, diff_runs, diff_sides
+    from trace_analyzer.analyses.diff import gate as gate_diff
+    from trace_analyzer.render import View
+
     check_output(fmt, output)
     conditions = [parse_condition(c, DIFF_METRICS, DIFF_METRICS_HINT) for c in fail_on]
     min_gap_ns = parse_duration(min_gap)

@@ -4,7 +4,10 @@
 the group lists its commands from ``COMMANDS`` (module and summary line, held equal to each
 command's own help by tests/cli/test_startup.py) and imports a command's module the first
 time the command is looked up. The modules register their commands on this group as before
-(``@cli.command()``).
+(``@cli.command()``), and import the analyses and renderers only inside each command, when
+it runs: so a command's own ``--help`` and its usage errors (an unknown option, a bad choice
+or number, a missing argument), which click says before the command runs, import no polars
+either (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations

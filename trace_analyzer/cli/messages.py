@@ -13,15 +13,27 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from trace_analyzer.cli.fault import MEMORY_ADVICE as MEMORY_ADVICE
 from trace_analyzer.cli.terminal import EXIT_PIPE as EXIT_PIPE
 from trace_analyzer.cli.terminal import silence_stdout
-from trace_analyzer.core.profile import Profile
 from trace_analyzer.errors import TraceanaError
-from trace_analyzer.render.safe import plain
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from trace_analyzer.core.profile import Profile
+
+
+def plain(text: object) -> str:
+    """``render.safe.plain``, imported when a line is said: importing ``render`` imports
+    polars, and a command's ``--help`` or a usage error says nothing through this."""
+    from trace_analyzer.render.safe import plain as made_plain
+
+    return made_plain(text)
 
 
 class OutputError(TraceanaError):
@@ -81,14 +93,20 @@ def warn_dropped(p: Profile) -> Profile:
     return p
 
 
-def to_stdout(text: str) -> None:
-    """Print ``text`` on standard output. A reader that went away (``| head -1``) ends the
-    command quietly with 141 (``EXIT_PIPE``); a closed or full standard output is an
-    OutputError: what was not written is lost, and the user must know."""
+def to_stdout(text: str | Iterable[bytes | memoryview]) -> None:
+    """Print ``text`` on standard output: text, or a renderer's UTF-8 pieces, written as they
+    come (``render.sink``). A reader that went away (``| head -1``) ends the command quietly
+    with 141 (``EXIT_PIPE``); a closed or full standard output is an OutputError: what was
+    not written is lost, and the user must know."""
     if sys.stdout is None:  # started with standard output closed (`>&-`)
         raise OutputError("cannot write the output: standard output is closed")
     try:
-        click.echo(text, nl=False)  # it flushes: a full disk says so here
+        if isinstance(text, str):
+            click.echo(text, nl=False)  # it flushes: a full disk says so here
+        else:
+            from trace_analyzer.render.sink import to_stream
+
+            to_stream(sys.stdout, text)  # it flushes too
     except BrokenPipeError:
         silence_stdout()
         sys.exit(EXIT_PIPE)

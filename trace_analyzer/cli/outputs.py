@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.analyses.report import report as report_of
 from trace_analyzer.cli.common import F, Loading, cli, handle_errors, load_options, writing
-from trace_analyzer.render.safe import plain
+from trace_analyzer.cli.messages import plain
 
 
 def _output(help_text: str) -> Callable[[F], F]:
@@ -108,6 +107,7 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
     Example:
         traceana report ./profile_out --base ./before -o report.html
     """
+    from trace_analyzer.analyses.report import report as report_of
     from trace_analyzer.render import plots
     from trace_analyzer.render import report as report_page
 

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from trace_analyzer.analyses.trend import GROUPINGS
-from trace_analyzer.analyses.trend import trend as trend_of
 from trace_analyzer.cli.common import (
     cli,
     emit,
@@ -22,11 +20,15 @@ from trace_analyzer.cli.common import (
     output_options,
     writing,
 )
+from trace_analyzer.cli.messages import plain
 from trace_analyzer.errors import InputError, UsageError
-from trace_analyzer.render.safe import plain
 
 if TYPE_CHECKING:
     from trace_analyzer.batch import BatchResult
+
+# trend --by: ``analyses.trend.GROUPINGS``, written here so that declaring the command imports
+# no polars (tests/cli/test_startup.py holds the two equal).
+GROUPINGS = ("variant", "backend", "path-glob")
 
 
 class BatchStopped(BaseException):
@@ -280,6 +282,7 @@ def trend(
     Example:
         traceana trend runs.parquet --by variant -o trend.png
     """
+    from trace_analyzer.analyses.trend import trend as trend_of
     from trace_analyzer.batch.table import read_table
 
     df = read_table(table)

@@ -11,6 +11,7 @@ and the archive's own stat. ``content`` mode digests the files' bytes instead (`
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -30,13 +31,21 @@ class Fingerprint:
     in_archive: bool
 
 
-def fingerprint(run: Run, *, content: bool = False) -> Fingerprint:
-    """Return the fingerprint of ``run``; OSError when a file cannot be stat'd or read."""
+def fingerprint(run: Run, *, content: bool = False, relative: bool = False) -> Fingerprint:
+    """Return the fingerprint of ``run``; OSError when a file cannot be stat'd or read.
+
+    ``relative``: each file is named by its path inside the run root rather than as spelled
+    (the analysis cache's key, the same for ``run``, ``./run/`` and ``/abs/run``)."""
     h = hashlib.sha256()
     newest = None
     in_archive = False
     skipped = [p for p, _ in run.skipped]
-    for f in sorted({*run_files(run), *skipped}, key=str):
+    root = str(run.root)
+
+    def named(f: object) -> str:
+        return os.path.relpath(str(f), root) if relative else str(f)
+
+    for f in sorted({*run_files(run), *skipped}, key=named):
         if isinstance(f, MemberPath):
             in_archive = True
             st = f.archive.path.stat()
@@ -45,7 +54,7 @@ def fingerprint(run: Run, *, content: bool = False) -> Fingerprint:
             st = Path(f).stat()
             size = st.st_size
         newest = st.st_mtime_ns if newest is None else max(newest, st.st_mtime_ns)
-        h.update(f"{f}\0".encode())
+        h.update(f"{named(f)}\0".encode())
         if content:
             h.update(f.read_bytes())
         else:
