@@ -1,11 +1,14 @@
-"""The one compiled part of traceana, optional: its absence costs only the one-line message
-when native code aborts the process (trace_analyzer/cli/fault.py). Everything else of the
-build is in pyproject.toml."""
+"""The compiled parts of traceana, both optional: a machine without a compiler installs and
+runs without them. Without _fault, native code that aborts the process loses its one-line
+message (trace_analyzer/cli/fault.py); without _kscan, Kineto traces are read by the polars
+path (trace_analyzer/readers/kineto_native.py). Everything else of the build is in
+pyproject.toml."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("trace_analyzer.cli._fault", ["trace_analyzer/cli/_fault.c"], optional=True)
+        Extension("trace_analyzer.cli._fault", ["trace_analyzer/cli/_fault.c"], optional=True),
+        Extension("trace_analyzer.readers._kscan", ["trace_analyzer/readers/_kscan.c"], optional=True),
     ]
 )

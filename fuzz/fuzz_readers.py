@@ -34,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 TARGET_NAMES = (
     "kineto-fast",
+    "kineto-native",
     "kineto-exact",
     "kineto-gz",
     "explorer-json",
@@ -75,7 +76,14 @@ with _instrumenting:
     from trace_analyzer.errors import TraceanaError
     from trace_analyzer.inputs import archive, limits
     from trace_analyzer.inputs.discover import Source, discover
-    from trace_analyzer.readers import explorer_json, explorer_parquet, kineto, read_source, sniff
+    from trace_analyzer.readers import (
+        explorer_json,
+        explorer_parquet,
+        kineto,
+        kineto_native,
+        read_source,
+        sniff,
+    )
     from trace_analyzer.readers.common import load_json
     from trace_analyzer.render import RENDERERS, View
     from trace_analyzer.units import parse_size
@@ -123,6 +131,28 @@ def kineto_fast(data: bytes) -> None:
     src = Source(path=scratch("kineto-fast/trace.json", data), kind="json", named=True)
     for keep_args in (False, True):
         kineto.read_fast(src, keep_args, max_bytes=MAX_BYTES)
+
+
+def kineto_native_target(data: bytes) -> None:
+    """The compiled Kineto scanner (``kineto_native.native_scan``) against the exact path: a
+    file the scanner takes must be one the exact path reads, to the same events, notes and
+    warnings. Anything else (a value read differently, a file the exact path refuses) is an
+    AssertionError: a crash. Without the extension built, the polars path is what runs."""
+    src = Source(path=scratch("kineto-native/trace.json", data), kind="json", named=True)
+    try:
+        meta, raw, metadata = kineto_native.native_scan(src.path, False, max_bytes=MAX_BYTES)
+    except kineto_native.NotFast:
+        kineto.read_fast(src, max_bytes=MAX_BYTES)
+        return
+    try:
+        doc = load_json(src.path, max_bytes=MAX_BYTES)
+    except TraceanaError as e:
+        raise AssertionError(f"the compiled scanner took a file the exact path refuses: {e}") from e
+    assert isinstance(doc, dict), "the compiled scanner took a file that is not an object"
+    want = kineto.read(src, doc)
+    got = kineto._result(src, meta, [raw], 0, metadata)
+    assert got.events.drop("args_json").equals(want.events.drop("args_json")), "events differ"
+    assert (got.notes, got.warnings) == (want.notes, want.warnings), "notes differ"
 
 
 def kineto_exact(data: bytes) -> None:
@@ -189,6 +219,7 @@ def pipeline(data: bytes) -> None:
 
 TARGETS = {
     "kineto-fast": kineto_fast,
+    "kineto-native": kineto_native_target,
     "kineto-exact": kineto_exact,
     "kineto-gz": kineto_gz,
     "explorer-json": explorer_json_target,
@@ -647,6 +678,7 @@ def mutate_gz(data: bytes, rng) -> bytes | None:
 
 STRUCTURE = {
     "kineto-fast": mutate_json,
+    "kineto-native": mutate_json,
     "kineto-exact": mutate_json,
     "kineto-gz": mutate_gz,
     "explorer-json": mutate_json,
@@ -678,7 +710,14 @@ def folders(target: str) -> dict[str, Path]:
 
 
 DICT = HERE / "json.dict"
-DICT_TARGETS = {"kineto-fast", "kineto-exact", "kineto-gz", "explorer-json", "pipeline"}
+DICT_TARGETS = {
+    "kineto-fast",
+    "kineto-native",
+    "kineto-exact",
+    "kineto-gz",
+    "explorer-json",
+    "pipeline",
+}
 
 
 STRUCTURE_SHARE = 0.5  # of the mutations: structure-aware; the rest are libFuzzer's own

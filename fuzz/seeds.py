@@ -34,8 +34,8 @@ CORPUS_COUNT = 16  # corpus files taken at most
 GZ_INFLATED_MAX = 1 * 2**20  # a raw .gz seed inflating past this makes every run too slow
 SKIP_DIRS = {".traceana-cache"}  # an analysis cache left in a fixture is no input
 
-TARGETS = ("kineto-fast", "kineto-exact", "kineto-gz", "explorer-json", "explorer-parquet",
-           "archive", "pipeline")
+TARGETS = ("kineto-fast", "kineto-native", "kineto-exact", "kineto-gz", "explorer-json",
+           "explorer-parquet", "archive", "pipeline")
 
 
 def corpus_available(corpus: Path | None = CORPUS_DATA) -> bool:
@@ -217,7 +217,7 @@ def archives(corpus: Path | None = CORPUS_DATA) -> dict[str, bytes]:
 
 def seeds(target: str, corpus: Path | None = CORPUS_DATA) -> dict[str, bytes]:
     """Return the seed inputs of ``target``, by name. ``corpus=None`` leaves the corpus out."""
-    if target in ("kineto-fast", "kineto-exact", "pipeline"):
+    if target in ("kineto-fast", "kineto-native", "kineto-exact", "pipeline"):
         found = kineto_json(corpus)
     elif target == "kineto-gz":
         found = kineto_gz(corpus)

@@ -40,7 +40,7 @@ HAVE_CORPUS = seeds.corpus_available()
 ABSENT = (f"../shared/corpus is absent: no {seeds.CORPUS_DATA}; the corpus seeds need the shared "
           "HTA sample traces checked out beside the repository")
 # Mutated inputs per target: a few hundred in all, weighted by how fast a target runs.
-MUTATIONS = {"kineto-fast": 40, "kineto-exact": 50, "kineto-gz": 40, "explorer-json": 50,
+MUTATIONS = {"kineto-fast": 40, "kineto-native": 80, "kineto-exact": 50, "kineto-gz": 40, "explorer-json": 50,
              "explorer-parquet": 40, "archive": 20, "pipeline": 20}
 CORPUS_SEEDS = 5  # corpus seeds per target here (the smallest): the fuzzer takes them all
 

@@ -4,6 +4,8 @@ What users rely on: whichever path reads a trace, the events table, notes, warni
 are the same; the streaming path takes every real trace (it is the fast one); where it
 declines a file, ``read_source`` still gives the exact result, or the exact path's error.
 Expected values come from the exact path (the whole file parsed by orjson) or are typed in.
+Every test runs twice: with the compiled scanner first (``TRACEANA_KINETO_SCAN=native``, the
+default; where it declines, the polars path follows) and with the polars path alone.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from conftest import CORPUS_DATA, X
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import discover
-from trace_analyzer.readers import kineto, kineto_stream, read_source
+from trace_analyzer.readers import kineto, kineto_native, kineto_stream, read_source
 from trace_analyzer.readers.common import ReadResult, load_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +52,15 @@ HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True, params=["native", "polars"])
+def scan_path(request, monkeypatch) -> str:
+    """The streaming path each test runs under (TRACEANA_KINETO_SCAN)."""
+    if request.param == "native" and kineto_native._kscan is None:
+        pytest.skip("the compiled scanner is not built here (no compiler at install)")
+    monkeypatch.setenv(kineto_native.ENV, request.param)
+    return request.param
 
 
 def source(path: Path):
@@ -502,11 +513,14 @@ def test_arg_id_below_int64_is_null(tmp_path):
 # --- 3. read_source: files the streaming path declines -------------------------------------
 
 
-def test_read_source_on_a_declined_file_is_exact(tmp_path):
+def test_read_source_on_a_declined_file_is_exact(tmp_path, scan_path):
     path = write(tmp_path, render(BEFORE, EVENTS[:5] + NESTED, AFTER, "dumps"))
     src = source(path)
-    assert kineto.read_fast(src) is None  # "}, {" inside a record: the splitters cannot cut it
     ref = exact(src)
+    if scan_path == "polars":  # "}, {" inside a record: the splitters cannot cut it
+        assert kineto.read_fast(src) is None
+    else:  # the compiled scanner reads records, not separators
+        assert_same(kineto.read_fast(src), ref, keep_args=False)
     assert_same_events(read_source(src), ref)
     assert set(NESTED_NAMES) <= set(ref.events["name"])
 
@@ -567,3 +581,22 @@ def test_empty_args_object_is_null_on_both_paths(tmp_path):
     fast = kineto.read_fast(src, keep_args=True)
     assert fast is not None
     assert parsed_args(fast.events) == parsed_args(exact(src).events)
+
+
+def test_ids_int_reads_but_polars_casts_not_read_as_exact(tmp_path):
+    """Ids as text with blanks or underscores (int() reads " 12" and "1_0"), and a pid that
+    is a fraction (int(1.5) is 1): read as the exact path reads them, on either path."""
+    events = [
+        X("cpu_op", "blank", 1, 2, pid=" 12", tid="1_0"),
+        X("cpu_op", "float", 3, 2, pid=1.5, tid=HOST, **{"External id": " 7"}),
+        X("cpu_op", "plain", 5, 2, pid="12", tid=HOST),
+    ]
+    path = write(tmp_path, render(BEFORE, events, AFTER, "kineto"))
+    src = source(path)
+    ref = exact(src)
+    rows = {r["name"]: r for r in ref.events.to_dicts()}
+    assert (rows["blank"]["pid"], rows["blank"]["tid"]) == (12, 10)
+    assert (rows["float"]["pid"], rows["float"]["external_id"]) == (1, 7)
+    got = kineto.read_fast(src)
+    assert got is not None
+    assert_same(got, ref, keep_args=False)

@@ -26,8 +26,9 @@ from trace_analyzer.readers.common import (
     json_text,
 )
 from trace_analyzer.readers.format import Format
+from trace_analyzer.readers.kineto_native import scans
 from trace_analyzer.readers.kineto_records import LINK_COLUMNS, collect, pair_spans
-from trace_analyzer.readers.kineto_stream import NotFast, scan, split_any, split_kineto
+from trace_analyzer.readers.kineto_stream import NotFast, scan
 
 __all__ = ["FORMAT", "CATEGORIES", "read", "read_fast", "scan"]
 
@@ -88,22 +89,22 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
 def read_fast(
     src: Source, keep_args: bool = False, *, max_bytes: int | None = None
 ) -> ReadResult | None:
-    """Return the events of one Kineto trace read by the streaming path, or None.
+    """Return the events of one Kineto trace read by a streaming path, or None.
 
-    None means the file is not one this path takes (not a Kineto object, a record it cannot
-    type, malformed JSON): the caller reads it the exact way, which also words the errors.
-    ``args_json`` is filled only with ``keep_args`` (it costs a third of the parse). A
-    ``.gz`` trace inflating past ``max_bytes`` (limits.py) is an InputError.
-    """
+    The compiled scanner, then the polars path's splitters, as TRACEANA_KINETO_SCAN chooses
+    (kineto_native.scans). None: no streaming path takes the file (not a Kineto object, a
+    record it cannot type, malformed JSON); the caller reads it the exact way, which words
+    the errors. ``args_json`` is filled only with ``keep_args`` (a third of the parse's
+    cost). A ``.gz`` trace inflating past ``max_bytes`` (limits.py) is an InputError."""
     cap = cap_for(src.path, max_bytes)
-    for split in (split_kineto, split_any):
+    for scan_with in scans():
         try:
-            meta, raw = scan(src.path, split, keep_args, max_bytes=cap)
+            meta, raw, metadata = scan_with(src.path, keep_args, max_bytes=cap)
         except NotFast:
             continue
         held = [raw]
         del raw  # _result holds the records' table alone, and lets it go once split
-        return _result(src, meta, held, 0)
+        return _result(src, meta, held, 0, metadata)
     return None
 
 
@@ -112,10 +113,11 @@ OWN_EXPORT = "traceana"
 
 
 def _result(
-    src: Source, meta: dict[str, Any], held: list[pl.DataFrame], non_objects: int
+    src: Source, meta: dict[str, Any], held: list[pl.DataFrame], non_objects: int, metadata: int = 0
 ) -> ReadResult:
     """Return the ReadResult of the records' table, taken out of ``held`` (a one-item list):
-    with no other reference to it, it is freed once split (at 5 million records, 0.9 GB)."""
+    with no other reference to it, it is freed once split (at 5 million records, 0.9 GB).
+    ``metadata``: the metadata records counted instead of kept in it."""
     raw = held.pop()
     if OWN_EXPORT in meta and not src.named:  # `traceana export P -o P/x.json`, found in P
         return ReadResult.skipped(
@@ -133,9 +135,8 @@ def _result(
         result.warnings.append(f"{src.path}: {clock_note}")
     rows, flows, skipped = _split_records(raw, base)
     del raw  # the only reference (``held``): the records' table goes now
-    if non_objects:
-        skipped["non-object records"] += non_objects
-    skipped.update(unmatched)
+    counted = {"non-object records": non_objects, "metadata records": metadata, **unmatched}
+    skipped.update({k: n for k, n in counted.items() if n})
     neuron = _any_neuron(rows) or (
         src.capture is not None and capture_backend(src.path.parent) in (None, "neuron")
     )
@@ -264,22 +265,13 @@ def _accelerator(meta: dict[str, Any], rows: pl.DataFrame) -> str:
 
 
 def _host_pid(df: pl.DataFrame) -> int | None:
-    """Return the pid of the process that owns the trace: the one that runs its cpu_ops."""
-    host = df.filter(
-        pl.col("category").is_in(
-            [
-                "cpu_op",
-                "user_annotation",
-                "cuda_runtime",
-                "Runtime",
-                "mtia_runtime",
-                "privateuse1_runtime",
-            ]
-        )
-    )
+    """Return the pid of the process that owns the trace: the one that runs most cpu_ops and
+    such (of two as busy, the lower: a tie must not be decided by group_by's hash order)."""
+    cats = ["cpu_op", "user_annotation", "cuda_runtime", "Runtime", "mtia_runtime"]
+    host = df.filter(pl.col("category").is_in([*cats, "privateuse1_runtime"]))
     if host.is_empty():
         return None
-    pid = host.group_by("pid").len().sort("len", descending=True)["pid"][0]
+    pid = host.group_by("pid").len().sort(["len", "pid"], descending=[True, False])["pid"][0]
     return pid if isinstance(pid, int) else None  # an int64, or null
 
 

@@ -294,7 +294,7 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Par
             args_json=pl.when(pl.col("args") != "{}").then("args"),
             args=pl.col("args").str.json_decode(ARGS_ANY),
         )
-    held = _held(df)
+    held = -1 if _odd_ids(df) else _held(df)  # -1: read the exact way (_decided)
     a = pl.col("args").struct
 
     def i64(e: pl.Expr) -> pl.Expr:
@@ -339,6 +339,20 @@ def _held(df: pl.DataFrame) -> int:
             )
         ).item()
     )
+
+
+def _odd_ids(df: pl.DataFrame) -> bool:
+    """Whether an id read as text that polars cannot cast to an integer holds a digit: int()
+    may read it (" 12", "1_0", the number 1.5 read as text), so the block is read the exact
+    way. Only the ids that do not cast are looked at: few, where any."""
+    cols = [df.get_column(c) for c in ("pid", "tid", "id")]
+    if df.schema["args"] == ARGS_ANY:
+        cols += [df.get_column("args").struct.field(k) for k in ARG_KEYS]
+    for ids in cols:
+        odd = ids.filter(ids.is_not_null() & ids.cast(pl.Int64, strict=False).is_null())
+        if odd.len() and odd.str.contains(r"\d").any():
+            return True
+    return False
 
 
 def _written(lines: bytes) -> int | None:

@@ -1,0 +1,1041 @@
+/* The compiled Kineto scanner (kineto_native.py): the records of a traceEvents array, in one
+ * pass over the bytes, as the columns of the raw table (kineto_records.RAW_SCHEMA).
+ *
+ * A Scanner is fed the decompressed text that follows the array's "[", block after block; each
+ * call reads every whole record it is given and says how many bytes it took, so that the caller
+ * keeps the rest (a record cut by the block's end) and feeds it again with the next block. The
+ * columns grow in C memory and leave through the Arrow C data interface (__arrow_c_array__),
+ * which polars takes without a copy. Names are interned: each distinct string is stored once
+ * and the rows hold its index into names().
+ *
+ * The scanner reads a record exactly as the exact path does (orjson, then collect) or not at
+ * all: where it meets anything it is not sure to read the same (an escape in a key or in an
+ * id, a \u escape of a surrogate, a key it reads written twice, a number for an id that is
+ * not an integer, a string id that is not plainly digits, a number it cannot convert exactly,
+ * a record that is not an object, nesting deeper than MAX_DEPTH, invalid JSON or UTF-8), it
+ * declines (Decline), and the polars path reads the file instead. Declining is always
+ * correct; a wrong value never is.
+ * Metadata records ("ph": "M") are read, to check them, but only counted, not kept as rows:
+ * the exact path only counts them too.
+ *
+ * The scan itself touches no Python object, so it runs without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 128 /* nesting levels skipped inside a record (orjson reads 1024) */
+#define TOKEN_MAX 64  /* the longest number token converted to a double */
+
+/* The columns, in the raw table's order; the three texts hold indexes into names(). */
+enum { PH, CAT, NAME, PID, TID, TS, DUR, FLOW, DEVICE, STREAM, EXT, CORR, SEQ, EXEC, NCOL };
+/* Values a record holds until its end decides the columns: two spellings of two args. */
+enum { STREAM_ID = NCOL, EXT2, NSLOT };
+static const char *const COLUMN[NCOL] = {
+    "ph",     "category", "name",   "pid",         "tid",         "ts",     "dur",
+    "flow_id", "device",  "stream", "external_id", "correlation", "seq_id", "exec_id",
+};
+
+/* How a parse ends: done, out of bytes (the record goes on in the next block), or declined. */
+enum { OK = 0, MORE = 1, BAD = 2 };
+
+typedef struct {
+    uint64_t *vals; /* int64 or double (ts, dur), by bits */
+    uint8_t *bits;  /* validity, one bit a row (Arrow's layout) */
+    int64_t nulls;
+} Column;
+
+typedef struct { /* one distinct string: its bytes in the arena */
+    uint64_t hash;
+    size_t off, len;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    Column col[NCOL];
+    int64_t rows, cap;
+    int64_t metadata; /* "ph": "M" records counted, not kept */
+    int state;        /* 0: after "[", 1: after a record, 2: after ",", 3: after "]" */
+    int busy;         /* a feed is running (without the GIL) */
+    char *arena;      /* the interned strings' bytes */
+    size_t arena_len, arena_cap;
+    Entry *entries;
+    size_t n_entries, entries_cap;
+    uint32_t *table; /* open addressing: entry index + 1, 0 for empty */
+    size_t table_cap;
+    char *scratch; /* a text's bytes with its escapes replaced */
+    size_t scratch_cap;
+    PyObject *names; /* list of str, one per entry made so far */
+    const char *why; /* why the last feed declined */
+} Scanner;
+
+typedef struct { /* a record being read */
+    uint64_t v[NSLOT];
+    uint32_t valid, seen; /* bit per slot; bit per key read (duplicates decline) */
+    int meta;
+} Record;
+
+static PyObject *Decline;
+
+/* --- the bytes ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *p, *end;
+    Scanner *s;
+} Cur;
+
+#define DECLINE(c, msg) return ((c)->s->why = (msg), BAD)
+
+static void skip_ws(Cur *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
+        c->p++;
+}
+
+/* The length of the UTF-8 sequence at p (strict: no overlong forms, surrogates or values past
+ * U+10FFFF, as orjson and Python's decoder require), 0 when invalid, -1 when cut by the end. */
+static int utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned char b = p[0];
+    int n = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+    if (b < 0xC2 || b > 0xF4)
+        return 0;
+    if (end - p < n)
+        return -1;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((b == 0xE0 && p[1] < 0xA0) || (b == 0xED && p[1] >= 0xA0) ||
+        (b == 0xF0 && p[1] < 0x90) || (b == 0xF4 && p[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+static int hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char h = p[i];
+        int d = h >= '0' && h <= '9' ? h - '0'
+                : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Read the string at c->p (its opening quote): its bytes between the quotes in *s, *n, and
+ * whether it holds an escape. A \u escape of a surrogate declines (lone ones are errors). */
+static int string(Cur *c, const char **s, size_t *n, int *escaped)
+{
+    const char *p = c->p + 1;
+    *escaped = 0;
+    while (p < c->end) {
+        unsigned char b = (unsigned char)*p;
+        if (b == '"') {
+            *s = c->p + 1;
+            *n = (size_t)(p - *s);
+            c->p = p + 1;
+            return OK;
+        }
+        if (b < 0x20)
+            DECLINE(c, "a control character in a string");
+        if (b == '\\') {
+            *escaped = 1;
+            if (c->end - p < 2)
+                return MORE;
+            if (p[1] == 'u') {
+                if (c->end - p < 6)
+                    return MORE;
+                int v = hex4(p + 2);
+                if (v < 0 || (v >= 0xD800 && v <= 0xDFFF))
+                    DECLINE(c, "a \\u escape the scanner does not read");
+                p += 6;
+            } else if (strchr("\"\\/bfnrt", p[1]) != NULL && p[1] != '\0') {
+                p += 2;
+            } else {
+                DECLINE(c, "an invalid escape");
+            }
+        } else if (b < 0x80) {
+            p++;
+        } else {
+            int k = utf8_len((const unsigned char *)p, (const unsigned char *)c->end);
+            if (k < 0)
+                return MORE;
+            if (k == 0)
+                DECLINE(c, "invalid UTF-8");
+            p += k;
+        }
+    }
+    return MORE;
+}
+
+/* Read the number token at c->p, JSON's grammar exactly; *integer when it has no fraction or
+ * exponent. The token may go on in the next block when it meets the end: MORE. */
+static int number(Cur *c, const char **s, size_t *n, int *integer)
+{
+    const char *p = c->p, *e = c->end;
+#define DIGITS(q) while ((q) < e && *(q) >= '0' && *(q) <= '9') (q)++
+    *integer = 1;
+    if (p < e && *p == '-')
+        p++;
+    if (p >= e)
+        return MORE;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        DIGITS(p);
+    } else {
+        DECLINE(c, "invalid JSON: a number");
+    }
+    if (p < e && *p == '.') {
+        const char *q = ++p;
+        DIGITS(p);
+        if (p == q)
+            return p >= e ? MORE : ((c->s->why = "invalid JSON: a number"), BAD);
+        *integer = 0;
+    }
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < e && (*p == '+' || *p == '-'))
+            p++;
+        const char *q = p;
+        DIGITS(p);
+        if (p == q)
+            return p >= e ? MORE : ((c->s->why = "invalid JSON: a number"), BAD);
+        *integer = 0;
+    }
+#undef DIGITS
+    if (p >= e)
+        return MORE;
+    *s = c->p;
+    *n = (size_t)(p - c->p);
+    c->p = p;
+    return OK;
+}
+
+/* Parse the decimal digits s[0..n) (an optional sign first) into *v; 0 when outside int64. */
+static int to_i64(const char *s, size_t n, int64_t *v)
+{
+    int neg = n > 0 && s[0] == '-';
+    size_t i = (n > 0 && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+    uint64_t m = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < n; i++) {
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (m > (lim - d) / 10)
+            return 0;
+        m = m * 10 + d;
+    }
+    *v = neg ? (int64_t)(0 - m) : (int64_t)m; /* 0 - m wraps to INT64_MIN for 2**63 */
+    return 1;
+}
+
+static int literal(Cur *c, const char *word)
+{
+    size_t n = strlen(word);
+    size_t have = (size_t)(c->end - c->p);
+    if (have < n) {
+        if (memcmp(c->p, word, have) != 0)
+            DECLINE(c, "invalid JSON");
+        return MORE;
+    }
+    if (memcmp(c->p, word, n) != 0)
+        DECLINE(c, "invalid JSON");
+    c->p += n;
+    return OK;
+}
+
+static int skip_value(Cur *c, int depth);
+
+/* Skip the object or array at c->p, each value checked as JSON. */
+static int skip_container(Cur *c, int depth)
+{
+    char close = *c->p == '{' ? '}' : ']';
+    int first = 1, r;
+    if (depth > MAX_DEPTH)
+        DECLINE(c, "nesting deeper than the scanner reads");
+    c->p++;
+    for (;;) {
+        skip_ws(c);
+        if (c->p >= c->end)
+            return MORE;
+        if (*c->p == close && first) {
+            c->p++;
+            return OK;
+        }
+        if (close == '}') {
+            const char *s;
+            size_t n;
+            int esc;
+            if (*c->p != '"')
+                DECLINE(c, "invalid JSON: an object key");
+            if ((r = string(c, &s, &n, &esc)) != OK)
+                return r;
+            skip_ws(c);
+            if (c->p >= c->end)
+                return MORE;
+            if (*c->p++ != ':')
+                DECLINE(c, "invalid JSON: no colon");
+        }
+        if ((r = skip_value(c, depth + 1)) != OK)
+            return r;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return MORE;
+        if (*c->p == close) {
+            c->p++;
+            return OK;
+        }
+        if (*c->p++ != ',')
+            DECLINE(c, "invalid JSON: no comma");
+        first = 0;
+    }
+}
+
+static int skip_value(Cur *c, int depth)
+{
+    const char *s;
+    size_t n;
+    int flag;
+    skip_ws(c);
+    if (c->p >= c->end)
+        return MORE;
+    switch (*c->p) {
+    case '{':
+    case '[':
+        return skip_container(c, depth);
+    case '"':
+        return string(c, &s, &n, &flag);
+    case 't':
+        return literal(c, "true");
+    case 'f':
+        return literal(c, "false");
+    case 'n':
+        return literal(c, "null");
+    default:
+        return number(c, &s, &n, &flag);
+    }
+}
+
+/* --- interning ------------------------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int grow(void **buf, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 1;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*buf, n * size);
+    if (p == NULL)
+        return 0;
+    *buf = p;
+    *cap = n;
+    return 1;
+}
+
+static int rehash(Scanner *s)
+{
+    size_t cap = s->table_cap ? s->table_cap * 2 : 1024;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (t == NULL)
+        return 0;
+    for (size_t i = 0; i < s->n_entries; i++) {
+        size_t k = s->entries[i].hash & (cap - 1);
+        while (t[k])
+            k = (k + 1) & (cap - 1);
+        t[k] = (uint32_t)(i + 1);
+    }
+    free(s->table);
+    s->table = t;
+    s->table_cap = cap;
+    return 1;
+}
+
+/* The index of string s[0..n) among the interned ones, added when new; -1 when out of memory. */
+static int64_t intern(Scanner *s, const char *str, size_t n)
+{
+    uint64_t h = fnv1a(str, n);
+    if ((s->n_entries + 1) * 2 > s->table_cap && !rehash(s))
+        return -1;
+    size_t k = h & (s->table_cap - 1);
+    for (; s->table[k]; k = (k + 1) & (s->table_cap - 1)) {
+        Entry *e = &s->entries[s->table[k] - 1];
+        if (e->hash == h && e->len == n && memcmp(s->arena + e->off, str, n) == 0)
+            return (int64_t)(s->table[k] - 1);
+    }
+    if (s->n_entries >= UINT32_MAX - 1 ||
+        !grow((void **)&s->entries, &s->entries_cap, s->n_entries + 1, sizeof(Entry)) ||
+        !grow((void **)&s->arena, &s->arena_cap, s->arena_len + n + 1, 1))
+        return -1;
+    memcpy(s->arena + s->arena_len, str, n);
+    s->entries[s->n_entries] = (Entry){h, s->arena_len, n};
+    s->arena_len += n;
+    s->table[k] = (uint32_t)(++s->n_entries);
+    return (int64_t)(s->n_entries - 1);
+}
+
+/* --- a record ------------------------------------------------------------------------------- */
+
+#define OOM ((const char *)1) /* why: out of memory, a MemoryError rather than a decline */
+
+static void set(Record *r, int slot, uint64_t v)
+{
+    r->v[slot] = v;
+    r->valid |= 1u << slot;
+}
+
+/* Write s[0..n), a string's bytes whose escapes string() checked, with each escape replaced
+ * by what it means (as orjson reads it), into the scanner's scratch; its length, -1 when out
+ * of memory. No escape grows: an unescaped text is never longer than its JSON. */
+static int64_t unescape(Scanner *sc, const char *s, size_t n)
+{
+    if (!grow((void **)&sc->scratch, &sc->scratch_cap, n + 1, 1))
+        return -1;
+    char *o = sc->scratch;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\') {
+            *o++ = s[i];
+            continue;
+        }
+        char e = s[++i];
+        const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t";
+        if (e != 'u') {
+            *o++ = to[strchr(from, e) - from];
+            continue;
+        }
+        int v = hex4(s + i + 1); /* not a surrogate: string() declined those */
+        i += 4;
+        if (v < 0x80) {
+            *o++ = (char)v;
+        } else if (v < 0x800) {
+            *o++ = (char)(0xC0 | (v >> 6));
+            *o++ = (char)(0x80 | (v & 0x3F));
+        } else {
+            *o++ = (char)(0xE0 | (v >> 12));
+            *o++ = (char)(0x80 | ((v >> 6) & 0x3F));
+            *o++ = (char)(0x80 | (v & 0x3F));
+        }
+    }
+    return (int64_t)(o - sc->scratch);
+}
+
+/* A text value (ph, cat, name): a string is kept (interned, escapes replaced); null is null; for
+ * ph and cat any other value is null, a name must be a string or null (the exact path writes
+ * other values as Python would print them). */
+static int text(Cur *c, Record *r, int slot)
+{
+    const char *s;
+    size_t n;
+    int esc, rc;
+    if (*c->p == '"') {
+        if ((rc = string(c, &s, &n, &esc)) != OK)
+            return rc;
+        if (esc) {
+            int64_t len = unescape(c->s, s, n);
+            if (len < 0)
+                return ((c->s->why = OOM), BAD);
+            s = c->s->scratch;
+            n = (size_t)len;
+        }
+        if (slot == PH && n == 1 && s[0] == 'M')
+            r->meta = 1;
+        int64_t i = intern(c->s, s, n);
+        if (i < 0)
+            return ((c->s->why = OOM), BAD);
+        set(r, slot, (uint64_t)i);
+        return OK;
+    }
+    if (slot == NAME && *c->p != 'n')
+        DECLINE(c, "a name that is not a string");
+    return skip_value(c, 1);
+}
+
+/* Whether int() fails on every str holding the ASCII character b: not a digit, a sign, an
+ * underscore or whitespace (Python's, in ASCII). */
+static int never_in_int(unsigned char b)
+{
+    return b < 0x80 && !((b >= '0' && b <= '9') || b == '+' || b == '-' || b == '_' ||
+                         b == ' ' || (b >= '\t' && b <= '\r') || (b >= 0x1c && b <= 0x1f));
+}
+
+/* An id (as_i64): an integer in int64's range, or null for anything outside it, for null, true,
+ * false, an object or an array, and for a string int() fails on (a letter, or no digit); a
+ * string of plain digits (a sign first) is read as int() reads it. A fraction, an exponent, or
+ * any other string (an escape, non-ASCII text, blanks or underscores around digits) declines. */
+static int id(Cur *c, Record *r, int slot)
+{
+    const char *s;
+    size_t n;
+    int flag, rc;
+    int64_t v;
+    char b = *c->p;
+    if (b == '"') {
+        if ((rc = string(c, &s, &n, &flag)) != OK)
+            return rc;
+        size_t digits = 0, i = (n > 0 && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+        while (i + digits < n && s[i + digits] >= '0' && s[i + digits] <= '9')
+            digits++;
+        if (!flag && digits > 0 && i + digits == n && digits <= 19) {
+            if (to_i64(s, n, &v))
+                set(r, slot, (uint64_t)v);
+            return OK;
+        }
+        int any_digit = 0, ascii = 1;
+        for (size_t k = 0; k < n && !flag; k++) {
+            unsigned char ch = (unsigned char)s[k];
+            if (never_in_int(ch))
+                return OK; /* null */
+            any_digit |= ch >= '0' && ch <= '9';
+            ascii &= ch < 0x80;
+        }
+        if (!flag && ascii && !any_digit)
+            return OK; /* no digit at all ("", "-"): null */
+        DECLINE(c, "a string id the scanner does not read");
+    }
+    if (b == '-' || (b >= '0' && b <= '9')) {
+        if ((rc = number(c, &s, &n, &flag)) != OK)
+            return rc;
+        if (!flag || n > 20)
+            DECLINE(c, "an id that is not an integer of at most 19 digits");
+        if (to_i64(s, n, &v))
+            set(r, slot, (uint64_t)v);
+        return OK;
+    }
+    return skip_value(c, 1);
+}
+
+/* A time (num): a number below 1e300 as a double, null for any other value. Integers convert
+ * exactly as Python's float() does (both round to nearest), others through strtod (correctly
+ * rounded, as orjson); anything strtod reports out of range declines. */
+static int time_value(Cur *c, Record *r, int slot)
+{
+    const char *s;
+    size_t n;
+    int integer, rc;
+    char b = *c->p, tok[TOKEN_MAX];
+    if (!(b == '-' || (b >= '0' && b <= '9')))
+        return skip_value(c, 1);
+    if ((rc = number(c, &s, &n, &integer)) != OK)
+        return rc;
+    double d;
+    int64_t v;
+    if (integer) {
+        if (!to_i64(s, n, &v))
+            DECLINE(c, "a time beyond int64");
+        d = (double)v;
+    } else {
+        char *stop;
+        if (n >= TOKEN_MAX)
+            DECLINE(c, "a time written with too many digits");
+        memcpy(tok, s, n);
+        tok[n] = '\0';
+        errno = 0;
+        d = strtod(tok, &stop);
+        if (errno != 0 || stop != tok + n)
+            DECLINE(c, "a time strtod does not read exactly");
+    }
+    if (d < 1e300 && d > -1e300) {
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        set(r, slot, bits);
+    }
+    return OK;
+}
+
+typedef struct {
+    const char *key;
+    size_t len;
+    int slot;
+    int (*read)(Cur *, Record *, int);
+} Key;
+
+static int args(Cur *c, Record *r, int slot);
+
+/* The keys read, at the top of a record and in its args; any other key is skipped. */
+#define K(s) s, sizeof(s) - 1
+static const Key TOP[] = {
+    {K("ph"), PH, text},          {K("cat"), CAT, text},        {K("name"), NAME, text},
+    {K("pid"), PID, id},          {K("tid"), TID, id},          {K("ts"), TS, time_value},
+    {K("dur"), DUR, time_value},  {K("id"), FLOW, id},          {K("args"), -1, args},
+    {NULL, 0, 0, NULL},
+};
+static const Key ARGS[] = {
+    {K("device"), DEVICE, id},         {K("stream"), STREAM, id},
+    {K("stream_id"), STREAM_ID, id},   {K("External id"), EXT, id},
+    {K("external id"), EXT2, id},      {K("correlation"), CORR, id},
+    {K("nrt_sequence_id"), SEQ, id},   {K("exec_id"), EXEC, id},
+    {NULL, 0, 0, NULL},
+};
+#undef K
+
+/* Read the object at c->p, the keys of ``keys`` into r, the rest skipped. ``seen_base`` puts
+ * the keys' bits apart in r->seen (top-level keys, then args keys). */
+static int object(Cur *c, Record *r, const Key *keys, int seen_base)
+{
+    int first = 1, rc;
+    c->p++;
+    for (;;) {
+        const char *s;
+        size_t n;
+        int esc;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return MORE;
+        if (*c->p == '}' && first) {
+            c->p++;
+            return OK;
+        }
+        if (*c->p != '"')
+            DECLINE(c, "invalid JSON: an object key");
+        if ((rc = string(c, &s, &n, &esc)) != OK)
+            return rc;
+        if (esc)
+            DECLINE(c, "an escape in a key");
+        skip_ws(c);
+        if (c->p >= c->end)
+            return MORE;
+        if (*c->p++ != ':')
+            DECLINE(c, "invalid JSON: no colon");
+        skip_ws(c);
+        if (c->p >= c->end)
+            return MORE;
+        const Key *k = keys;
+        while (k->key && !(k->len == n && memcmp(k->key, s, n) == 0))
+            k++;
+        if (k->key) {
+            uint32_t bit = 1u << (seen_base + (int)(k - keys));
+            if (r->seen & bit)
+                DECLINE(c, "a key the scanner reads written twice in a record");
+            r->seen |= bit;
+            rc = k->read(c, r, k->slot);
+        } else {
+            rc = skip_value(c, 1);
+        }
+        if (rc != OK)
+            return rc;
+        skip_ws(c);
+        if (c->p >= c->end)
+            return MORE;
+        if (*c->p == '}') {
+            c->p++;
+            return OK;
+        }
+        if (*c->p++ != ',')
+            DECLINE(c, "invalid JSON: no comma");
+        first = 0;
+    }
+}
+
+/* A record's args: an object is read; anything else is as if there were none. */
+static int args(Cur *c, Record *r, int slot)
+{
+    (void)slot;
+    if (*c->p != '{')
+        return skip_value(c, 1);
+    return object(c, r, ARGS, 16);
+}
+
+/* Append the finished record r as a row: its args' two spellings resolved as collect does. */
+static int append(Scanner *s, Record *r)
+{
+    if (r->meta) {
+        s->metadata++;
+        return 1;
+    }
+    if (!(r->seen & (1u << (16 + 1))) && (r->valid & (1u << STREAM_ID))) /* no "stream" key */
+        set(r, STREAM, r->v[STREAM_ID]);
+    if (!(r->valid & (1u << EXT)) && (r->valid & (1u << EXT2)))
+        set(r, EXT, r->v[EXT2]);
+    if (!(r->seen & (1u << 6))) { /* no "dur": 0, as e.get("dur", 0) */
+        uint64_t zero = 0;
+        set(r, DUR, zero);
+    }
+    if (s->rows == s->cap) {
+        int64_t cap = s->cap ? s->cap * 2 : 4096;
+        for (int i = 0; i < NCOL; i++) {
+            uint64_t *v = realloc(s->col[i].vals, (size_t)cap * sizeof *v);
+            if (v == NULL)
+                return 0;
+            s->col[i].vals = v;
+            uint8_t *b = realloc(s->col[i].bits, (size_t)cap / 8);
+            if (b == NULL)
+                return 0;
+            memset(b + s->cap / 8, 0, (size_t)(cap - s->cap) / 8);
+            s->col[i].bits = b;
+        }
+        s->cap = cap;
+    }
+    int64_t row = s->rows++;
+    for (int i = 0; i < NCOL; i++) {
+        Column *col = &s->col[i];
+        if (r->valid & (1u << i)) {
+            col->vals[row] = r->v[i];
+            col->bits[row / 8] |= (uint8_t)(1u << (row % 8));
+        } else {
+            col->vals[row] = 0;
+            col->nulls++;
+        }
+    }
+    return 1;
+}
+
+/* Read the array's records in buf[0..n): *used is how far they were read (a record cut by
+ * the end is left for the next call); one longer than max_record bytes declines. No Python
+ * object is touched. */
+static int scan(Scanner *s, const char *buf, size_t n, size_t max_record, size_t *used)
+{
+    Cur c = {buf, buf + n, s};
+    for (;;) {
+        skip_ws(&c);
+        *used = (size_t)(c.p - buf);
+        if (c.p >= c.end || s->state == 3)
+            return OK;
+        char b = *c.p;
+        if (s->state == 1) {
+            if (b != ',' && b != ']')
+                DECLINE(&c, "invalid JSON: no comma between records");
+            c.p++;
+            s->state = b == ',' ? 2 : 3;
+            continue;
+        }
+        if (b == ']' && s->state == 0) {
+            c.p++;
+            s->state = 3;
+            continue;
+        }
+        if (b != '{')
+            DECLINE(&c, "a record that is not an object");
+        Record r;
+        memset(&r, 0, sizeof r);
+        const char *start = c.p;
+        int rc = object(&c, &r, TOP, 0);
+        if (rc == MORE)
+            return OK;
+        if (rc != OK)
+            return rc;
+        if ((size_t)(c.p - start) > max_record) /* the polars path words the error */
+            DECLINE(&c, "a record longer than the most traceana reads in one");
+        if (!append(s, &r))
+            return ((s->why = OOM), BAD);
+        s->state = 1;
+    }
+}
+
+/* --- the Python type ------------------------------------------------------------------------ */
+
+/* Make the str of each string interned since the last call. */
+static int new_names(Scanner *s)
+{
+    for (Py_ssize_t i = PyList_GET_SIZE(s->names); (size_t)i < s->n_entries; i++) {
+        Entry *e = &s->entries[i];
+        PyObject *u = PyUnicode_DecodeUTF8(s->arena + e->off, (Py_ssize_t)e->len, "strict");
+        if (u == NULL)
+            return 0;
+        int failed = PyList_Append(s->names, u);
+        Py_DECREF(u);
+        if (failed)
+            return 0;
+    }
+    return 1;
+}
+
+static PyObject *feed(Scanner *s, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t max_record;
+    size_t used = 0;
+    int rc;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &max_record))
+        return NULL;
+    if (s->busy || max_record < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "Scanner.feed: already running, or a negative limit");
+        return NULL;
+    }
+    s->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = scan(s, view.buf, (size_t)view.len, (size_t)max_record, &used);
+    Py_END_ALLOW_THREADS
+    s->busy = 0;
+    PyBuffer_Release(&view);
+    if (!new_names(s))
+        return NULL;
+    if (rc != OK) {
+        if (s->why == OOM)
+            return PyErr_NoMemory();
+        PyErr_SetString(Decline, s->why);
+        return NULL;
+    }
+    return Py_BuildValue("(nO)", (Py_ssize_t)used, s->state == 3 ? Py_True : Py_False);
+}
+
+/* --- Arrow's C data interface (arrow.apache.org/docs/format/CDataInterface.html) ------------ */
+
+struct ArrowSchema {
+    const char *format, *name, *metadata;
+    int64_t flags, n_children;
+    struct ArrowSchema **children, *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+
+struct ArrowArray {
+    int64_t length, null_count, offset, n_buffers, n_children;
+    const void **buffers;
+    struct ArrowArray **children, *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+
+typedef struct { /* what the struct schema owns, freed by its release */
+    struct ArrowSchema schema[NCOL], *schemas[NCOL];
+} SchemaData;
+
+typedef struct { /* what the struct array owns: its children (which own their buffers) */
+    struct ArrowArray array[NCOL], *arrays[NCOL];
+    const void *buffers[1];
+} ArrayData;
+
+typedef struct { /* what a column owns, apart from its parent: a consumer may move it out */
+    const void *buffers[2];
+} ChildData;
+
+static void release_child_schema(struct ArrowSchema *x) { x->release = NULL; }
+
+static void release_schema(struct ArrowSchema *x)
+{
+    for (int i = 0; i < x->n_children; i++)
+        if (x->children[i]->release)
+            x->children[i]->release(x->children[i]);
+    free(x->private_data);
+    x->release = NULL;
+}
+
+static void release_child_array(struct ArrowArray *x)
+{
+    ChildData *d = x->private_data;
+    free((void *)d->buffers[0]);
+    free((void *)d->buffers[1]);
+    free(d);
+    x->release = NULL;
+}
+
+static void release_array(struct ArrowArray *x)
+{
+    for (int i = 0; i < x->n_children; i++)
+        if (x->children[i]->release)
+            x->children[i]->release(x->children[i]);
+    free(x->private_data);
+    x->release = NULL;
+}
+
+static void schema_capsule_free(PyObject *cap)
+{
+    struct ArrowSchema *x = PyCapsule_GetPointer(cap, "arrow_schema");
+    if (x != NULL && x->release)
+        x->release(x);
+    free(x);
+}
+
+static void array_capsule_free(PyObject *cap)
+{
+    struct ArrowArray *x = PyCapsule_GetPointer(cap, "arrow_array");
+    if (x != NULL && x->release)
+        x->release(x);
+    free(x);
+}
+
+static struct ArrowSchema *make_schema(void)
+{
+    struct ArrowSchema *top = calloc(1, sizeof *top);
+    SchemaData *d = calloc(1, sizeof *d);
+    if (top == NULL || d == NULL) {
+        free(top);
+        free(d);
+        return NULL;
+    }
+    for (int i = 0; i < NCOL; i++) {
+        d->schema[i] = (struct ArrowSchema){
+            .format = (i == TS || i == DUR) ? "g" : "l",
+            .name = COLUMN[i],
+            .flags = 2, /* ARROW_FLAG_NULLABLE */
+            .release = release_child_schema,
+        };
+        d->schemas[i] = &d->schema[i];
+    }
+    *top = (struct ArrowSchema){.format = "+s", .name = "", .n_children = NCOL,
+                                .children = d->schemas, .release = release_schema,
+                                .private_data = d};
+    return top;
+}
+
+/* The struct array of the columns, their buffers taken out of s (which keeps no rows). */
+static struct ArrowArray *make_array(Scanner *s)
+{
+    struct ArrowArray *top = calloc(1, sizeof *top);
+    ArrayData *d = calloc(1, sizeof *d);
+    ChildData *child[NCOL] = {NULL};
+    int ok = top != NULL && d != NULL;
+    for (int i = 0; i < NCOL && ok; i++)
+        ok = (child[i] = calloc(1, sizeof(ChildData))) != NULL;
+    if (!ok) {
+        for (int i = 0; i < NCOL; i++)
+            free(child[i]);
+        free(top);
+        free(d);
+        return NULL;
+    }
+    for (int i = 0; i < NCOL; i++) {
+        child[i]->buffers[0] = s->col[i].bits;
+        child[i]->buffers[1] = s->col[i].vals;
+        d->array[i] = (struct ArrowArray){
+            .length = s->rows, .null_count = s->col[i].nulls, .n_buffers = 2,
+            .buffers = child[i]->buffers, .release = release_child_array,
+            .private_data = child[i],
+        };
+        d->arrays[i] = &d->array[i];
+        s->col[i] = (Column){NULL, NULL, 0};
+    }
+    *top = (struct ArrowArray){.length = s->rows, .n_children = NCOL, .n_buffers = 1,
+                               .buffers = d->buffers, /* the struct's validity: none */
+                               .children = d->arrays, .release = release_array,
+                               .private_data = d};
+    s->rows = s->cap = 0;
+    return top;
+}
+
+static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"requested_schema", NULL};
+    PyObject *requested = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &requested))
+        return NULL;
+    if (s->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner.feed is running");
+        return NULL;
+    }
+    struct ArrowSchema *schema = make_schema();
+    if (schema == NULL)
+        return PyErr_NoMemory();
+    PyObject *sc = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
+    if (sc == NULL) {
+        schema->release(schema);
+        free(schema);
+        return NULL;
+    }
+    struct ArrowArray *array = make_array(s);
+    if (array == NULL) {
+        Py_DECREF(sc);
+        return PyErr_NoMemory();
+    }
+    PyObject *ac = PyCapsule_New(array, "arrow_array", array_capsule_free);
+    if (ac == NULL) {
+        array->release(array);
+        free(array);
+        Py_DECREF(sc);
+        return NULL;
+    }
+    PyObject *pair = PyTuple_Pack(2, sc, ac);
+    Py_DECREF(sc);
+    Py_DECREF(ac);
+    return pair;
+}
+
+static PyObject *names(Scanner *s, PyObject *unused)
+{
+    (void)unused;
+    return PyList_GetSlice(s->names, 0, PyList_GET_SIZE(s->names));
+}
+
+static PyObject *counts(Scanner *s, PyObject *unused)
+{
+    (void)unused;
+    return Py_BuildValue("(LL)", (long long)s->rows, (long long)s->metadata);
+}
+
+static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args;
+    (void)kw;
+    Scanner *s = (Scanner *)type->tp_alloc(type, 0); /* zeroed */
+    if (s == NULL)
+        return NULL;
+    s->names = PyList_New(0);
+    if (s->names == NULL) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    return (PyObject *)s;
+}
+
+static void scanner_dealloc(Scanner *s)
+{
+    for (int i = 0; i < NCOL; i++) {
+        free(s->col[i].vals);
+        free(s->col[i].bits);
+    }
+    free(s->arena);
+    free(s->entries);
+    free(s->table);
+    free(s->scratch);
+    Py_XDECREF(s->names);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyMethodDef scanner_methods[] = {
+    {"feed", (PyCFunction)feed, METH_VARARGS,
+     "feed(text, max_record) -> (used, done): read the whole records of text; Decline when it "
+     "cannot, or one is longer than max_record bytes."},
+    {"__arrow_c_array__", (PyCFunction)(void (*)(void))arrow_c_array,
+     METH_VARARGS | METH_KEYWORDS, "The rows read, as an Arrow struct array (taken out)."},
+    {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
+    {"counts", (PyCFunction)counts, METH_NOARGS,
+     "(rows, metadata): the rows kept so far, and the metadata records counted."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "trace_analyzer.readers._kscan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The records of a traceEvents array, fed block by block, as columns.",
+    .tp_new = scanner_new,
+    .tp_dealloc = (destructor)scanner_dealloc,
+    .tp_methods = scanner_methods,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kscan", "The compiled Kineto scanner (kineto_native.py).", -1,
+    NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kscan(void)
+{
+    if (PyType_Ready(&ScannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Decline = PyErr_NewException("trace_analyzer.readers._kscan.Decline", NULL, NULL);
+    if (Decline == NULL || PyModule_AddObjectRef(m, "Decline", Decline) < 0 ||
+        PyModule_AddObjectRef(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

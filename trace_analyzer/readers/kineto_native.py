@@ -1,0 +1,131 @@
+"""The compiled path of the Kineto reader, and the choice between the three ways to read.
+
+``_kscan`` (a C extension, _kscan.c, built by ``pip install`` where a compiler is) reads the
+records of the traceEvents array in one pass over the bytes, as the raw table's columns, and
+counts the metadata records (``"ph": "M"``) instead of keeping them. It reads a record exactly
+as the exact path does or declines the file, which the polars path (kineto_stream.py) then
+reads, and where that declines, the exact path. The file is read as the polars path reads it
+(its ``Reader``: gzip, the inflation cap), and a record longer than ``MAX_RECORD`` is left to
+that path too, which words the error. With ``keep_args`` (args_json) this path declines: the
+args' JSON text is the polars path's work.
+
+``TRACEANA_KINETO_SCAN`` (``ENV``) chooses: ``native`` (the default where the extension is
+built; without it, the polars path), ``polars`` (the streaming path only), ``exact`` (neither
+streaming path: every trace parsed whole by orjson).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import orjson
+import polars as pl
+
+import trace_analyzer.readers.kineto_stream as stream
+from trace_analyzer.core.schema import Text
+from trace_analyzer.errors import UsageError
+from trace_analyzer.inputs.archive import AnyPath, cap_for
+from trace_analyzer.readers.common import out_of_memory
+from trace_analyzer.readers.kineto_records import RAW_SCHEMA
+from trace_analyzer.readers.kineto_stream import NotFast
+
+_kscan: ModuleType | None
+try:
+    import trace_analyzer.readers._kscan as _kscan  # type: ignore[import-not-found,no-redef]
+except ImportError:  # built without a compiler: the polars path reads every trace
+    _kscan = None
+
+ENV = "TRACEANA_KINETO_SCAN"
+CHOICES = ("native", "polars", "exact")
+TEXTS = ("ph", "category", "name")  # columns the scanner writes as indexes into its names
+
+# A scan: (path, keep_args, max_bytes) -> the top-level keys, the raw table, metadata records
+# counted rather than kept; NotFast when it declines the file.
+Scan = Callable[..., tuple[dict[str, Any], pl.DataFrame, int]]
+
+
+def choice() -> str:
+    """Return the path ``TRACEANA_KINETO_SCAN`` asks for (native, polars or exact)."""
+    value = os.environ.get(ENV, "").strip().lower() or "native"
+    if value not in CHOICES:
+        raise UsageError(f"{ENV} must be one of {', '.join(CHOICES)}, not {value!r}")
+    return value
+
+
+def scans() -> list[Scan]:
+    """Return the scans to try in turn, as ``TRACEANA_KINETO_SCAN`` chooses; none for exact."""
+    chosen = choice()
+    if chosen == "exact":
+        return []
+    polars = [_polars(stream.split_kineto), _polars(stream.split_any)]
+    return [native_scan, *polars] if chosen == "native" and _kscan is not None else polars
+
+
+def _polars(split: stream.Split) -> Scan:
+    def run(
+        path: AnyPath, keep_args: bool, *, max_bytes: int | None
+    ) -> tuple[dict[str, Any], pl.DataFrame, int]:
+        return (*stream.scan(path, split, keep_args, max_bytes=max_bytes), 0)
+
+    return run
+
+
+def native_scan(
+    path: AnyPath, keep_args: bool, *, max_bytes: int | None
+) -> tuple[dict[str, Any], pl.DataFrame, int]:
+    """Return the trace's top-level keys but traceEvents, its records but the metadata ones as
+    the raw table, and the count of metadata records; NotFast where the scanner declines."""
+    if _kscan is None or keep_args:
+        raise NotFast("the compiled scanner is not built, or args_json is asked for")
+    cap = cap_for(path, max_bytes) if path.name.endswith(".gz") else None
+    scanner = _kscan.Scanner()
+    try:
+        with stream._open(path) as f:
+            meta = _read(stream.Reader(f, path, cap), scanner)
+    except (OSError, EOFError, zlib.error, orjson.JSONDecodeError, _kscan.Decline) as e:
+        if isinstance(e, orjson.JSONDecodeError):
+            out_of_memory(e)
+        raise NotFast(str(e)) from e
+    rows, metadata = scanner.counts()
+    return meta, _table(scanner, rows), metadata
+
+
+def _read(r: stream.Reader, scanner: Any) -> dict[str, Any]:
+    """Feed the array's records to ``scanner`` block by block; return the top-level keys."""
+    meta, buf = stream._head(r)
+    while True:
+        used, done = scanner.feed(buf, stream.MAX_RECORD)
+        buf = buf[used:]  # a record cut by the block's end (or the text after the array)
+        if done:
+            break
+        more = r.read()
+        if not more:
+            raise NotFast("the traceEvents array does not end")
+        if len(buf) > stream.MAX_RECORD:  # the polars path says why, or reads it
+            raise NotFast("a record longer than MAX_RECORD")
+        buf += more
+    while more := r.read():  # the keys after the array
+        buf += more
+        if len(buf) > stream.MAX_RECORD:
+            raise NotFast("more than MAX_RECORD bytes after the traceEvents array")
+    rest = buf.strip(stream.WS)
+    tail = {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
+    if not isinstance(tail, dict) or "traceEvents" in tail:  # the last traceEvents wins
+        raise NotFast("not the end of an object after the traceEvents array")
+    meta.update(tail)
+    return meta
+
+
+def _table(scanner: Any, rows: int) -> pl.DataFrame:
+    """Return the raw table of what ``scanner`` read: its columns, taken without a copy, with
+    the three texts looked up in its names (dictionary-encoded, as the other paths keep them)."""
+    if not rows:
+        return pl.DataFrame(schema=RAW_SCHEMA)
+    cols = pl.DataFrame(scanner)  # the Arrow C data interface: the scanner's own buffers
+    names = pl.Series(scanner.names(), dtype=pl.String).cast(Text)
+    texts = {c: names.gather(cols[c]) for c in TEXTS}
+    return cols.with_columns(**texts, args_json=pl.lit(None, pl.String)).select(*RAW_SCHEMA)
