@@ -102,12 +102,15 @@ def device_of(lane: pl.Expr) -> pl.Expr:
     return text.str.replace(r"/stream:[^/]+$", "").str.replace(r"(/neuron_hw/NC\d+):\d+$", "$1")
 
 
-def merge(iv: pl.DataFrame, key: str | list[str], tolerance_ns: int = 0) -> pl.DataFrame:
+def merge(
+    iv: pl.DataFrame, key: str | list[str], tolerance_ns: int = 0, *, presorted: bool = False
+) -> pl.DataFrame:
     """Return the union of the intervals ``iv`` (hardware events) per ``key`` column (or
     columns): start, end, first and last event, event count. Intervals apart by at most
-    ``tolerance_ns`` (the clock's resolution) are one."""
+    ``tolerance_ns`` (the clock's resolution) are one. ``presorted``: ``iv`` is sorted by the
+    key, start and end already (its subsets keep that order), so it is not sorted again."""
     keys = [key] if isinstance(key, str) else key
-    iv = iv.sort(*keys, "start_ns", "end_ns")
+    iv = iv if presorted else iv.sort(*keys, "start_ns", "end_ns")
     reach = pl.col("end_ns").cum_max().shift(1).over(keys)
     block = (
         (pl.col("start_ns") > reach + tolerance_ns)

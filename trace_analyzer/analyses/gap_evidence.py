@@ -25,22 +25,21 @@ def covered(
     by: str | list[str] = "pid",
     end: str = "end_ns",
     last_event: bool = True,
+    presorted: bool = False,
 ) -> pl.DataFrame:
     """Return ``gaps`` with ``<name>_ns``: how much of each gap, from ``start_ns`` to
     ``end`` (a column), the intervals of ``marks`` with the same ``by`` value cover, and
     ``<name>_event``: the name of the last mark that starts before that end. ``by`` may
-    name several columns (a thread: its pid and tid)."""
+    name several columns (a thread: its pid and tid). ``presorted``: ``marks`` are sorted by
+    ``by``, start and end already."""
     if marks.is_empty():
         return gaps.with_columns(
             pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
         )
     keys = [by] if isinstance(by, str) else by
     keyed = marks.select(*keys, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
-    m = (
-        merge(keyed, by)
-        .sort(*keys, "start_ns")
-        .with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
-    )
+    m = merge(keyed, by, presorted=presorted)  # in the key's and start's order, as made
+    m = m.with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
     m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over(by))
 
     def upto(t: str) -> pl.Series:  # covered time from the key's first mark up to t
@@ -127,15 +126,16 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
         .select("event_id", "start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
         .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
+        .sort(*thread, "start_ns", "end_ns")
         .collect()
-    )  # only the threads that launch late: the others' marks cover no late time
+    )  # only the threads that launch late (the others' marks cover no late time), sorted once
     sync = host.filter(text("name").str.contains(SYNC_NAMES))
     calls = host.filter(
         pl.col("lane_kind").is_in(["runtime", "transfer"]) | text("name").str.contains(SYNC_NAMES)
     )
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
     for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
-        g = covered(g, marks, name, by=thread, end="_late_end", last_event=False)
+        g = covered(g, marks, name, by=thread, end="_late_end", last_event=False, presorted=True)
     split = {
         "host_sync_ns": pl.col("_s_ns"),
         "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
