@@ -6,6 +6,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import sys
 import tarfile
 import zipfile
@@ -205,6 +206,37 @@ def test_interrupted_batch_leaves_a_whole_table_and_resumes(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
     res = batch_mod.run_batch([tmp_path / "root"], out, jobs=1)
     assert (res.analysed, res.skipped, res.succeeded) == (2, 2, 4)
+
+
+def test_a_stop_swallowed_by_a_run_leaves_that_run_to_the_next_batch(tmp_path):
+    """SIGTERM or Ctrl-C raised while native code ran a Python callback can be swallowed
+    there: the run fails oddly and the batch goes on. The progress call after it raises the
+    stop again, marked ``unkept``: that run is not kept as a failed row (a failed, unchanged
+    run is skipped by the next batch), and the next batch analyses it."""
+    from trace_analyzer.cli.runs import STOPS, BatchStopped, Progress
+
+    for i in range(4):
+        _tree(tmp_path / "root" / f"r{i}", i)
+    out = tmp_path / "runs.parquet"
+    progress = Progress(terminal=False)
+    calls = []
+
+    def swallowed_at_two(done, failed, total):
+        calls.append(done)
+        if done == 2:
+            STOPS.append(signal.SIGTERM)  # the handler ran; its raise went unraised
+        progress(done, failed, total)
+
+    try:
+        with pytest.raises(BatchStopped) as stop:
+            batch_mod.run_batch([tmp_path / "root"], out, jobs=1, progress=swallowed_at_two,
+                                checkpoint_s=0)
+    finally:
+        STOPS.clear()
+    assert getattr(stop.value, "unkept", False) and calls == [1, 2]
+    assert pl.read_parquet(out)["run_id"].n_unique() == 1  # the second run is not kept
+    res = batch_mod.run_batch([tmp_path / "root"], out, jobs=1)
+    assert (res.analysed, res.skipped, res.succeeded) == (3, 1, 4)
 
 
 def test_bad_usage_is_one_line(tmp_path):

@@ -93,7 +93,10 @@ def run_batch(
 ) -> BatchResult:
     """Analyse every new or changed run under ``roots`` into the table at ``out``.
 
-    ``progress(done, failed, total)`` is called after each run. ``timeout``: seconds a run
+    ``progress(done, failed, total)`` is called after each run; an exception it raises with
+    ``unkept`` true (a stop signal the run's native code swallowed, so the run failed for no
+    reason of its own) leaves that run out of the table, to the next batch, rather than as a
+    failed row that would be skipped as unchanged. ``timeout``: seconds a run
     may take in a worker process before it is killed and recorded as failed.
     ``worker_memory``: bytes of data memory a worker process may use (``limits``); a run past
     it is recorded as failed. With either, every run is analysed in a worker process, on
@@ -172,13 +175,18 @@ def _gather(
     write_failed = False
     try:
         for rows in results:
+            error = rows[0].get("error") if rows else None
+            done, failed = done + 1, failed + bool(error)
             table.new.append(to_frame(rows))
-            done += 1
-            if rows and rows[0].get("error"):
-                failed += 1
-                failures.append(_failure(rows[0]["run_id"], rows[0]["error"]))
             if progress:
-                progress(done, failed, total)
+                try:
+                    progress(done, failed, total)
+                except BaseException as e:  # a stop: this run is kept unless the stop says not
+                    if getattr(e, "unkept", False):
+                        table.new.pop()
+                    raise
+            if error:
+                failures.append(_failure(rows[0]["run_id"], error))
             if time.monotonic() - last > checkpoint_s:
                 try:
                     table.write()

@@ -45,6 +45,10 @@ class Progress:
         self.done = self.total = 0
 
     def __call__(self, done: int, failed: int, total: int) -> None:
+        if STOPS:  # a stop the run's native code swallowed (its handler's raise went unraised):
+            stop = BatchStopped(STOPS[-1]) if STOPS[-1] == signal.SIGTERM else KeyboardInterrupt()
+            setattr(stop, "unkept", True)  # noqa: B010  # the run it spoilt is not kept
+            raise stop
         self.done, self.total = done, total
         if not self.terminal:
             return
@@ -85,8 +89,20 @@ class Progress:
         sys.exit(143 if isinstance(e, BatchStopped) else 130)
 
 
+# The stop signals received during a batch. A handler's exception raised while native code runs
+# a Python callback (polars converting a type) can be swallowed there as unraisable, and the
+# run then fails oddly while the batch goes on; the progress call after each run raises it again.
+STOPS: list[int] = []
+
+
 def _terminated(signum: int, frame: FrameType | None) -> None:  # a CI job cancelled: as Ctrl-C
+    STOPS.append(signum)
     raise BatchStopped(signum)
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:  # Ctrl-C, remembered
+    STOPS.append(signum)
+    signal.default_int_handler(signum, frame)
 
 
 @cli.command()
@@ -207,18 +223,21 @@ def _size_of(flag: str, text: str | None) -> int | None:
 def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResult]) -> BatchResult:
     """Return what ``run`` (the batch) returns; Ctrl-C or SIGTERM during it says what the
     table kept and exits (``Progress.stopped``)."""
+    STOPS.clear()
     try:
-        previous = signal.signal(signal.SIGTERM, _terminated)
-    except ValueError:  # not the main thread (an embedding application): leave SIGTERM be
-        previous = None
+        previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminated)}
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupted)
+    except ValueError:  # not the main thread (an embedding application): leave the signals be
+        previous = {}
     try:
         with writing(output):
             return run()
     except (KeyboardInterrupt, BatchStopped) as e:
         progress.stopped(e, output)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         progress.close()
 
 
