@@ -208,35 +208,72 @@ def test_interrupted_batch_leaves_a_whole_table_and_resumes(tmp_path):
     assert (res.analysed, res.skipped, res.succeeded) == (2, 2, 4)
 
 
+def _swallowing(at: int):
+    """An ``analyse`` that, in its ``at``-th run, receives a SIGTERM whose raise native code
+    swallowed: the handler ran (``STOPS``), the run went on and failed oddly."""
+    from trace_analyzer.batch.rows import analyse_run
+    from trace_analyzer.batch.stops import STOPS
+
+    calls = []
+
+    def analyse(spec):
+        calls.append(spec)
+        rows = analyse_run(spec)
+        if len(calls) == at:
+            STOPS.append(signal.SIGTERM)
+            rows = [{**rows[0], "error": "TypeError: '<unprintable str object>' is not a Polars data type"}]
+        return rows
+
+    return analyse, calls
+
+
 def test_a_stop_swallowed_by_a_run_leaves_that_run_to_the_next_batch(tmp_path):
     """SIGTERM or Ctrl-C raised while native code ran a Python callback can be swallowed
-    there: the run fails oddly and the batch goes on. The progress call after it raises the
-    stop again, marked ``unkept``: that run is not kept as a failed row (a failed, unchanged
-    run is skipped by the next batch), and the next batch analyses it."""
-    from trace_analyzer.cli.runs import STOPS, BatchStopped, Progress
+    there: the run fails oddly and the batch would go on. The stop is raised again after that
+    run, which is not kept as a failed row (a failed, unchanged run is skipped by the next
+    batch), so the next batch analyses it."""
+    from trace_analyzer.batch.stops import STOPS, BatchStopped
 
     for i in range(4):
         _tree(tmp_path / "root" / f"r{i}", i)
     out = tmp_path / "runs.parquet"
-    progress = Progress(terminal=False)
-    calls = []
-
-    def swallowed_at_two(done, failed, total):
-        calls.append(done)
-        if done == 2:
-            STOPS.append(signal.SIGTERM)  # the handler ran; its raise went unraised
-        progress(done, failed, total)
-
+    analyse, calls = _swallowing(at=2)
     try:
-        with pytest.raises(BatchStopped) as stop:
-            batch_mod.run_batch([tmp_path / "root"], out, jobs=1, progress=swallowed_at_two,
-                                checkpoint_s=0)
+        with pytest.raises(BatchStopped):
+            batch_mod.run_batch([tmp_path / "root"], out, jobs=1, analyse=analyse, checkpoint_s=0)
     finally:
         STOPS.clear()
-    assert getattr(stop.value, "unkept", False) and calls == [1, 2]
+    assert len(calls) == 2
     assert pl.read_parquet(out)["run_id"].n_unique() == 1  # the second run is not kept
     res = batch_mod.run_batch([tmp_path / "root"], out, jobs=1)
     assert (res.analysed, res.skipped, res.succeeded) == (3, 1, 4)
+
+
+def test_a_write_a_stop_broke_is_the_stop_and_the_table_is_written_after_it(tmp_path, monkeypatch):
+    """A stop whose exception polars wrapped in a write error of its own is the stop, not "cannot
+    write" (exit 2): the table is written again as the batch unwinds, with every finished run."""
+    from trace_analyzer.batch import table as table_mod
+    from trace_analyzer.batch.stops import STOPS, BatchStopped
+
+    for i in range(4):
+        _tree(tmp_path / "root" / f"r{i}", i)
+    out = tmp_path / "runs.parquet"
+    real, writes = table_mod.write_atomic, []
+
+    def broken_once(path, write):
+        writes.append(path)
+        if len(writes) == 2:
+            STOPS.append(signal.SIGTERM)
+            raise pl.exceptions.ComputeError("the stop, wrapped")
+        real(path, write)
+
+    monkeypatch.setattr(table_mod, "write_atomic", broken_once)
+    try:
+        with pytest.raises(BatchStopped):
+            batch_mod.run_batch([tmp_path / "root"], out, jobs=1, checkpoint_s=0)
+    finally:
+        STOPS.clear()
+    assert len(writes) == 3 and pl.read_parquet(out)["run_id"].n_unique() == 2
 
 
 def test_bad_usage_is_one_line(tmp_path):

@@ -37,6 +37,7 @@ from trace_analyzer.batch.limits import Limits, require_memory_cap
 from trace_analyzer.batch.lock import lock_path, table_lock
 from trace_analyzer.batch.rows import SCHEMA, Row, analyse_run, fault_row, to_frame
 from trace_analyzer.batch.runs import RunSpec, find_runs
+from trace_analyzer.batch.stops import pending
 from trace_analyzer.batch.table import read_table, remove_stale_temporaries, write_table
 from trace_analyzer.batch.workers import DASK_HINT, Analyse, Workers, dask, local
 from trace_analyzer.errors import InputError
@@ -93,10 +94,10 @@ def run_batch(
 ) -> BatchResult:
     """Analyse every new or changed run under ``roots`` into the table at ``out``.
 
-    ``progress(done, failed, total)`` is called after each run; an exception it raises with
-    ``unkept`` true (a stop signal the run's native code swallowed, so the run failed for no
-    reason of its own) leaves that run out of the table, to the next batch, rather than as a
-    failed row that would be skipped as unchanged. ``timeout``: seconds a run
+    ``progress(done, failed, total)`` is called after each run. A stop signal that the run's
+    native code swallowed (``stops``: the run may have failed for no reason of its own) is
+    raised after it, and that run is left out of the table, to the next batch, rather than
+    kept as a failed row that would be skipped as unchanged. ``timeout``: seconds a run
     may take in a worker process before it is killed and recorded as failed.
     ``worker_memory``: bytes of data memory a worker process may use (``limits``); a run past
     it is recorded as failed. With either, every run is analysed in a worker process, on
@@ -177,20 +178,19 @@ def _gather(
         for rows in results:
             error = rows[0].get("error") if rows else None
             done, failed = done + 1, failed + bool(error)
+            if (stop := pending()) is not None:  # a stop the run's native code swallowed:
+                raise stop  # the run may have failed because of it, so it is not kept
             table.new.append(to_frame(rows))
             if progress:
-                try:
-                    progress(done, failed, total)
-                except BaseException as e:  # a stop: this run is kept unless the stop says not
-                    if getattr(e, "unkept", False):
-                        table.new.pop()
-                    raise
+                progress(done, failed, total)
             if error:
                 failures.append(_failure(rows[0]["run_id"], error))
             if time.monotonic() - last > checkpoint_s:
                 try:
                     table.write()
-                except InputError:
+                except InputError as e:
+                    if (stop := pending()) is not None:  # the write failed because of a stop
+                        raise stop from e  # (the last write, below, is tried again)
                     write_failed = True
                     raise
                 last = time.monotonic()

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -31,10 +29,6 @@ if TYPE_CHECKING:
 GROUPINGS = ("variant", "backend", "path-glob")
 
 
-class BatchStopped(BaseException):
-    """SIGTERM during `traceana batch`: unwound like Ctrl-C, so the table is written."""
-
-
 class Progress:
     """The progress bar of a batch on a terminal, and how far it got (for an interruption)."""
 
@@ -45,10 +39,6 @@ class Progress:
         self.done = self.total = 0
 
     def __call__(self, done: int, failed: int, total: int) -> None:
-        if STOPS:  # a stop the run's native code swallowed (its handler's raise went unraised):
-            stop = BatchStopped(STOPS[-1]) if STOPS[-1] == signal.SIGTERM else KeyboardInterrupt()
-            setattr(stop, "unkept", True)  # noqa: B010  # the run it spoilt is not kept
-            raise stop
         self.done, self.total = done, total
         if not self.terminal:
             return
@@ -76,7 +66,7 @@ class Progress:
     def stopped(self, e: BaseException, output: Path) -> NoReturn:
         """Say what an interrupted batch kept, and exit 130 (Ctrl-C) or 143 (SIGTERM)."""
         self.close(newline=True)
-        how = "terminated" if isinstance(e, BatchStopped) else "interrupted"
+        how = "interrupted" if isinstance(e, KeyboardInterrupt) else "terminated"
         if self.total:
             click.echo(
                 f"traceana: {how}: {output} holds every run finished so far ({self.done} of "
@@ -86,23 +76,7 @@ class Progress:
             )
         else:
             click.echo(f"traceana: {how} before any run finished; rerun the same command", err=True)
-        sys.exit(143 if isinstance(e, BatchStopped) else 130)
-
-
-# The stop signals received during a batch. A handler's exception raised while native code runs
-# a Python callback (polars converting a type) can be swallowed there as unraisable, and the
-# run then fails oddly while the batch goes on; the progress call after each run raises it again.
-STOPS: list[int] = []
-
-
-def _terminated(signum: int, frame: FrameType | None) -> None:  # a CI job cancelled: as Ctrl-C
-    STOPS.append(signum)
-    raise BatchStopped(signum)
-
-
-def _interrupted(signum: int, frame: FrameType | None) -> None:  # Ctrl-C, remembered
-    STOPS.append(signum)
-    signal.default_int_handler(signum, frame)
+        sys.exit(130 if isinstance(e, KeyboardInterrupt) else 143)
 
 
 @cli.command()
@@ -222,22 +196,24 @@ def _size_of(flag: str, text: str | None) -> int | None:
 
 def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResult]) -> BatchResult:
     """Return what ``run`` (the batch) returns; Ctrl-C or SIGTERM during it says what the
-    table kept and exits (``Progress.stopped``)."""
-    STOPS.clear()
+    table kept and exits (``Progress.stopped``), also when the signal arrived as the batch
+    ended or made it fail (``batch.stops``)."""
+    from trace_analyzer.batch.stops import BatchStopped, pending, stoppable
+
     try:
-        previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminated)}
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupted)
-    except ValueError:  # not the main thread (an embedding application): leave the signals be
-        previous = {}
-    try:
-        with writing(output):
-            return run()
+        with stoppable(), writing(output):
+            try:
+                res = run()
+            except Exception as e:
+                if (stop := pending()) is None:
+                    raise
+                raise stop from e  # a failure a stop caused (a write it broke) is the stop
+            if (stop := pending()) is not None:  # one that arrived after the last run
+                raise stop
+            return res
     except (KeyboardInterrupt, BatchStopped) as e:
         progress.stopped(e, output)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         progress.close()
 
 
