@@ -78,7 +78,7 @@ def load(
 ) -> Profile:
     """Return the one run under ``path`` (a profile folder, a trace file, an archive).
 
-    ``args``: keep each Kineto record's args as JSON text (``export`` shows them).
+    ``args``: keep each event's args as JSON text, ``args_json`` (``export`` shows them).
     ``strict``: malformed events are an InputError instead of a warning. ``max_bytes``: the
     most a compressed input may inflate to (default 16 GiB). ``cache``: None or False (the
     default) reads the files every time and writes nothing; True keeps the analysis cache in

@@ -93,6 +93,19 @@ def test_parquet_link_columns(tmp_path):
     }
 
 
+def test_parquet_args_kept_only_when_asked(tmp_path):
+    """extra_attributes_json is a third of a large export's memory and no analysis reads it:
+    it is kept as args_json when asked (``args=True``, as `traceana export` asks), and the
+    link keys are lifted from it either way."""
+    folder = export(tmp_path)
+    plain, kept = ta.load(folder).events, ta.load(folder, args=True).events
+    assert plain["args_json"].null_count() == plain.height
+    by_id = dict(zip(kept["orig_id"], kept["args_json"], strict=True))
+    assert {i: by_id[r["id"]] for r in ROWS if (i := r["id"]) in by_id} == {
+        r["id"]: r.get("extra_attributes_json") for r in ROWS}
+    assert plain.drop("args_json").equals(kept.drop("args_json"))
+
+
 def test_parquet_cores_and_host(tmp_path):
     ev = ta.load(export(tmp_path)).events
     hw = ev.filter(pl.col("orig_id") == 184).row(0, named=True)

@@ -65,8 +65,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # 8: evidence and hints written with numbers.duration; 9: each table's size and CRC-32 in
 # the meta, checked before the table is read; 10: text columns of the events and edges
 # tables dictionary-encoded; 11: the files whose processes are told apart; 12: keyed and
-# named by the real path, the spelling it was written under kept to respell a hit).
-FORMAT = 12
+# named by the real path, the spelling it was written under kept to respell a hit; 13: an
+# Explorer export's args_json kept only when args are asked for).
+FORMAT = 13
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 

@@ -135,8 +135,8 @@ def load(
 ) -> Profile:
     """Return the one run under ``path``; several runs are a UsageError (use ``load_runs``).
 
-    ``args``: keep each Kineto record's args as JSON text in ``args_json`` (Explorer exports
-    always keep theirs); off by default, since no analysis reads them.
+    ``args``: keep each event's args as JSON text in ``args_json`` (a Kineto record's args,
+    an Explorer row's ``extra_attributes_json``); off by default, since no analysis reads them.
     ``strict``: malformed events dropped while reading are an InputError, not a warning.
     ``max_bytes``: the most a compressed input (a ``.gz`` trace, an archive) may inflate to;
     None for the default, 16 GiB (docs/reliability.md).

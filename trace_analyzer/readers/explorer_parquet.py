@@ -92,8 +92,9 @@ def split_parts(folder: AnyPath) -> tuple[list[AnyPath], list[str]]:
     return (parts or ([whole] if whole is not None else [])), warnings
 
 
-def read(src: Source) -> ReadResult:
-    """Return the events of one Parquet export folder."""
+def read(src: Source, keep_args: bool = False) -> ReadResult:
+    """Return the events of one Parquet export folder; ``keep_args``: each row's
+    ``extra_attributes_json`` kept as ``args_json`` (the link keys are lifted either way)."""
     result = ReadResult(source=src, format="explorer-parquet")
     result.schema_version = _schema_version(src, result)
     paths, layout = split_parts(src.path)
@@ -106,8 +107,12 @@ def read(src: Source) -> ReadResult:
     result.notes.append(
         f"{n_files} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
     )
-    columns = _columns(raw)
-    if bad := _unparsed(columns):
+    columns = _columns(raw, keep_args)
+    extra = raw.select(args_json="extra_attributes_json")
+    del raw
+    bad = _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
+    del extra
+    if bad:
         result.warnings.append(
             f"{src.path}: {bad} of {columns.height} rows have an extra_attributes_json that is "
             "not JSON: their exec_id and nrt_sequence_id (which link executions to runtime "
@@ -119,12 +124,12 @@ def read(src: Source) -> ReadResult:
 
 
 def read_path(src: Source, keep_args: bool = False, *, max_bytes: int | None = None) -> ReadResult:
-    """The registry's way in: ``read``. An export's args are always kept (they are a column
-    already); what its tables' pages inflate to is capped before they are read (limits.py)."""
+    """The registry's way in: ``read``; what the export's tables' pages inflate to is capped
+    before they are read (limits.py)."""
     refuse_inflating_parquet(tables(src.path), max_bytes, {**REQUIRED, **OPTIONAL})
     meta = _metadata_table(src)
     refuse_inflating_parquet([meta] if meta else [], max_bytes, {"profile_schema_version"})
-    return read(src)
+    return read(src, keep_args)
 
 
 def _read_table(path: AnyPath) -> pl.DataFrame:
@@ -172,8 +177,9 @@ def _read_table(path: AnyPath) -> pl.DataFrame:
     return df.select(casts)
 
 
-def _columns(raw: pl.DataFrame) -> pl.DataFrame:
-    """Return the export's rows as events columns, the link keys lifted (explorer_keys)."""
+def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
+    """Return the export's rows as events columns, the link keys lifted (explorer_keys);
+    ``args_json`` null unless ``keep_args``."""
     keys = lifted_keys(raw.select("extra_attributes_json"))
     return raw.select(
         orig_id=pl.col("id"),
@@ -189,7 +195,7 @@ def _columns(raw: pl.DataFrame) -> pl.DataFrame:
         core=pl.col("pcore_idx"),
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
-        args_json=pl.col("extra_attributes_json"),
+        args_json=pl.col("extra_attributes_json") if keep_args else pl.lit(None, pl.String),
     ).hstack(keys)
 
 
