@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py $(wildcard trace_analyzer/*/*.c)
+$(VENV)/.installed: $(BIN)/python pyproject.toml setup.py $(wildcard trace_analyzer/*/*.c trace_analyzer/*/*.h)
 	$(BIN)/pip install --quiet -e .
 	touch $@
 

@@ -1,14 +1,26 @@
-"""The compiled parts of traceana, both optional: a machine without a compiler installs and
+"""The compiled parts of traceana, all optional: a machine without a compiler installs and
 runs without them. Without _fault, native code that aborts the process loses its one-line
 message (trace_analyzer/cli/fault.py); without _kscan, Kineto traces are read by the polars
-path (trace_analyzer/readers/kineto_native.py). Everything else of the build is in
-pyproject.toml."""
+path (trace_analyzer/readers/kineto_native.py); without _ekeys, an Explorer export's link keys
+are lifted by polars alone (trace_analyzer/readers/explorer_keys.py). Everything else of the
+build is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension("trace_analyzer.cli._fault", ["trace_analyzer/cli/_fault.c"], optional=True),
-        Extension("trace_analyzer.readers._kscan", ["trace_analyzer/readers/_kscan.c"], optional=True),
+        Extension(
+            "trace_analyzer.readers._kscan",
+            ["trace_analyzer/readers/_kscan.c"],
+            depends=["trace_analyzer/readers/_arrow.h"],
+            optional=True,
+        ),
+        Extension(
+            "trace_analyzer.readers._ekeys",
+            ["trace_analyzer/readers/_ekeys.c"],
+            depends=["trace_analyzer/readers/_arrow.h"],
+            optional=True,
+        ),
     ]
 )

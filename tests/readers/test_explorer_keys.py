@@ -11,9 +11,11 @@ import json
 import re
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from trace_analyzer.readers import explorer_keys
 from trace_analyzer.readers.explorer_keys import lifted_keys
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS
 
@@ -34,9 +36,21 @@ def expected(text: str | None) -> dict[str, int | None]:
     return out
 
 
-def lifted(texts: list[str | None]) -> list[dict[str, int | None]]:
-    df = pl.DataFrame({"extra_attributes_json": texts}, schema={"extra_attributes_json": pl.String})
-    return lifted_keys(df).to_dicts()
+def frame(texts: list[str | None]) -> pl.DataFrame:
+    return pl.DataFrame({"extra_attributes_json": texts}, schema={"extra_attributes_json": pl.String})
+
+
+def lifted(texts: list[str | None], native: bool = True) -> list[dict[str, int | None]]:
+    return lifted_keys(frame(texts), native=native).to_dicts()
+
+
+# Both ways to lift: the compiled scan (where it is built) and polars alone.
+PATHS = [pytest.param(True, id="native"), pytest.param(False, id="polars")]
+
+
+def test_the_compiled_scan_is_built():
+    """`pip install` builds it where a compiler is (every machine this suite runs on)."""
+    assert explorer_keys._ekeys is not None, "trace_analyzer/readers/_ekeys.c was not built"
 
 
 CASES = [
@@ -69,8 +83,32 @@ CASES = [
 ]
 
 
-def test_every_key_is_the_value_json_gives_it():
-    assert lifted(CASES) == [expected(t) for t in CASES]
+@pytest.mark.parametrize("native", PATHS)
+def test_every_key_is_the_value_json_gives_it(native):
+    assert lifted(CASES, native) == [expected(t) for t in CASES]
+
+
+@pytest.mark.parametrize("native", PATHS)
+@pytest.mark.parametrize("pad", [0, 1, 5, 9, 14, 15, 16, 17, 31, 33])
+def test_keys_anywhere_in_a_row_whatever_its_length(native, pad):
+    """The compiled scan reads 16 bytes at a time, the last block overlapping, and a short
+    row byte by byte: a key before, across and after a block's edge, or at the row's end."""
+    fill = '"' + "x" * pad + '":0'
+    texts = [
+        "{" + fill + ',"exec_id":' + str(pad) + "}",
+        '{"exec_id":' + str(pad) + "," + fill + "}",
+        "{" + fill + ',"exec_id":7,"exec_id":8}',
+        "{" + fill + ',"nrt_sequence_id":-' + str(pad) + ' }',
+        "{" + fill + ',"x":"exec_id"}',
+        "{" + fill + ',"exec_id"}',
+        "{" + fill + ',"exec_id":',
+        "{" + fill + ',"a":{"exec_id":1}}',
+        "{" + fill + ',"exec_id":2,"b":"\\"}',
+        "{" + fill + ',"External id":3,"correlation":4}',
+        '{"exec_id":1}' + "x" * pad,
+        "{" * (pad + 1) + '"exec_id":1}',
+    ]
+    assert lifted(texts, native) == [expected(t) for t in texts]
 
 
 # String values are parsed, never scanned; their text is kept to what Python and polars read
@@ -82,12 +120,30 @@ VALUE = st.one_of(
 KEY = st.sampled_from([*EXTRA_COLUMNS, "model_id", "exec", "name"])
 
 
+@pytest.mark.parametrize("native", PATHS)
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(st.tuples(KEY, VALUE), max_size=5), max_size=8), st.booleans())
-def test_valid_json_of_any_shape_reads_as_json_says(rows, spaced):
+def test_valid_json_of_any_shape_reads_as_json_says(native, rows, spaced):
     sep = (", ", ": ") if spaced else (",", ":")
     texts = []
     for pairs in rows:  # keys may repeat: json.dumps of a list of pairs keeps every one
         body = sep[0].join(json.dumps(k) + sep[1] + json.dumps(v) for k, v in pairs)
         texts.append("{" + body + "}")
-    assert lifted(texts) == [expected(t) for t in texts]
+    assert lifted(texts, native) == [expected(t) for t in texts]
+
+
+# Any text at all, JSON or not: the compiled scan gives what polars alone gives, row by row
+# (it reads a row itself only where the literal scan would, and leaves the rest to polars).
+PIECE = st.sampled_from(
+    ['"exec_id"', '"External id"', "exec_id", ":", " ", "\t", "\u00a0", "{", "}", "[", "]",
+     ",", '"', "\\", "\\u0065", "-", "0", "7", "12", "9223372036854775807",
+     "9223372036854775808", "00", ".5", "e3", '"x"', "null", "\n", "\x0b"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.lists(PIECE, max_size=14).map("".join)), max_size=30))
+def test_the_compiled_scan_equals_polars_on_any_text(texts):
+    if explorer_keys._ekeys is None:
+        pytest.skip("the compiled scan is not built")
+    assert lifted_keys(frame(texts)).equals(lifted_keys(frame(texts), native=False))

@@ -20,8 +20,7 @@
  *
  * The scan itself touches no Python object, so it runs without the GIL.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_arrow.h"
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,12 +40,6 @@ static const char *const COLUMN[NCOL] = {
 
 /* How a parse ends: done, out of bytes (the record goes on in the next block), or declined. */
 enum { OK = 0, MORE = 1, BAD = 2 };
-
-typedef struct {
-    uint64_t *vals; /* int64 or double (ts, dur), by bits */
-    uint8_t *bits;  /* validity, one bit a row (Arrow's layout) */
-    int64_t nulls;
-} Column;
 
 typedef struct { /* one distinct string: its bytes in the arena */
     uint64_t hash;
@@ -784,140 +777,10 @@ static PyObject *feed(Scanner *s, PyObject *args)
     return Py_BuildValue("(nO)", (Py_ssize_t)used, s->state == 3 ? Py_True : Py_False);
 }
 
-/* --- Arrow's C data interface (arrow.apache.org/docs/format/CDataInterface.html) ------------ */
+/* --- out, through Arrow's C data interface (_arrow.h) ------------------------------------- */
 
-struct ArrowSchema {
-    const char *format, *name, *metadata;
-    int64_t flags, n_children;
-    struct ArrowSchema **children, *dictionary;
-    void (*release)(struct ArrowSchema *);
-    void *private_data;
-};
-
-struct ArrowArray {
-    int64_t length, null_count, offset, n_buffers, n_children;
-    const void **buffers;
-    struct ArrowArray **children, *dictionary;
-    void (*release)(struct ArrowArray *);
-    void *private_data;
-};
-
-typedef struct { /* what the struct schema owns, freed by its release */
-    struct ArrowSchema schema[NCOL], *schemas[NCOL];
-} SchemaData;
-
-typedef struct { /* what the struct array owns: its children (which own their buffers) */
-    struct ArrowArray array[NCOL], *arrays[NCOL];
-    const void *buffers[1];
-} ArrayData;
-
-typedef struct { /* what a column owns, apart from its parent: a consumer may move it out */
-    const void *buffers[2];
-} ChildData;
-
-static void release_child_schema(struct ArrowSchema *x) { x->release = NULL; }
-
-static void release_schema(struct ArrowSchema *x)
-{
-    for (int i = 0; i < x->n_children; i++)
-        if (x->children[i]->release)
-            x->children[i]->release(x->children[i]);
-    free(x->private_data);
-    x->release = NULL;
-}
-
-static void release_child_array(struct ArrowArray *x)
-{
-    ChildData *d = x->private_data;
-    free((void *)d->buffers[0]);
-    free((void *)d->buffers[1]);
-    free(d);
-    x->release = NULL;
-}
-
-static void release_array(struct ArrowArray *x)
-{
-    for (int i = 0; i < x->n_children; i++)
-        if (x->children[i]->release)
-            x->children[i]->release(x->children[i]);
-    free(x->private_data);
-    x->release = NULL;
-}
-
-static void schema_capsule_free(PyObject *cap)
-{
-    struct ArrowSchema *x = PyCapsule_GetPointer(cap, "arrow_schema");
-    if (x != NULL && x->release)
-        x->release(x);
-    free(x);
-}
-
-static void array_capsule_free(PyObject *cap)
-{
-    struct ArrowArray *x = PyCapsule_GetPointer(cap, "arrow_array");
-    if (x != NULL && x->release)
-        x->release(x);
-    free(x);
-}
-
-static struct ArrowSchema *make_schema(void)
-{
-    struct ArrowSchema *top = calloc(1, sizeof *top);
-    SchemaData *d = calloc(1, sizeof *d);
-    if (top == NULL || d == NULL) {
-        free(top);
-        free(d);
-        return NULL;
-    }
-    for (int i = 0; i < NCOL; i++) {
-        d->schema[i] = (struct ArrowSchema){
-            .format = (i == TS || i == DUR) ? "g" : "l",
-            .name = COLUMN[i],
-            .flags = 2, /* ARROW_FLAG_NULLABLE */
-            .release = release_child_schema,
-        };
-        d->schemas[i] = &d->schema[i];
-    }
-    *top = (struct ArrowSchema){.format = "+s", .name = "", .n_children = NCOL,
-                                .children = d->schemas, .release = release_schema,
-                                .private_data = d};
-    return top;
-}
-
-/* The struct array of the columns, their buffers taken out of s (which keeps no rows). */
-static struct ArrowArray *make_array(Scanner *s)
-{
-    struct ArrowArray *top = calloc(1, sizeof *top);
-    ArrayData *d = calloc(1, sizeof *d);
-    ChildData *child[NCOL] = {NULL};
-    int ok = top != NULL && d != NULL;
-    for (int i = 0; i < NCOL && ok; i++)
-        ok = (child[i] = calloc(1, sizeof(ChildData))) != NULL;
-    if (!ok) {
-        for (int i = 0; i < NCOL; i++)
-            free(child[i]);
-        free(top);
-        free(d);
-        return NULL;
-    }
-    for (int i = 0; i < NCOL; i++) {
-        child[i]->buffers[0] = s->col[i].bits;
-        child[i]->buffers[1] = s->col[i].vals;
-        d->array[i] = (struct ArrowArray){
-            .length = s->rows, .null_count = s->col[i].nulls, .n_buffers = 2,
-            .buffers = child[i]->buffers, .release = release_child_array,
-            .private_data = child[i],
-        };
-        d->arrays[i] = &d->array[i];
-        s->col[i] = (Column){NULL, NULL, 0};
-    }
-    *top = (struct ArrowArray){.length = s->rows, .n_children = NCOL, .n_buffers = 1,
-                               .buffers = d->buffers, /* the struct's validity: none */
-                               .children = d->arrays, .release = release_array,
-                               .private_data = d};
-    s->rows = s->cap = 0;
-    return top;
-}
+static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g",
+                                         "l", "l", "l", "l", "l", "l", "l"};
 
 static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
 {
@@ -929,30 +792,9 @@ static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "Scanner.feed is running");
         return NULL;
     }
-    struct ArrowSchema *schema = make_schema();
-    if (schema == NULL)
-        return PyErr_NoMemory();
-    PyObject *sc = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
-    if (sc == NULL) {
-        schema->release(schema);
-        free(schema);
-        return NULL;
-    }
-    struct ArrowArray *array = make_array(s);
-    if (array == NULL) {
-        Py_DECREF(sc);
-        return PyErr_NoMemory();
-    }
-    PyObject *ac = PyCapsule_New(array, "arrow_array", array_capsule_free);
-    if (ac == NULL) {
-        array->release(array);
-        free(array);
-        Py_DECREF(sc);
-        return NULL;
-    }
-    PyObject *pair = PyTuple_Pack(2, sc, ac);
-    Py_DECREF(sc);
-    Py_DECREF(ac);
+    PyObject *pair = arrow_export(s->col, NCOL, s->rows, COLUMN, FORMAT);
+    if (pair != NULL)
+        s->rows = s->cap = 0; /* the rows left with their buffers */
     return pair;
 }
 

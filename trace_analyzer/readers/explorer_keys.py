@@ -18,13 +18,26 @@ was the largest part of reading a large export, so most rows are read by a liter
 Only one thing reads differently: a plain row that is not valid JSON in another way (a
 trailing comma, a missing comma) gives the keys it writes, where the parse gave none
 (docs/formats.md). Explorer writes its JSON with a serialiser, so such rows are not expected.
+
+Where the compiled extension ``_ekeys`` is built (_ekeys.c), the literal scan is one pass in C
+over every row and all four keys; a row it is not sure of (anything but a plain row with its
+keys written once as integers, or no key at all) is left to the polars path below, so that
+both give the same columns (tests/readers/test_explorer_keys.py holds them equal).
 """
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import polars as pl
 
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS
+
+_ekeys: ModuleType | None
+try:
+    import trace_analyzer.readers._ekeys as _ekeys  # type: ignore[import-not-found,no-redef]
+except ImportError:  # built without a compiler: polars lifts every row
+    _ekeys = None
 
 EXTRA = pl.col("extra_attributes_json")
 assert all(k.replace(" ", "_").isidentifier() for k in EXTRA_COLUMNS)  # safe in a regex
@@ -41,8 +54,23 @@ def plain(extra: pl.Expr = EXTRA) -> pl.Expr:
     )
 
 
-def lifted_keys(df: pl.DataFrame) -> pl.DataFrame:
-    """Return the columns of ``EXTRA_COLUMNS`` lifted from ``df``'s ``extra_attributes_json``.
+def lifted_keys(df: pl.DataFrame, native: bool = True) -> pl.DataFrame:
+    """Return the columns of ``EXTRA_COLUMNS`` lifted from ``df``'s ``extra_attributes_json``:
+    by the compiled scan where it is built (and ``native``), the rows it leaves by polars."""
+    if _ekeys is None or not native or df.is_empty():
+        return lifted_by_polars(df)
+    text = df["extra_attributes_json"]
+    got = pl.DataFrame(_ekeys.lift(text.__arrow_c_stream__(), tuple(EXTRA_COLUMNS)))
+    left = (got["_parse"] != 0).arg_true()
+    got = got.drop("_parse").rename(EXTRA_COLUMNS)
+    if left.is_empty():
+        return got
+    again = lifted_by_polars(pl.DataFrame({"extra_attributes_json": text.gather(left)}))
+    return got.with_columns(got[c].scatter(left, again[c]) for c in got.columns)
+
+
+def lifted_by_polars(df: pl.DataFrame) -> pl.DataFrame:
+    """Return ``lifted_keys(df)`` computed by polars alone.
 
     Three stages, each one pass over the rows with its columns computed in parallel: which
     rows are plain and which name each key; each key's scanned value; each key's value, the
