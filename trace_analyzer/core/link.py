@@ -49,7 +49,7 @@ from typing import Literal, NamedTuple, TypeAlias
 import polars as pl
 
 from trace_analyzer.core.link_time import caller, launch_to_op, within_core
-from trace_analyzer.core.schema import Text, by_row, text
+from trace_analyzer.core.schema import Text, by_row
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
 METHODS = (
@@ -111,19 +111,28 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
     if not numbered:
         ev = ev.with_columns(event_id=pl.int_range(pl.len(), dtype=pl.Int64))
     done = pl.Series("_done", [False], pl.Boolean).new_from_index(0, ev.height)
+    hops = _hops(ev["name"])
+    # Each hop's children and parents as masks, all in one pass over the table: a hop with
+    # no child left or no parent is skipped without filtering the table.
+    masks = ev.select(
+        *(h.child.alias(f"child{i}") for i, h in enumerate(hops)),
+        *(h.parent.alias(f"parent{i}") for i, h in enumerate(hops)),
+    )
     other: dict[str, pl.DataFrame] = {}  # (pid, flow) pairs of each hop's other side, once
-    edges: list[pl.DataFrame] = []
-    names: list[str] = []
-    for h in _hops():
-        skip = done
+    edges: dict[str, pl.DataFrame] = {}
+    for i, h in enumerate(hops):
+        child = masks[f"child{i}"] & ~done
         if h.parents_of is not None:  # children: the parents of that hop's edges only
-            parents = edges[names.index(h.parents_of)]["src"]
-            skip = done | ~_mask(ev.height, parents)
-        names.append(h.name)
-        found = _hop(ev.with_columns(skip.alias("_skip"), done), h, other)
-        edges.append(found.with_columns(hop=pl.lit(h.name)))
+            if h.parents_of not in edges:
+                continue
+            child = child & _mask(ev.height, edges[h.parents_of]["src"])
+        parent = masks[f"parent{i}"]
+        if not child.any() or not parent.any():
+            continue
+        found = _hop(ev.with_columns(done), child, parent, h, other)
+        edges[h.name] = found.with_columns(hop=pl.lit(h.name))
         done = done | _mask(ev.height, found["dst"])
-    out = pl.concat(edges) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
+    out = pl.concat(edges.values()) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
     starts = ev["start_ns"]
     out = out.with_columns(latency_ns=starts.gather(out["dst"]) - starts.gather(out["src"]))
     if not numbered:
@@ -175,8 +184,16 @@ class Hop(NamedTuple):
     parents_of: str | None = None
 
 
-def _hops() -> list[Hop]:
-    """Return the hops in the order they are tried (the module docstring lists them)."""
+def _named(names: pl.Series, pattern: str) -> pl.Expr:
+    """Return whether an event's name matches ``pattern``: the regex run once per distinct
+    name of ``names`` (a table's name column), not once per event."""
+    distinct = names.unique().cast(pl.String)
+    return pl.col("name").is_in(distinct.filter(distinct.str.contains(pattern)).implode())
+
+
+def _hops(names: pl.Series) -> list[Hop]:
+    """Return the hops in the order they are tried (the module docstring lists them), for a
+    table whose name column is ``names``."""
     kind, src = pl.col("lane_kind"), pl.col("source")
     neuron_hw, neuron_rt = src == "neuron_hw", src == "neuron_rt"
     host_call = kind.is_in(LAUNCH_KINDS) & ~neuron_rt
@@ -218,7 +235,7 @@ def _hops() -> list[Hop]:
         ),
         Hop(
             "graph",
-            host_call & text("name").str.contains(GRAPH_LAUNCH),
+            host_call & _named(names, GRAPH_LAUNCH),
             (kind == "annotation") & (src == "framework"),
             [],
             time=caller("graph"),
@@ -226,7 +243,7 @@ def _hops() -> list[Hop]:
         Hop(
             "python",
             host_call,
-            (kind == "annotation") & (src == "framework") & ~text("name").str.contains(NOT_CALLERS),
+            (kind == "annotation") & (src == "framework") & ~_named(names, NOT_CALLERS),
             [],
             time=caller("python"),
             parents_of="device",
@@ -234,14 +251,24 @@ def _hops() -> list[Hop]:
     ]
 
 
-def _hop(ev: pl.DataFrame, hop: Hop, others: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """Return the edges of one hop: each child not yet linked (``_skip`` false) to its parent,
-    by the hop's keys in turn, then by time. ``_done``: the events linked by earlier hops;
-    ``others``: the other sides' flows found so far, by the expression that selects them."""
-    kids = ev.filter(hop.child & ~pl.col("_skip"))
-    parents = ev.filter(hop.parent)
-    if kids.is_empty() or parents.is_empty():
-        return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
+def _hop(
+    ev: pl.DataFrame,
+    child: pl.Series,
+    parent: pl.Series,
+    hop: Hop,
+    others: dict[str, pl.DataFrame],
+) -> pl.DataFrame:
+    """Return the edges of one hop: each child (``child``: those not yet linked) to its parent
+    (among ``parent``), by the hop's keys in turn, then by time. ``_done``: the events linked
+    by earlier hops; ``others``: the other sides' flows found so far, by the expression that
+    selects them."""
+    kids = ev.filter(child)
+    if hop.time is None:  # only a child that holds one of the hop's keys can be linked
+        held = {"flow_ids" if k == "flow_id" else k[0] for k in hop.keys}
+        kids = kids.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in held))
+        if kids.is_empty():
+            return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
+    parents = ev.filter(parent)
     # (pid, flow) pairs the children's flows may not link by: the other side's
     other = None
     if hop.other_side is not None:

@@ -48,6 +48,8 @@ def launch_to_op(kids: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
         )
         found.append(hits)
         rest = rest.filter(~pl.col("event_id").is_in(hits["dst"].implode()))
+    if rest.is_empty():  # every launch named its op: no sweep over the ops
+        return pl.concat(found).cast({"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
     inner = innermost(
         ops.select("pid", "tid", start="start_ns", end="end_ns", id="event_id"),
         rest.select("pid", "tid", t="start_ns", id="event_id"),
