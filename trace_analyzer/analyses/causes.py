@@ -11,7 +11,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import device_of
 from trace_analyzer.analyses.gap_evidence import covered, host_split, launches, sentence
-from trace_analyzer.core.schema import by_row, text
+from trace_analyzer.core.schema import by_row, matching, text
 
 CAUSES = (
     "host_dispatch",
@@ -249,7 +249,7 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     if device_gaps.is_empty():
         return pl.DataFrame(schema=schema)
     steps = (
-        events.filter(text("name").str.contains(STEP))
+        events.filter(matching(events["name"], STEP))
         .select(
             "start_ns",
             step_end="end_ns",

@@ -8,7 +8,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import merge
 from trace_analyzer.core.link import GRAPH_LAUNCH
-from trace_analyzer.core.schema import text
+from trace_analyzer.core.schema import matching, text
 from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
@@ -77,18 +77,19 @@ def covered(
 def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Return per hardware event its launch (the runtime call its ``device`` link names):
     ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread."""
-    calls = events.select(
-        launch_event="event_id",
-        launch_start_ns="start_ns",
-        launch_is_graph=text("name").str.contains(GRAPH_LAUNCH),
-        launch_pid="pid",
-        launch_tid="tid",
-    )
-    return (
-        edges.filter(pl.col("hop") == "device")
-        .select(event_id="dst", launch_event="src")
-        .join(calls, on="launch_event")
-    )
+    found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
+    calls = (
+        events.select("event_id", "start_ns", "name", "pid", "tid")
+        .join(found.select(event_id="launch_event").unique(), on="event_id", how="semi")
+        .select(
+            launch_event="event_id",
+            launch_start_ns="start_ns",
+            launch_is_graph=text("name").str.contains(GRAPH_LAUNCH),
+            launch_pid="pid",
+            launch_tid="tid",
+        )
+    )  # the launches alone: the regex on their names, not on every event's
+    return found.join(calls, on="launch_event")
 
 
 def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -129,10 +130,9 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         .sort(*thread, "start_ns", "end_ns")
         .collect()
     )  # only the threads that launch late (the others' marks cover no late time), sorted once
-    sync = host.filter(text("name").str.contains(SYNC_NAMES))
-    calls = host.filter(
-        pl.col("lane_kind").is_in(["runtime", "transfer"]) | text("name").str.contains(SYNC_NAMES)
-    )
+    synchronizes = matching(host["name"], SYNC_NAMES)
+    sync = host.filter(synchronizes)
+    calls = host.filter(pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes)
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
     for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
         g = covered(g, marks, name, by=thread, end="_late_end", last_event=False, presorted=True)

@@ -49,7 +49,7 @@ from typing import Literal, NamedTuple, TypeAlias
 import polars as pl
 
 from trace_analyzer.core.link_time import caller, launch_to_op, within_core
-from trace_analyzer.core.schema import Text, by_row
+from trace_analyzer.core.schema import Text, by_row, matching
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
 METHODS = (
@@ -184,13 +184,6 @@ class Hop(NamedTuple):
     parents_of: str | None = None
 
 
-def _named(names: pl.Series, pattern: str) -> pl.Expr:
-    """Return whether an event's name matches ``pattern``: the regex run once per distinct
-    name of ``names`` (a table's name column), not once per event."""
-    distinct = names.unique().cast(pl.String)
-    return pl.col("name").is_in(distinct.filter(distinct.str.contains(pattern)).implode())
-
-
 def _hops(names: pl.Series) -> list[Hop]:
     """Return the hops in the order they are tried (the module docstring lists them), for a
     table whose name column is ``names``."""
@@ -235,7 +228,7 @@ def _hops(names: pl.Series) -> list[Hop]:
         ),
         Hop(
             "graph",
-            host_call & _named(names, GRAPH_LAUNCH),
+            host_call & matching(names, GRAPH_LAUNCH),
             (kind == "annotation") & (src == "framework"),
             [],
             time=caller("graph"),
@@ -243,7 +236,7 @@ def _hops(names: pl.Series) -> list[Hop]:
         Hop(
             "python",
             host_call,
-            (kind == "annotation") & (src == "framework") & ~_named(names, NOT_CALLERS),
+            (kind == "annotation") & (src == "framework") & ~matching(names, NOT_CALLERS),
             [],
             time=caller("python"),
             parents_of="device",

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from trace_analyzer.core.schema import conform, empty_events, text
+from trace_analyzer.core.schema import conform, empty_events, matching, text
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.inputs.discover import Source
@@ -139,7 +139,7 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
     one gets its number. Events outside every step keep a null step.
     """
     steps = (
-        events.filter(text("name").str.contains(r"^ProfilerStep#\d+$"))
+        events.filter(matching(events["name"], r"^ProfilerStep#\d+$"))
         .select(
             pl.col("start_ns").alias("step_start"),
             pl.col("end_ns").alias("step_end"),
