@@ -16,7 +16,7 @@ from itertools import pairwise
 
 import polars as pl
 
-from trace_analyzer.core.schema import conform
+from trace_analyzer.core.schema import Text, conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
@@ -118,7 +118,7 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
             "not JSON: their exec_id and nrt_sequence_id (which link executions to runtime "
             "calls) are lost; the rest of each row is read"
         )
-    events = _mark_dispatch(_label(columns).with_columns(file=pl.lit(str(src.path))))
+    events = _mark_dispatch(_label(columns).with_columns(file=pl.lit(str(src.path)).cast(Text)))
     result.events = assign_steps(conform(events))
     return result
 
@@ -181,14 +181,14 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
     """Return the export's rows as events columns, the link keys lifted (explorer_keys);
     ``args_json`` null unless ``keep_args``."""
     keys = lifted_keys(raw.select("extra_attributes_json"))
-    return raw.select(
+    return raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
         orig_id=pl.col("id"),
-        name=pl.col("name"),
-        source=pl.col("trace_event_source"),
+        name=pl.col("name").cast(Text),
+        source=pl.col("trace_event_source").cast(Text),
         start_ns=pl.col("start_ts"),
         end_ns=pl.col("end_ts"),
         duration_ns=pl.col("duration_ns").fill_null(pl.col("end_ts") - pl.col("start_ts")),
-        host=pl.col("instance_id"),
+        host=pl.col("instance_id").cast(Text),
         pid=pl.col("process_id"),
         tid=pl.col("thread_id"),
         device=pl.col("nc_idx"),
@@ -232,8 +232,8 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
     if df.is_empty():
         return label(df)
     codes = df.select(
-        pl.col(c).cast(pl.Categorical).to_physical().cast(pl.Int64)
-        if df.schema[c] == pl.String
+        pl.col(c).cast(Text).to_physical().cast(pl.Int64)
+        if df.schema[c] in (pl.String, Text)
         else pl.col(c).cast(pl.Int64)
         for c in LABEL_KEYS
     )
@@ -256,7 +256,8 @@ def _label(df: pl.DataFrame) -> pl.DataFrame:
     first = keys.arg_unique()
     reps = df.select(pl.col(LABEL_KEYS).gather(first))
     labelled = label(reps).with_columns(_key=keys.gather(first)).sort("_key")
-    got = labelled[labelled["_key"].search_sorted(keys)]
+    labelled = labelled.with_columns(pl.col("name", "lane", "category").cast(Text))
+    got = labelled[labelled["_key"].search_sorted(keys)]  # codes gathered, not text
     return df.with_columns(
         name=got["name"], lane_kind=got["lane_kind"], lane=got["lane"], category=got["category"]
     )
