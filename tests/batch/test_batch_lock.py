@@ -173,38 +173,48 @@ SWALLOWED = """
 import os, signal, sys
 import trace_analyzer.core.profile as profile
 import trace_analyzer.batch.table as table
+import polars as pl
+MODE = sys.argv[1]
+SIGNAL = signal.SIGINT if MODE == "panic" else signal.SIGTERM
 class Stop:
     def __del__(self):
-        os.kill(os.getpid(), signal.SIGTERM)
-        sum(range(1000))  # a few bytecodes: the handler runs here
+        os.kill(os.getpid(), SIGNAL)
+        for _ in range(100):  # bytecodes: the handler runs here, inside __del__
+            pass
 def swallowing(module, name, at):
     real, calls = getattr(module, name), []
     def call(*args, **kwargs):
         calls.append(1)
         if len(calls) == at:
             Stop()
+            if MODE == "panic":  # as polars did in CI: its unwrap() of the stop's PyErr
+                raise pl.exceptions.PanicException(
+                    "called `Result::unwrap()` on an `Err` value: PyErr { type: KeyboardInterrupt }")
         return real(*args, **kwargs)
     setattr(module, name, call)
-if sys.argv[1] == "run":
-    swallowing(profile, "load_run", 3)
-else:
+if MODE == "write":
     swallowing(table, "write_atomic", 1)
+else:
+    swallowing(profile, "load_run", 3)
 from trace_analyzer.cli import main
 sys.argv[0:2] = ['traceana']
 main()
 """
 
 
-@pytest.mark.parametrize(("where", "kept"), [("run", 2), ("write", 8)])
-def test_a_stop_swallowed_as_unraisable_is_one_line_and_exit_143(roots, tmp_path, where, kept):
+@pytest.mark.parametrize(("where", "kept", "how", "code"), [
+    ("run", 2, "terminated", 143), ("write", 8, "terminated", 143),
+    ("panic", 2, "interrupted", 130)])
+def test_a_stop_swallowed_as_unraisable_is_one_line_and_its_exit(roots, tmp_path, where, kept,
+                                                                how, code):
     first_root, _ = roots
     out = tmp_path / "runs.parquet"
     done = subprocess.run([sys.executable, "-c", SWALLOWED, where, "batch", str(first_root),
                            "-o", str(out), "--jobs", "1"], env=_env(), capture_output=True,
                           text=True, timeout=120)
-    assert done.returncode == 143, done.stderr
+    assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
     (line,) = done.stderr.splitlines()
-    assert line.startswith("traceana: terminated: ") and f"({kept} of 8 analysed" in line, line
+    assert line.startswith(f"traceana: {how}: ") and f"({kept} of 8 analysed" in line, line
     assert pl.read_parquet(out)["run_id"].n_unique() == kept  # a run the stop spoilt is not kept
     assert not (tmp_path / "runs.parquet.lock").exists()

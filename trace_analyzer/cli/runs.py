@@ -198,16 +198,19 @@ def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResu
     """Return what ``run`` (the batch) returns; Ctrl-C or SIGTERM during it says what the
     table kept and exits (``Progress.stopped``), also when the signal arrived as the batch
     ended or made it fail (``batch.stops``)."""
+    from polars.exceptions import PanicException
+
     from trace_analyzer.batch.stops import BatchStopped, pending, stoppable
 
     try:
         with stoppable(), writing(output):
             try:
                 res = run()
-            except Exception as e:
+            except (Exception, PanicException) as e:  # (polars' panic is a BaseException)
                 if (stop := pending()) is None:
                     raise
-                raise stop from e  # a failure a stop caused (a write it broke) is the stop
+                raise stop from e  # a failure a stop caused (an error, or a panic, of polars'
+                # own around the stop's exception; a write it broke) is the stop
             if (stop := pending()) is not None:  # one that arrived after the last run
                 raise stop
             return res
