@@ -11,11 +11,14 @@ the child's CPU time (user + system, all threads, from ``os.wait4``) and its pea
 the Kineto traces, the same for ``json.load`` of the file in a fresh process (the floor any
 reader that builds Python objects pays).
 
-Start-up (the interpreter, polars, traceana's CLI) is the same for every size, so the CPU time
-per event is given both whole and with the start-up taken off: the CPU time of the same command
-on the bundled fixture (fixtures/rmsnorm_naive, 170 events), measured in the same run. The last
-column is each size's CPU per event over the smallest such figure of its format: cost that grows
-at most n log n keeps it near 1 (issue 19 asks for within 1.3×). Results: docs/benchmarks.md.
+Start-up (the interpreter, polars, traceana's CLI and the format's reader) is the same for every
+size, so the CPU time per event is given both whole and with the start-up taken off: the CPU
+time of the same command on the smallest input of the format, measured in the same run (the
+median of 3): for Neuron the bundled fixture (fixtures/rmsnorm_naive, 170 events), for Kineto a
+0.1 MB trace of gen_kineto.py (about 330 records; the fixture is no Kineto run, and imports
+another reader). The last column is each size's CPU per event over the smallest such figure
+of its format: cost that grows at most n log n keeps it near 1 (issue 19 asks for within
+1.3×). Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -82,10 +85,16 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
     ap.add_argument("--runs", type=int, default=2)
     args = ap.parse_args()
-    base = [measure([str(TRACEANA), "gaps", str(REPO / "fixtures/rmsnorm_naive"), "--no-cache"])
-            for _ in range(3)]
-    start = statistics.median(c for _, c, _ in base)
-    print(f"start-up: {start:.2f} s CPU (median of 3, the bundled fixture)\n")
+    tiny = args.dir / "kineto-0.1.json"
+    if not tiny.exists():
+        subprocess.run([PY, REPO / "bench/gen_kineto.py", "0.1", tiny], check=True,
+                       stdout=subprocess.DEVNULL)
+    start = {}
+    for fmt, path in (("neuron", REPO / "fixtures/rmsnorm_naive"), ("kineto", tiny)):
+        base = [measure([str(TRACEANA), "gaps", str(path), "--no-cache"]) for _ in range(3)]
+        start[fmt] = statistics.median(c for _, c, _ in base)
+        print(f"start-up, {fmt}: {start[fmt]:.2f} s CPU (median of 3, {path.name})")
+    print()
     print("| format | input | MB | events | wall s | CPU s | peak MB | CPU µs/event | "
           "less start-up | × smallest | json.load wall s / peak MB |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -100,7 +109,7 @@ def main() -> None:
             peer = f"{w:.2f} / {m:,.0f}"
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() \
             else path.stat().st_size
-        rows.append((fmt, path, size / 1e6, n, wall, cpu, peak, (cpu - start) / n * 1e6, peer))
+        rows.append((fmt, path, size / 1e6, n, wall, cpu, peak, (cpu - start[fmt]) / n * 1e6, peer))
     least = {}
     for r in rows:
         least[r[0]] = min(least.get(r[0], r[7]), r[7])

@@ -110,19 +110,27 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
         .join(up.select(event_id="dst", framework="src"), on="event_id", how="left")
     )
     start = pl.col("start_ns")
-
-    def firsts(execution: list[str]) -> list[pl.Expr]:  # per execution, each call's first start
-        return [
-            start.filter(pl.col("name") == name).min().over(execution).alias(col)
-            for col, name in (("schedule_start_ns", SCHEDULE), ("submit_start_ns", SUBMIT))
-        ]
+    firsts = [  # per execution, each call's first start
+        start.filter(pl.col("name") == name).min().alias(col)
+        for col, name in (("schedule_start_ns", SCHEDULE), ("submit_start_ns", SUBMIT))
+    ]
 
     # the execution a runtime event belongs to: its framework event, else (pid, sequence id)
-    # (two passes, each keyed by integers: one key per row, not three with nulls)
-    linked = rt.filter(pl.col("framework").is_not_null()).with_columns(firsts(["framework"]))
-    alone = rt.filter(
-        pl.col("framework").is_null() & pl.col("seq_id").is_not_null() & pl.col("pid").is_not_null()
-    ).with_columns(firsts(["pid", "seq_id"]))
+    # (two passes, each keyed by integers: one key per row, not three with nulls); each
+    # execution's firsts found once (a group), then given to its events (a join)
+    def by(part: pl.LazyFrame, execution: list[str]) -> pl.LazyFrame:
+        found = part.group_by(execution).agg(firsts)
+        return part.select("event_id", *execution).join(found, on=execution, how="left")
+
+    linked = by(rt.filter(pl.col("framework").is_not_null()), ["framework"])
+    alone = by(
+        rt.filter(
+            pl.col("framework").is_null()
+            & pl.col("seq_id").is_not_null()
+            & pl.col("pid").is_not_null()
+        ),
+        ["pid", "seq_id"],
+    )
     return pl.concat(
         [
             part.select("schedule_start_ns", "submit_start_ns", rt_event_id="event_id")

@@ -288,12 +288,12 @@ def processes_apart(events: pl.DataFrame, files: list[str]) -> pl.DataFrame:
 
 def deduplicate(reads: list[ReadResult]) -> tuple[pl.DataFrame, list[str]]:
     """Return the union of the reads' events with the duplicate copies removed, and notes."""
-    frames = [
-        r.events.with_columns(_fmt=pl.lit(r.format)) for r in reads if r.read and len(r.events)
-    ]
-    if not frames:
+    held = [r for r in reads if r.read and len(r.events)]
+    if not held:
         return empty_events(), []
-    df = pl.concat(frames)
+    if len({r.format for r in held}) < 2:  # a copy is of one format in another: none here
+        return pl.concat([r.events for r in held]), []
+    df = pl.concat([r.events.with_columns(_fmt=pl.lit(r.format)) for r in held])
     notes: list[str] = []
 
     def procs(fmt: str, cond: pl.Expr) -> pl.Expr:
