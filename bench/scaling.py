@@ -37,8 +37,9 @@ PY = Path(sys.executable)
 TRACEANA = PY.parent / "traceana"
 
 
-def measure(cmd: list[str]) -> tuple[float, float, float]:
-    """Return the wall seconds, CPU seconds and peak RSS (MB) of one command."""
+def measure(cmd: list[str]) -> tuple[float, float, float, float]:
+    """Return the wall seconds, CPU seconds, peak RSS (MB) and system (kernel) CPU seconds
+    of one command."""
     t = time.perf_counter()
     with open(os.devnull, "wb") as null:
         p = subprocess.Popen(cmd, stdout=null, stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
@@ -47,7 +48,7 @@ def measure(cmd: list[str]) -> tuple[float, float, float]:
     err = p.stderr.read().decode(errors="replace") if p.stderr else ""
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed: {err.strip()[-400:]}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, ru.ru_stime
 
 
 def events(path: Path) -> int:
@@ -92,30 +93,32 @@ def main() -> None:
     start = {}
     for fmt, path in (("neuron", REPO / "fixtures/rmsnorm_naive"), ("kineto", tiny)):
         base = [measure([str(TRACEANA), "gaps", str(path), "--no-cache"]) for _ in range(3)]
-        start[fmt] = statistics.median(c for _, c, _ in base)
+        start[fmt] = statistics.median(r[1] for r in base)
         print(f"start-up, {fmt}: {start[fmt]:.2f} s CPU (median of 3, {path.name})")
     print()
-    print("| format | input | MB | events | wall s | CPU s | peak MB | CPU µs/event | "
-          "less start-up | × smallest | json.load wall s / peak MB |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| format | input | MB | events | wall s | CPU s | of which system | peak MB | "
+          "CPU µs/event | less start-up | × smallest | json.load wall s / peak MB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = []
     for fmt, path in inputs(args):
         n = events(path)
         runs = [measure([str(TRACEANA), "gaps", str(path), "--no-cache"]) for _ in range(args.runs)]
-        wall, cpu, peak = (min(r[i] for r in runs) for i in range(3))
+        wall, cpu, peak, system = (min(r[i] for r in runs) for i in range(4))
         peer = ""
         if fmt == "kineto":
-            w, _, m = measure([str(PY), "-c", f"import json; json.load(open({str(path)!r}))"])
+            w, _, m, _ = measure([str(PY), "-c", f"import json; json.load(open({str(path)!r}))"])
             peer = f"{w:.2f} / {m:,.0f}"
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() \
             else path.stat().st_size
-        rows.append((fmt, path, size / 1e6, n, wall, cpu, peak, (cpu - start[fmt]) / n * 1e6, peer))
+        rows.append((fmt, path, size / 1e6, n, wall, cpu, system, peak,
+                     (cpu - start[fmt]) / n * 1e6, peer))
     least = {}
     for r in rows:
-        least[r[0]] = min(least.get(r[0], r[7]), r[7])
-    for fmt, path, mb, n, wall, cpu, peak, per, peer in rows:
-        print(f"| {fmt} | {path.name} | {mb:,.1f} | {n:,} | {wall:.2f} | {cpu:.2f} | {peak:,.0f} | "
-              f"{cpu / n * 1e6:.2f} | {per:.2f} | {per / least[fmt]:.2f} | {peer} |")
+        least[r[0]] = min(least.get(r[0], r[8]), r[8])
+    for fmt, path, mb, n, wall, cpu, system, peak, per, peer in rows:
+        print(f"| {fmt} | {path.name} | {mb:,.1f} | {n:,} | {wall:.2f} | {cpu:.2f} | "
+              f"{system:.2f} | {peak:,.0f} | {cpu / n * 1e6:.2f} | {per:.2f} | "
+              f"{per / least[fmt]:.2f} | {peer} |")
 
 
 if __name__ == "__main__":
