@@ -344,3 +344,18 @@ def test_gzip_reads_the_same_as_json(tmp_path):
     packed = load_events(write_trace(tmp_path / "b" / "t.json.gz", doc)).drop("file")
     assert plain.height == 4
     assert plain.equals(packed)
+
+
+def test_steps_come_from_the_hosts_annotations_not_a_gpus_copy(tmp_path):
+    """Kineto copies ProfilerStep#N onto a stream (gpu_user_annotation, a few µs, late in the
+    host's step): host events after that copy's end are still in the host's step."""
+    path = write_trace(tmp_path / "t.json", kineto([
+        X("user_annotation", "ProfilerStep#1", 0, 100),
+        X("gpu_user_annotation", "ProfilerStep#1", 50, 2, pid=0, tid=7, device=0, stream=7),
+        X("cpu_op", "aten::mm", 10, 5),
+        X("cpu_op", "aten::add", 60, 5),  # after the copy's end, inside the host's step
+        X("cpu_op", "aten::mul", 120, 5),  # after the step
+    ]))
+    ev = ta.load(path).events
+    steps = dict(zip(ev["name"].cast(pl.String), ev["step"], strict=True))
+    assert (steps["aten::mm"], steps["aten::add"], steps["aten::mul"]) == (1, 1, None)

@@ -66,8 +66,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # the meta, checked before the table is read; 10: text columns of the events and edges
 # tables dictionary-encoded; 11: the files whose processes are told apart; 12: keyed and
 # named by the real path, the spelling it was written under kept to respell a hit; 13: an
-# Explorer export's args_json kept only when args are asked for).
-FORMAT = 13
+# Explorer export's args_json kept only when args are asked for; 14: steps from the host's
+# ProfilerStep annotations only).
+FORMAT = 14
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 

@@ -136,10 +136,13 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
     """Return events with ``step`` set from the ProfilerStep#N span each one starts in.
 
     Steps are host-clock spans; every event of the input (host or device) that starts inside
-    one gets its number. Events outside every step keep a null step.
+    one gets its number. Events outside every step keep a null step. Only the host's
+    annotations are steps: a GPU's copy of one (Kineto's ``gpu_user_annotation``, a few µs
+    on a stream, long after the host's step began) would cut the host's step in two.
     """
+    host = pl.col("source") == "framework"
     steps = (
-        events.filter(matching(events["name"], r"^ProfilerStep#\d+$"))
+        events.filter(matching(events["name"], r"^ProfilerStep#\d+$") & host)
         .select(
             pl.col("start_ns").alias("step_start"),
             pl.col("end_ns").alias("step_end"),
