@@ -4,6 +4,7 @@
     p = ta.load("./profile_out")      # one run: p.events, p.edges (polars DataFrames)
     g = ta.gaps(p)                    # GapsResult: g.summary, g.devices, g.gaps, g.ops
     o = ta.ops(p)                     # OpsResult: the offline key_averages(), o.table
+    r = ta.ranks(p)                   # RanksResult: per rank and step, comm vs compute
     c = ta.chains(p, op="aten::*")    # ChainResult: op → dispatch → runtime → hardware
     d = ta.diff(ta.load("base/"), p)  # DiffResult: verdict, metrics, ops that changed
     ta.info(p)                        # InfoResult: sources, processes, lanes by kind
@@ -26,6 +27,7 @@ from trace_analyzer._version import __version__
 if TYPE_CHECKING:
     from trace_analyzer.analyses.chain import ChainResult, chains
     from trace_analyzer.analyses.diff import DiffResult, diff
+    from trace_analyzer.analyses.distributed import RanksResult, ranks
     from trace_analyzer.analyses.gaps import GapsResult, Window, gaps
     from trace_analyzer.analyses.info import InfoResult, info
     from trace_analyzer.analyses.ops import OpsResult, ops
@@ -44,6 +46,7 @@ _LAZY = {
     "GapsResult": "analyses.gaps", "Window": "analyses.gaps", "gaps": "analyses.gaps",
     "InfoResult": "analyses.info", "info": "analyses.info",
     "OpsResult": "analyses.ops", "ops": "analyses.ops",
+    "RanksResult": "analyses.distributed", "ranks": "analyses.distributed",
     "RunResults": "analyses.results", "Cache": "cache", "Profile": "core.profile",
     "EVENTS_SCHEMA": "core.schema", "LANE_KINDS": "core.schema",
     "InputError": "errors", "TraceanaError": "errors", "UsageError": "errors",
@@ -52,9 +55,9 @@ _LAZY = {
 
 __all__ = [
     "EVENTS_SCHEMA", "LANE_KINDS", "Cache", "ChainResult", "DiffResult", "GapsResult",
-    "InfoResult", "InputError", "OpsResult", "Profile", "RunResults", "TraceanaError",
-    "UsageError", "Window", "__version__", "chains", "diff", "discover", "export", "gaps",
-    "info", "load", "load_runs", "ops",
+    "InfoResult", "InputError", "OpsResult", "Profile", "RanksResult", "RunResults",
+    "TraceanaError", "UsageError", "Window", "__version__", "chains", "diff", "discover",
+    "export", "gaps", "info", "load", "load_runs", "ops", "ranks",
 ]  # fmt: skip
 
 

@@ -38,6 +38,8 @@ COMMANDS = {
              "NEFF/NTFF files."),
     "ops": ("analyse", "The offline key_averages(): per op, calls, self CPU, device time and "
             "device %."),
+    "ranks": ("distributed", "Per rank and step: compute against communication, clock offsets, "
+              "each step's straggler."),
     "report": ("outputs", "One page for one run: timeline, gap histogram, summary, ops and "
                "gaps; with --base, the diff."),
     "trend": ("runs", "Idle % and device time over capture time, per group, from a `traceana "

@@ -16,6 +16,7 @@ from typing import Any
 
 from trace_analyzer.analyses.chain import ChainResult
 from trace_analyzer.analyses.diff import DiffResult
+from trace_analyzer.analyses.distributed import RanksResult
 from trace_analyzer.analyses.gaps import GapsResult
 from trace_analyzer.analyses.info import InfoResult
 from trace_analyzer.analyses.ops import OpsResult
@@ -41,6 +42,7 @@ from trace_analyzer.render.tables import (
     text_col,
 )
 from trace_analyzer.render.text_gaps import total
+from trace_analyzer.render.text_ranks import ranks_layout
 from trace_analyzer.render.view import View
 
 Layout = Callable[[dict[str, Any], Style, View], Sequence[Block]]
@@ -331,4 +333,5 @@ LAYOUTS: tuple[tuple[type, Layout], ...] = (
     (GapsResult, lambda run, style, view: text_gaps._gaps(run, style, view.by, view.top)),
     (DiffResult, lambda run, style, view: text_diff._diff(run, style, view.top)),
     (TrendResult, lambda run, style, view: text_gaps._trend(run, style)),
+    (RanksResult, ranks_layout),
 )
