@@ -324,3 +324,26 @@ def chain_doc(profiles, path, **options) -> dict:
     import trace_analyzer as ta
 
     return ta.RunResults(str(path), tuple(ta.chains(p, **options) for p in profiles)).to_json()
+
+
+class Reads:
+    """Counts the sources a load reads; ``forbid`` makes a read fail (it must be a cache hit)."""
+
+    def __init__(self, real):
+        self.real, self.n, self.forbid = real, 0, False
+
+    def __call__(self, src, keep_args=False, **options):
+        if self.forbid:
+            raise AssertionError(f"{src.path} was read: the run should come from the cache")
+        self.n += 1
+        return self.real(src, keep_args, **options)
+
+
+@pytest.fixture
+def reads(monkeypatch) -> Reads:
+    """The sources read by loads in the test, counted (``Reads``)."""
+    from trace_analyzer.core import profile
+
+    counter = Reads(profile.read_source)
+    monkeypatch.setattr(profile, "read_source", counter)
+    return counter

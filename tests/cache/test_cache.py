@@ -100,24 +100,6 @@ def naive(tmp_path) -> Path:
     return copy_tree(NAIVE, tmp_path / "naive")
 
 
-class Reads:
-    """Counts the sources read; ``forbid`` makes a read fail the command (it must be a hit)."""
-
-    def __init__(self, real):
-        self.real, self.n, self.forbid = real, 0, False
-
-    def __call__(self, src, keep_args=False, **options):
-        if self.forbid:
-            raise AssertionError(f"{src.path} was read: the run should come from the cache")
-        self.n += 1
-        return self.real(src, keep_args, **options)
-
-
-@pytest.fixture
-def reads(monkeypatch) -> Reads:
-    counter = Reads(profile.read_source)
-    monkeypatch.setattr(profile, "read_source", counter)
-    return counter
 
 
 def cli(*args) -> str:

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from trace_analyzer.core import profile
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
@@ -44,20 +43,6 @@ def warned_run(folder: Path) -> Path:
     return folder
 
 
-class Reads:
-    def __init__(self, real):
-        self.real, self.n = real, 0
-
-    def __call__(self, src, keep_args=False, **options):
-        self.n += 1
-        return self.real(src, keep_args, **options)
-
-
-@pytest.fixture
-def reads(monkeypatch) -> Reads:
-    counter = Reads(profile.read_source)
-    monkeypatch.setattr(profile, "read_source", counter)
-    return counter
 
 
 @pytest.fixture(autouse=True)
