@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
 CACHE = ".traceana-cache"
