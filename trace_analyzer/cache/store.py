@@ -198,15 +198,17 @@ class Cache:
             "lanes": lanes,
             "latency_ns": latency_ns,
         }
+        # some ranks only (--rank): a result of its own
+        stored = options if profile.selected is None else {**options, "ranks": profile.selected}
         entry = self._entries.get(str(profile.root))
         if entry is None:
             return gaps(profile, **options)  # type: ignore[arg-type]
-        hit = read_gaps(entry, options)
+        hit = read_gaps(entry, stored)
         if hit is not None:
             return replace(hit, root=str(profile.root))
         result = gaps(profile, **options)  # type: ignore[arg-type]
         if result.summary["executions"]:
-            write_gaps(entry, options, result)
+            write_gaps(entry, stored, result)
         return result
 
 

@@ -51,7 +51,8 @@ COMMANDS = ("gaps", "ops", "chain", "info")
 # their definitions), and those that make a command line never answered.
 VALUED = {
     "--by", "--cache-dir", "--fail-on", "--format", "--lane", "--latency", "--limit",
-    "--max-bytes", "--min-gap", "--op", "--output", "--step", "--top", "--window", "-o",
+    "--max-bytes", "--min-gap", "--op", "--output", "--rank", "--step", "--top", "--window",
+    "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
 LIBRARIES = ("polars", "orjson", "click", "networkx")

@@ -51,6 +51,7 @@ FLAGS = {
     "strict": "--strict",
     "globs": "--glob",
     "limit": "--top",
+    "ranks": "--rank",
 }
 MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
 # The --format choices: ``render.RENDERERS``'s names, written here so that declaring the
@@ -65,9 +66,12 @@ class Loading:
     cache: Cache
     strict: bool = False
     max_bytes: int | None = None
+    ranks: str | None = None  # --rank N|GLOB: only those ranks' processes (core/select.py)
 
     def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
-        """Every run under ``path`` (their files kept as this command's inputs)."""
+        """Every run under ``path`` (their files kept as this command's inputs); with
+        ``ranks``, each run's ranks it names, and the runs with none of them left out (none
+        left: the first run's usage error)."""
         profiles = self._reading(
             path,
             lambda: self.cache.load_runs(
@@ -76,15 +80,28 @@ class Loading:
         )
         for p in profiles:
             warn_dropped(read_from(p))
-        return profiles
+        if self.ranks is None:
+            return profiles
+        from trace_analyzer.core.select import select_in_runs
+
+        return select_in_runs(profiles, self.ranks)
 
     def one(self, path: Path, *, args: bool = False) -> Profile:
-        """The one run under ``path`` (several: a usage error naming them)."""
+        """The one run under ``path`` (several: a usage error naming them), with ``ranks``
+        its ranks named."""
         profile = self._reading(
             path,
             lambda: self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes),
         )
-        return warn_dropped(read_from(profile))
+        return self.selected(warn_dropped(read_from(profile)))
+
+    def selected(self, profile: Profile) -> Profile:
+        """``profile`` with only the ranks ``--rank`` names (all without it)."""
+        if self.ranks is None:
+            return profile
+        from trace_analyzer.core.select import select_ranks
+
+        return select_ranks(profile, self.ranks)
 
     @staticmethod
     def _reading(path: Path, load: Callable[[], T]) -> T:
@@ -222,7 +239,8 @@ def limit_options(fn: F) -> F:
 
 
 def load_options(fn: F) -> F:
-    """--no-cache, --cache-dir, --strict and --max-bytes, given as ``loading: Loading``."""
+    """--no-cache, --cache-dir, --strict, --max-bytes and --rank, given as ``loading:
+    Loading``."""
 
     @functools.wraps(fn)
     def wrapper(
@@ -231,14 +249,22 @@ def load_options(fn: F) -> F:
         cache_dir: Path | None,
         strict: bool,
         max_bytes: int | None,
+        rank: str | None,
         **kwargs: Any,
     ) -> Any:
         from trace_analyzer.cache import Cache
 
-        loading = Loading(Cache(enabled=not no_cache, folder=cache_dir), strict, max_bytes)
+        cache = Cache(enabled=not no_cache, folder=cache_dir)
+        loading = Loading(cache, strict, max_bytes, rank)
         return fn(*args, loading=loading, **kwargs)
 
     decorated = limit_options(wrapper)
+    decorated = click.option(
+        "--rank",
+        metavar="N|GLOB",
+        help="Only this rank (a number), or the ranks a glob names (e.g. '[0-3]'): from "
+        "distributedInfo, the file name or the Neuron worker id.",
+    )(decorated)
     decorated = click.option(
         "--strict", is_flag=True, help="Malformed events are an error (exit 2), not a warning."
     )(decorated)

@@ -38,7 +38,7 @@ class Profile:
     per link, child to parent (docs/graph.md). ``cached`` is True when both were read back
     from the analysis cache rather than from the run's files. ``apart``: the files whose
     processes are told apart from the others' (``keep_files_apart``); ``keyed`` is the events
-    table as analyses key processes and threads.
+    table as analyses key processes and threads; ``selected``: the ``--rank`` kept (select.py).
     """
 
     run: Run
@@ -51,6 +51,7 @@ class Profile:
     pairs: list[Pair] = field(default_factory=list)
     cached: bool = False
     apart: list[str] = field(default_factory=list)
+    selected: str | None = None
 
     @property
     def root(self) -> AnyPath:
