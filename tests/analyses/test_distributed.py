@@ -213,3 +213,41 @@ def test_the_rank_that_started_late_is_the_straggler(tmp_path):
     (row,) = ranks(ta.load(tmp_path)).stragglers.to_dicts()
     assert (row["rank"], row["why"], row["late_start_ns"]) == (1, "started late", 60_000)
     assert (row["behind_ns"], row["extra_compute_ns"]) == (60_000, 0)
+
+
+def test_batch_rows_carry_rank_device_key_and_exposed_communication(dlrm_raw, tmp_path):
+    """Each device row of `traceana batch`: its rank and key from the raw file (the host
+    pid and the kernels' device), its exposed communication % and the run's straggler from
+    the raw model."""
+    import polars as pl
+
+    table = tmp_path / "t.parquet"
+    code, _, err = run_cli("batch", need(DLRM), "-o", table)
+    assert code == 0, err
+    rows = {r["device"]: r for r in pl.read_parquet(table).to_dicts()}
+    exposed = {}
+    for rank, doc in dlrm_raw.items():
+        ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        pid = {e["pid"] for e in ev if e.get("cat") == "cpu_op"}.pop()
+        gpu = {e["pid"] for e in ev if e.get("cat") == "kernel"}.pop()
+        row = rows[f"PID:{pid}/GPU:{gpu}"]
+        assert (row["rank"], row["device_key"]) == (rank, f"rank{rank}/GPU:{gpu}")
+        want = model(doc)[10]
+        exposed[rank] = want["exposed"]
+        assert row["exposed_comm_pct"] == round(100 * want["exposed"] / want["window"], 2)
+    slow = min(exposed, key=exposed.get)
+    others = sorted(v for r, v in exposed.items() if r != slow)
+    assert {r["straggler_rank"] for r in rows.values()} == {slow}
+    gap = int(statistics.median(others)) - exposed[slow]
+    assert {r["straggler_gap_ns"] for r in rows.values()} == {gap}
+
+
+def test_trend_splits_runs_by_rank_and_by_device(tmp_path):
+    table = tmp_path / "t.parquet"
+    assert run_cli("batch", need(DLRM), "-o", table)[0] == 0
+    for by, groups in (("rank", {str(r) for r in range(8)}),
+                       ("device", {f"rank{r}/GPU:{r}" for r in range(8)})):  # fmt: skip
+        code, out, err = run_cli("trend", table, "--by", by, "--format", "json")
+        assert code == 0, err
+        rows = json.loads(out)["runs"][0]["rows"]
+        assert {r["group"] for r in rows} == groups and len(rows) == 8

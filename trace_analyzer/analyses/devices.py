@@ -6,13 +6,21 @@
 - ``linked_pct(chain)``: on each device, link coverage: the % of hardware executions whose
   chain reaches a framework op (docs/graph.md).
 
+- ``device_key(device, rank)``: a device's name that holds across runs (no process id).
+- ``rank_figures(ranks)``: per device its rank and exposed communication %, and the run's
+  straggler gap and rank (``traceana ranks``, docs/distributed.md).
+
 Devices are named as ``gaps`` names them (``device_of``): a logical NeuronCore, a GPU.
 """
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import polars as pl
 
+from trace_analyzer.analyses.distributed import RanksResult
 from trace_analyzer.analyses.gaps import UNLINKED, GapsResult, device_of
 
 
@@ -46,3 +54,44 @@ def linked_pct(chain: pl.DataFrame) -> dict[str, float | None]:
         device: (round(100 * linked / n, 2) if n else None)
         for device, n, linked in per_device.rows()
     }
+
+
+def device_key(device: str, rank: int | None) -> str:
+    """Return a device's key that holds across runs: its label without the process id, and
+    with a rank, ``rank<N>/`` in place of the host (an instance id changes from run to run;
+    the rank does not). Without one the host stays: it tells two hosts' NC0 apart."""
+    label = PID_PART.sub("", device)
+    if rank is None:
+        return label
+    return f"rank{rank}/" + HOST_PART.sub("", label)
+
+
+PID_PART = re.compile(r"PID:[^/]*/|/?PID:[^/]*$")
+HOST_PART = re.compile(r"^[^/]+/(?=neuron_hw/)")
+
+
+def rank_figures(ranks: RanksResult) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Return per device its rank and exposed communication % (exposed communication over
+    the windows of its steps, docs/distributed.md), and the run's straggler figures: the
+    median over steps of how far the straggler was behind (``straggler_gap_ns``) and the
+    rank that was most often the straggler (``straggler_rank``, the lowest on a tie)."""
+    per_device = ranks.steps.group_by("device").agg(
+        rank=pl.col("rank").drop_nulls().first(),
+        exposed=pl.col("exposed_communication_ns").sum(),
+        window=pl.col("window_ns").sum(),
+        comm=pl.col("communication_ns").sum(),
+    )
+    devices = {
+        d: {
+            "rank": rank,
+            "exposed_comm_pct": round(100 * exposed / window, 2) if window and comm else None,
+        }
+        for d, rank, exposed, window, comm in per_device.rows()
+    }
+    s = ranks.stragglers
+    if s.is_empty():
+        return devices, {"straggler_gap_ns": None, "straggler_rank": None}
+    often = s.group_by("rank").len().sort("len", "rank", descending=[True, False])
+    median = s["behind_ns"].median()
+    gap = int(median) if isinstance(median, (int, float)) else None
+    return devices, {"straggler_gap_ns": gap, "straggler_rank": often["rank"][0]}

@@ -1,8 +1,10 @@
 """Idle % and device time over capture time, per group, from a ``traceana batch`` table.
 
-Per run, the devices' rows are added up (busy, idle and window summed; idle % = idle /
-window, as ``gaps`` does). A run's time is its capture time (capture.json), else the
-modification time of its files. Failed runs are left out and counted (docs/batch.md).
+Per run (per run and rank, or run and device, grouped by ``rank`` or ``device``: the
+device's key across runs, batch's ``device_key``), the devices' rows are added up (busy,
+idle and window summed; idle % = idle / window, as ``gaps`` does). A run's time is its
+capture time (capture.json), else the modification time of its files. Failed runs are
+left out and counted (docs/batch.md).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.errors import InputError, UsageError
 
-GROUPINGS = ("variant", "backend", "path-glob")
+GROUPINGS = ("variant", "backend", "path-glob", "rank", "device")
+# The groupings that split a run: one row per run and rank, or per run and device, and the
+# batch column each reads (a table of an older traceana lacks them: rerun batch).
+SPLITTING = {"rank": ("rank", "number"), "device": ("device_key", "text")}
 # The columns of a batch table trend reads, and the kind of value each must hold.
 COLUMNS = {
     "run_id": "text",
@@ -73,7 +78,8 @@ def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = 
     if by == "path-glob" and not globs:
         raise UsageError("grouping by path-glob needs at least one {param} PATTERN", param="globs")
     ok = df.filter(pl.col("error").is_null())
-    runs = ok.group_by("run_id").agg(
+    split = [SPLITTING[by][0]] if by in SPLITTING else []
+    runs = ok.group_by("run_id", *split).agg(
         time=pl.coalesce(pl.col("capture_time").first(), pl.col("modified_time").first()),
         variant=pl.col("variant").first(),
         backend=pl.col("backend").first(),
@@ -89,6 +95,8 @@ def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = 
             return next((g for g in globs if fnmatch.fnmatchcase(run_id, g)), "(other)")
 
         group = pl.col("run_id").map_elements(group_of, return_dtype=pl.String)
+    elif split:
+        group = pl.col(split[0]).cast(pl.String).fill_null("(none)")
     else:
         group = pl.col(by).fill_null("(none)")
     return (
@@ -109,7 +117,7 @@ def trend(
 ) -> RunResults[TrendResult]:
     """Return the trend of a batch table ``df`` (read from ``path``), grouped ``by`` one of
     GROUPINGS; with ``path-glob``, a group per pattern in ``globs`` (first match wins)."""
-    check_columns(df, path)
+    check_columns(df, path, dict([SPLITTING[by]]) if by in SPLITTING else {})
     table = trend_table(df, by, globs)
     failed = df.filter(pl.col("error").is_not_null())["run_id"].n_unique()
     groups = table.group_by("group", maintain_order=True).agg(
@@ -123,10 +131,12 @@ def trend(
     return RunResults(str(path), (result,), header={"by": by, "globs": list(globs)})
 
 
-def check_columns(df: pl.DataFrame, path: str) -> None:
-    """Raise an InputError naming ``path`` and every column trend needs that the table lacks
-    (a table of an older traceana, or not a batch table), or holds of the wrong kind."""
-    missing = [c for c in COLUMNS if c not in df.columns]
+def check_columns(df: pl.DataFrame, path: str, more: dict[str, str] | None = None) -> None:
+    """Raise an InputError naming ``path`` and every column trend needs (``COLUMNS`` and
+    ``more``) that the table lacks (a table of an older traceana, or not a batch table), or
+    holds of the wrong kind."""
+    needed = {**COLUMNS, **(more or {})}
+    missing = [c for c in needed if c not in df.columns]
     if missing:
         s = "s" * (len(missing) != 1)
         raise InputError(
@@ -136,7 +146,7 @@ def check_columns(df: pl.DataFrame, path: str) -> None:
         )
     wrong = [
         f"{c} holds {df.schema[c]}, not {kind}"
-        for c, kind in COLUMNS.items()
+        for c, kind in needed.items()
         if not _holds(df.schema[c], kind)
     ]
     if wrong:

@@ -27,6 +27,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "member": pl.String(),  # the run's root inside the archive (null for folders)
     "fingerprint": pl.String(),  # stat:<digest of the files' stat> or sha256:<digest>
     "device": pl.String(),  # one row per device; null when nothing ran on hardware
+    "rank": pl.Int64(),  # the device's rank (distributedInfo, file name, Neuron worker id)
+    "device_key": pl.String(),  # the device as named across runs: no pid (devices.device_key)
     "capture_time": pl.Datetime("us", "UTC"),  # capture.json started_at
     "modified_time": pl.Datetime("us", "UTC"),  # newest file of the run (archive: the archive)
     "backend": pl.String(),
@@ -46,6 +48,9 @@ SCHEMA: dict[str, pl.DataType] = {
     "top_idle_op": pl.String(),  # the op with the most idle before it, on this device
     "top_idle_op_ns": pl.Int64(),
     "linked_pct": pl.Float64(),  # link coverage: % of hardware executions reaching an op
+    "exposed_comm_pct": pl.Float64(),  # communication beside no compute, % of the step windows
+    "straggler_rank": pl.Int64(),  # the run's most frequent straggler (traceana ranks)
+    "straggler_gap_ns": pl.Int64(),  # median over steps of how far the straggler was behind
     "traceana_version": pl.String(),
     "analysed_at": pl.Datetime("us", "UTC"),
     "analysis_s": pl.Float64(),
@@ -113,7 +118,8 @@ def analyse_run(spec: RunSpec) -> list[Row]:
 
 def _analyse(spec: RunSpec, base: Row) -> list[Row]:
     from trace_analyzer.analyses.chain import chain_table
-    from trace_analyzer.analyses.devices import linked_pct, top_idle_ops
+    from trace_analyzer.analyses.devices import device_key, linked_pct, rank_figures, top_idle_ops
+    from trace_analyzer.analyses.distributed import ranks
     from trace_analyzer.analyses.gaps import gaps
     from trace_analyzer.core.profile import load_run
 
@@ -133,13 +139,18 @@ def _analyse(spec: RunSpec, base: Row) -> list[Row]:
     chain = g.chain if g.chain is not None else chain_table(profile.keyed, profile.links())
     linked = linked_pct(chain)
     top = top_idle_ops(g)
+    per_device, run_wide = rank_figures(ranks(profile))
     rows = []
     for d in g.devices.to_dicts():
         op, ns = top.get(d["device"], (None, None))
+        figures = per_device.get(d["device"], {})
         rows.append(
             {
                 **common,
+                **run_wide,
+                **figures,
                 "device": d["device"],
+                "device_key": device_key(d["device"], figures.get("rank")),
                 **{k: d[k] for k in GAPS_COLUMNS},
                 "top_idle_op": op,
                 "top_idle_op_ns": ns,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # trend --by: ``analyses.trend.GROUPINGS``, written here so that declaring the command imports
 # no polars (tests/cli/test_startup.py holds the two equal).
-GROUPINGS = ("variant", "backend", "path-glob")
+GROUPINGS = ("variant", "backend", "path-glob", "rank", "device")
 
 
 class Progress:
@@ -245,8 +245,8 @@ def _say_done(res: BatchResult, output: Path) -> None:
     type=click.Choice(list(GROUPINGS)),
     default="variant",
     show_default=True,
-    help="Group runs by capture.json's variant or backend, or by "
-    "which --glob their run id matches.",
+    help="Group runs by capture.json's variant or backend, by which --glob their run id "
+    "matches, or split them by rank or by device (batch's device_key).",
 )
 @click.option(
     "--glob",

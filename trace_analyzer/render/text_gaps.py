@@ -209,9 +209,11 @@ def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
 def _trend(run: dict[str, Any], style: Style) -> list[Block]:
     rows = run["rows"]
     groups = len({r["group"] for r in rows})
+    runs = len({r["run_id"] for r in rows})
+    split = f" ({plural(len(rows), 'row')})" if runs != len(rows) else ""  # by rank, device
     lines: list[Block] = [
         heading(f"trend: {shown(run['root'], style)}", style),
-        f"{plural(len(rows), 'run')} in {plural(groups, 'group')}"
+        f"{plural(runs, 'run')}{split} in {plural(groups, 'group')}"
         + (f"; {count(run['failed_runs'])} failed runs left out" if run["failed_runs"] else ""),
     ]
     table = Table(
