@@ -251,3 +251,21 @@ def test_trend_splits_runs_by_rank_and_by_device(tmp_path):
         assert code == 0, err
         rows = json.loads(out)["runs"][0]["rows"]
         assert {r["group"] for r in rows} == groups and len(rows) == 8
+
+
+def test_the_report_page_has_the_ranks_section(dlrm_raw, tmp_path):
+    """`traceana report`: a Ranks section with its plot, one row per rank and step, drawn from
+    the embedded ranks JSON, whose figures are the raw files' (the model above)."""
+    page = tmp_path / "r.html"
+    code, _, err = run_cli("report", need(DLRM), "-o", page)
+    assert code == 0, err
+    text = page.read_text()
+    section = text[text.index('<section id="ranks">'):]
+    section = section[: section.index("</section>")]
+    assert 'id="plot-ranks"' in section
+    assert section.count("<tr>") == 1 + 8 + 1 + 1 + 1 + 8  # steps, stragglers, clocks (heads)
+    block = text[text.index('id="traceana-ranks"'):]
+    doc = json.loads(block[block.index("\n") + 1: block.index("</script>")])
+    for row in doc["runs"][0]["steps"]:
+        want = model(dlrm_raw[row["rank"]])[row["step"]]
+        assert (row["exposed_communication_ns"], row["window_ns"]) == (want["exposed"], want["window"])

@@ -2,7 +2,8 @@
 
 A report is the ``gaps`` and ``ops`` results of the run (with the run's warnings, which the
 report opens with), what its timeline and gap histogram draw (``timeline``: bounded, however
-long the trace), and with a base the ``diff`` (base → run) and the base's ``gaps`` (with its
+long the trace), the run's ``ranks`` (each step's window broken down, stragglers), and with a
+base the ``diff`` (base → run) and the base's ``gaps`` (with its
 warnings) and ``timeline``, whose histogram shares the run's bins. The renderers
 (render/report.py, render/html.py) show nothing else (docs/report.md).
 """
@@ -18,6 +19,7 @@ import polars as pl
 
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.diff import DiffResult, diff, diff_runs
+from trace_analyzer.analyses.distributed import RanksResult, ranks
 from trace_analyzer.analyses.gaps import GapsResult, gaps, gaps_runs
 from trace_analyzer.analyses.ops import OpsResult, ops
 from trace_analyzer.analyses.results import RunResults
@@ -39,6 +41,7 @@ class ReportResult:
     diff: RunResults[DiffResult] | None = None
     base_gaps: RunResults[GapsResult] | None = None
     base_timeline: RunResults[TimelineResult] | None = None
+    ranks: RunResults[RanksResult] | None = None  # the run's ranks and steps (docs/distributed.md)
 
     def __repr__(self) -> str:
         return f"ReportResult(path={self.path!r}, base={self.base!r})"
@@ -63,6 +66,7 @@ def report(
         "gaps": gaps_runs([g], label, warnings=[head.warnings]),
         "ops": RunResults(label, (ops(head),), warnings=[head.warnings]),
         "timeline": RunResults(label, (timeline(head, g, histogram=gap_histogram(g, edges)),)),
+        "ranks": RunResults(label, (ranks(head),)),
     }
     if base is None or g_base is None:
         return ReportResult(label, None, **parts)  # type: ignore[arg-type]
