@@ -215,3 +215,24 @@ def test_cli_top_per_rank() -> None:
         per_rank[line.split("|")[1].strip()] += 1
     assert per_rank == {f"rank {r}": 2 for r in range(8)}
     assert "more kernels" in out
+
+
+def test_compile_cache_neffs_are_told_apart_by_their_folder() -> None:
+    import polars as pl
+
+    from trace_analyzer.analyses.kernels import named
+
+    cache = "/var/tmp/neuron-compile-cache/neuronxcc-2.1/MODULE_{}/model.neff"
+    done = pl.DataFrame({
+        "event_id": [1, 2, 3], "pid": [7, 7, 7], "device": ["NC0"] * 3,
+        "name": ["nc_exec_running"] * 3, "start_ns": [0, 10, 20], "end_ns": [5, 15, 26],
+        "kind": ["compute"] * 3, "step": [None, None, None],
+    })  # fmt: skip
+    events = pl.DataFrame({
+        "event_id": [1, 2, 3], "rank": [None, None, None], "exec_id": [1, 2, 3],
+        "source": ["neuron_hw"] * 3,
+        "args_json": [json.dumps({"model_name": cache.format(m)}) for m in "aab"],
+    })  # fmt: skip
+    rows = named(done, events, [])
+    assert sorted(rows["name"].to_list()) == ["MODULE_a/model.neff"] * 2 + ["MODULE_b/model.neff"]
+    assert set(rows["neff"].to_list()) == {cache.format("a"), cache.format("b")}
