@@ -131,15 +131,15 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
 
 
 def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return the device work of ``events``: pid, device, name, start, end, kind and step (of
-    its launch)."""
+    """Return the device work of ``events``: its event_id, pid, device, name, start, end, kind
+    and step (of its launch)."""
     device = pl.col("lane_kind").is_in(["hardware", "transfer"]) & ~pl.col("source").is_in(
         ["framework", "neuron_rt"]
     )
     rows = events.filter(device)
     if rows.is_empty():
         return pl.DataFrame(
-            schema={"pid": pl.Int64, "device": pl.String, "name": pl.String,
+            schema={"event_id": pl.Int64, "pid": pl.Int64, "device": pl.String, "name": pl.String,
                     "start_ns": pl.Int64, "end_ns": pl.Int64, "kind": pl.String,
                     "step": pl.Int64}
         )  # fmt: skip
@@ -154,6 +154,7 @@ def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     return (
         rows.join(launched, on="event_id", how="left")
         .select(
+            "event_id",
             "pid",
             "start_ns",
             "end_ns",

@@ -36,6 +36,8 @@ COMMANDS = {
               "hardware."),
     "info": ("analyse", "Show what PATH holds: sources and formats, processes, lanes by kind, "
              "NEFF/NTFF files."),
+    "kernels": ("kernels", "Per rank, the kernels (Neuron: NEFFs) by total device time, with "
+                "their kind and spread."),
     "ops": ("analyse", "The offline key_averages(): per op, calls, self CPU, device time and "
             "device %."),
     "ranks": ("distributed", "Per rank and step: compute against communication, clock offsets, "
