@@ -5,6 +5,7 @@
     g = ta.gaps(p)                    # GapsResult: g.summary, g.devices, g.gaps, g.ops
     o = ta.ops(p)                     # OpsResult: the offline key_averages(), o.table
     r = ta.ranks(p)                   # RanksResult: per rank and step, comm vs compute
+    q = ta.launches(p)                # LaunchesResult: per lane, launch latency and queue
     c = ta.chains(p, op="aten::*")    # ChainResult: op → dispatch → runtime → hardware
     d = ta.diff(ta.load("base/"), p)  # DiffResult: verdict, metrics, ops that changed
     ta.info(p)                        # InfoResult: sources, processes, lanes by kind
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from trace_analyzer.analyses.distributed import RanksResult, ranks
     from trace_analyzer.analyses.gaps import GapsResult, Window, gaps
     from trace_analyzer.analyses.info import InfoResult, info
+    from trace_analyzer.analyses.launches import LaunchesResult, launches
     from trace_analyzer.analyses.ops import OpsResult, ops
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.cache import Cache
@@ -45,6 +47,7 @@ _LAZY = {
     "DiffResult": "analyses.diff", "diff": "analyses.diff",
     "GapsResult": "analyses.gaps", "Window": "analyses.gaps", "gaps": "analyses.gaps",
     "InfoResult": "analyses.info", "info": "analyses.info",
+    "LaunchesResult": "analyses.launches", "launches": "analyses.launches",
     "OpsResult": "analyses.ops", "ops": "analyses.ops",
     "RanksResult": "analyses.distributed", "ranks": "analyses.distributed",
     "RunResults": "analyses.results", "Cache": "cache", "Profile": "core.profile",
@@ -55,9 +58,9 @@ _LAZY = {
 
 __all__ = [
     "EVENTS_SCHEMA", "LANE_KINDS", "Cache", "ChainResult", "DiffResult", "GapsResult",
-    "InfoResult", "InputError", "OpsResult", "Profile", "RanksResult", "RunResults",
-    "TraceanaError", "UsageError", "Window", "__version__", "chains", "diff", "discover",
-    "export", "gaps", "info", "load", "load_runs", "ops", "ranks",
+    "InfoResult", "InputError", "LaunchesResult", "OpsResult", "Profile", "RanksResult",
+    "RunResults", "TraceanaError", "UsageError", "Window", "__version__", "chains", "diff",
+    "discover", "export", "gaps", "info", "launches", "load", "load_runs", "ops", "ranks",
 ]  # fmt: skip
 
 

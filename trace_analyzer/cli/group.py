@@ -36,6 +36,8 @@ COMMANDS = {
               "hardware."),
     "info": ("analyse", "Show what PATH holds: sources and formats, processes, lanes by kind, "
              "NEFF/NTFF files."),
+    "launches": ("launches", "Per lane: launch latency and delay, queue length over time, time "
+                 "blocked on a full queue."),
     "ops": ("analyse", "The offline key_averages(): per op, calls, self CPU, device time and "
             "device %."),
     "ranks": ("distributed", "Per rank and step: compute against communication, clock offsets, "

@@ -19,6 +19,7 @@ from trace_analyzer.analyses.diff import DiffResult
 from trace_analyzer.analyses.distributed import RanksResult
 from trace_analyzer.analyses.gaps import GapsResult
 from trace_analyzer.analyses.info import InfoResult
+from trace_analyzer.analyses.launches import LaunchesResult
 from trace_analyzer.analyses.ops import OpsResult
 from trace_analyzer.analyses.results import RunResult, RunResults
 from trace_analyzer.analyses.trend import TrendResult
@@ -42,6 +43,7 @@ from trace_analyzer.render.tables import (
     text_col,
 )
 from trace_analyzer.render.text_gaps import total
+from trace_analyzer.render.text_launches import launches_layout
 from trace_analyzer.render.text_ranks import ranks_layout
 from trace_analyzer.render.view import View
 
@@ -334,4 +336,5 @@ LAYOUTS: tuple[tuple[type, Layout], ...] = (
     (DiffResult, lambda run, style, view: text_diff._diff(run, style, view.top)),
     (TrendResult, lambda run, style, view: text_gaps._trend(run, style)),
     (RanksResult, ranks_layout),
+    (LaunchesResult, launches_layout),
 )
