@@ -6,6 +6,7 @@
     o = ta.ops(p)                     # OpsResult: the offline key_averages(), o.table
     r = ta.ranks(p)                   # RanksResult: per rank and step, comm vs compute
     k = ta.kernels(p)                 # KernelsResult: kernels (Neuron: NEFFs) by device time
+    q = ta.launches(p)                # LaunchesResult: per lane, launch latency and queue
     c = ta.chains(p, op="aten::*")    # ChainResult: op → dispatch → runtime → hardware
     d = ta.diff(ta.load("base/"), p)  # DiffResult: verdict, metrics, ops that changed
     ta.info(p)                        # InfoResult: sources, processes, lanes by kind
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from trace_analyzer.analyses.gaps import GapsResult, Window, gaps
     from trace_analyzer.analyses.info import InfoResult, info
     from trace_analyzer.analyses.kernels import KernelsResult, kernels
+    from trace_analyzer.analyses.launches import LaunchesResult, launches
     from trace_analyzer.analyses.ops import OpsResult, ops
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.cache import Cache
@@ -48,6 +50,7 @@ _LAZY = {
     "GapsResult": "analyses.gaps", "Window": "analyses.gaps", "gaps": "analyses.gaps",
     "InfoResult": "analyses.info", "info": "analyses.info",
     "KernelsResult": "analyses.kernels", "kernels": "analyses.kernels",
+    "LaunchesResult": "analyses.launches", "launches": "analyses.launches",
     "OpsResult": "analyses.ops", "ops": "analyses.ops",
     "RanksResult": "analyses.distributed", "ranks": "analyses.distributed",
     "RunResults": "analyses.results", "Cache": "cache", "Profile": "core.profile",
@@ -58,9 +61,10 @@ _LAZY = {
 
 __all__ = [
     "EVENTS_SCHEMA", "LANE_KINDS", "Cache", "ChainResult", "DiffResult", "GapsResult",
-    "InfoResult", "InputError", "KernelsResult", "OpsResult", "Profile", "RanksResult",
-    "RunResults", "TraceanaError", "UsageError", "Window", "__version__", "chains", "diff",
-    "discover", "export", "gaps", "info", "kernels", "load", "load_runs", "ops", "ranks",
+    "InfoResult", "InputError", "KernelsResult", "LaunchesResult", "OpsResult", "Profile",
+    "RanksResult", "RunResults", "TraceanaError", "UsageError", "Window", "__version__",
+    "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
+    "load_runs", "ops", "ranks",
 ]  # fmt: skip
 
 

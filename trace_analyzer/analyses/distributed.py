@@ -132,7 +132,8 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
 
 def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     """Return the device work of ``events``: its event_id, pid, device, name, start, end, kind
-    and step (of its launch)."""
+    and step (of its launch); with its ``lane``, ``source`` and ``launch`` (the launching
+    event's id, null when none is linked)."""
     device = pl.col("lane_kind").is_in(["hardware", "transfer"]) & ~pl.col("source").is_in(
         ["framework", "neuron_rt"]
     )
@@ -141,7 +142,8 @@ def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame(
             schema={"event_id": pl.Int64, "pid": pl.Int64, "device": pl.String, "name": pl.String,
                     "start_ns": pl.Int64, "end_ns": pl.Int64, "kind": pl.String,
-                    "step": pl.Int64}
+                    "step": pl.Int64, "lane": pl.String, "source": pl.String,
+                    "launch": pl.Int64}
         )  # fmt: skip
     collective = matching(rows["name"], COLLECTIVE_NAMES)
     memory = (pl.col("lane_kind") == "transfer") | (pl.col("category") == "gpu_memset")
@@ -166,6 +168,9 @@ def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
             .then(pl.lit("memory"))
             .otherwise(pl.lit("compute")),
             step=pl.coalesce("launch_step", "step"),
+            lane=pl.col("lane").cast(pl.String),
+            source=pl.col("source").cast(pl.String),
+            launch="launch",
         )
         .filter(pl.col("end_ns") > pl.col("start_ns"))
     )

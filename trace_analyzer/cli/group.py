@@ -38,6 +38,8 @@ COMMANDS = {
              "NEFF/NTFF files."),
     "kernels": ("kernels", "Per rank, the kernels (Neuron: NEFFs) by total device time, with "
                 "their kind and spread."),
+    "launches": ("launches", "Per lane: launch latency and delay, queue length over time, time "
+                 "blocked on a full queue."),
     "ops": ("analyse", "The offline key_averages(): per op, calls, self CPU, device time and "
             "device %."),
     "ranks": ("distributed", "Per rank and step: compute against communication, clock offsets, "

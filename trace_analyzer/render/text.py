@@ -20,6 +20,7 @@ from trace_analyzer.analyses.distributed import RanksResult
 from trace_analyzer.analyses.gaps import GapsResult
 from trace_analyzer.analyses.info import InfoResult
 from trace_analyzer.analyses.kernels import KernelsResult
+from trace_analyzer.analyses.launches import LaunchesResult
 from trace_analyzer.analyses.ops import OpsResult
 from trace_analyzer.analyses.results import RunResult, RunResults
 from trace_analyzer.analyses.trend import TrendResult
@@ -44,6 +45,7 @@ from trace_analyzer.render.tables import (
 )
 from trace_analyzer.render.text_gaps import total
 from trace_analyzer.render.text_kernels import kernels_layout
+from trace_analyzer.render.text_launches import launches_layout
 from trace_analyzer.render.text_ranks import ranks_layout
 from trace_analyzer.render.view import View
 
@@ -337,4 +339,5 @@ LAYOUTS: tuple[tuple[type, Layout], ...] = (
     (TrendResult, lambda run, style, view: text_gaps._trend(run, style)),
     (RanksResult, ranks_layout),
     (KernelsResult, kernels_layout),
+    (LaunchesResult, launches_layout),
 )
