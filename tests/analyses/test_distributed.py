@@ -269,3 +269,27 @@ def test_the_report_page_has_the_ranks_section(dlrm_raw, tmp_path):
     for row in doc["runs"][0]["steps"]:
         want = model(dlrm_raw[row["rank"]])[row["step"]]
         assert (row["exposed_communication_ns"], row["window_ns"]) == (want["exposed"], want["window"])
+
+
+def test_the_report_page_has_the_kernels_and_launches_sections(dlrm_raw, tmp_path):
+    """The Kernels section lists every (rank, kernel) the raw files hold, the Launches section
+    every (rank, stream) with a launched kernel, each with its plot."""
+    page = tmp_path / "r.html"
+    assert run_cli("report", need(DLRM), "-o", page)[0] == 0
+    text = page.read_text()
+    kernels, streams = set(), set()
+    for rank, doc in dlrm_raw.items():
+        ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+        launched = {e["args"]["correlation"] for e in ev
+                    if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})}
+        for e in ev:
+            if e.get("cat") in DEVICE_CATS and e.get("dur", 0) > 0:
+                kernels.add((rank, e["name"]))
+                if e.get("args", {}).get("correlation") in launched:
+                    streams.add((rank, e["args"]["stream"]))
+    for name, rows in (("kernels", len(kernels)), ("launches", len(streams))):
+        section = text[text.index(f'<section id="{name}">'):]
+        section = section[: section.index("</section>")]
+        assert f'id="plot-{name}"' in section
+        assert section.count("<tr>") == 1 + min(rows, 500), name  # a page lists 500 at most
+        assert (rows > 500) == (f"The first 500 rows of {rows:,}" in section)

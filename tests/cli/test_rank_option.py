@@ -21,7 +21,7 @@ from trace_analyzer.errors import UsageError
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 DLRM = SHARED / "real/param/dlrm_kineto"
 NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"
-ANALYSING = ("gaps", "chain", "info", "ranks")  # ops: by its calls, below
+ANALYSING = ("gaps", "chain", "info", "ranks", "kernels", "launches")  # ops: by its calls, below
 
 
 def need(path: Path) -> Path:

@@ -196,8 +196,10 @@ def test_the_gaps_table_lists_every_device_gap(pages):
 def test_the_page_holds_its_histogram_and_a_canvas_per_timeline(pages, name):
     text = pages[name].read_text(encoding="utf-8")
     imgs = parse(pages[name]).imgs
-    # the gap histogram, and the ranks' breakdown (the Ranks section, docs/report.md)
-    assert [i["id"] for i in imgs] == ["plot-histogram", "plot-ranks"] and imgs[0]["alt"]
+    # the gap histogram, the ranks' breakdown, the kernels, the queues (docs/report.md)
+    ids = [i["id"] for i in imgs]
+    assert ids == ["plot-histogram", "plot-ranks", "plot-kernels", "plot-launches"]
+    assert imgs[0]["alt"]
     data = base64.b64decode(imgs[0]["src"].split(",", 1)[1])
     width, height = png_size(data)
     assert width == plots.WIDTH_IN * plots.DPI and 100 < height < 1500 and len(data) > 5000
@@ -443,12 +445,12 @@ def test_in_a_browser_the_page_loads_and_shows_its_plots(pages, tmp_path):
     dom = chromium(tmp_path / "profile", page, "--dump-dom").stdout
     attrs = html_attrs(dom)
     assert attrs.get("data-ready") == "yes"  # the inline script ran to its end
-    assert attrs["data-images"] == attrs["data-images-loaded"] == "2"  # histogram, ranks: laid out
-    assert attrs["data-json-blocks"] == "7"  # every JSON block parsed (ranks the 7th)
+    assert attrs["data-images"] == attrs["data-images-loaded"] == "4"  # every plot laid out
+    assert attrs["data-json-blocks"] == "9"  # every JSON block parsed (ranks, kernels, launches)
     assert attrs["data-timelines"] == "2" and "data-errors" not in attrs
-    assert len(re.findall(r'<a [^>]*download="', dom)) == 7
+    assert len(re.findall(r'<a [^>]*download="', dom)) == 9
     srcs = re.findall(r'<img [^>]*src="([^"]*)"', dom)
-    assert len(srcs) == 2
+    assert len(srcs) == 4
     for src in srcs:
         png_size(base64.b64decode(src.split(",", 1)[1]))
     run = cli_json("gaps", NAIVE)["runs"][0]

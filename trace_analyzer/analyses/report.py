@@ -2,7 +2,8 @@
 
 A report is the ``gaps`` and ``ops`` results of the run (with the run's warnings, which the
 report opens with), what its timeline and gap histogram draw (``timeline``: bounded, however
-long the trace), the run's ``ranks`` (each step's window broken down, stragglers), and with a
+long the trace), the run's ``ranks`` (each step's window broken down, stragglers), its
+``kernels`` and its ``launches`` (the queue of its ``QUEUE_LANES`` busiest lanes), and with a
 base the ``diff`` (base → run) and the base's ``gaps`` (with its
 warnings) and ``timeline``, whose histogram shares the run's bins. The renderers
 (render/report.py, render/html.py) show nothing else (docs/report.md).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import polars as pl
@@ -21,12 +22,23 @@ from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.diff import DiffResult, diff, diff_runs
 from trace_analyzer.analyses.distributed import RanksResult, ranks
 from trace_analyzer.analyses.gaps import GapsResult, gaps, gaps_runs
+from trace_analyzer.analyses.kernels import KernelsResult, kernels
+from trace_analyzer.analyses.launches import LaunchesResult, launches
 from trace_analyzer.analyses.ops import OpsResult, ops
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.timeline import TimelineResult, timeline
 from trace_analyzer.core.profile import Profile
 
 HISTOGRAM_BINS = 24
+QUEUE_LANES = 8  # the lanes whose queue a report draws: the longest queues first
+
+
+def busiest(result: LaunchesResult) -> LaunchesResult:
+    """Return ``result`` with the queue of its ``QUEUE_LANES`` lanes with the longest queues
+    only (the page embeds each lane's queue; every lane keeps its row)."""
+    top = result.lanes.sort("queue_max", "launches", descending=True, nulls_last=True)
+    keep = top.head(QUEUE_LANES)["lane"].implode()
+    return replace(result, queue=result.queue.filter(pl.col("lane").is_in(keep)))
 
 
 @dataclass(frozen=True, repr=False)
@@ -42,6 +54,8 @@ class ReportResult:
     base_gaps: RunResults[GapsResult] | None = None
     base_timeline: RunResults[TimelineResult] | None = None
     ranks: RunResults[RanksResult] | None = None  # the run's ranks and steps (docs/distributed.md)
+    kernels: RunResults[KernelsResult] | None = None  # its kernels or NEFFs (docs/kernels.md)
+    launches: RunResults[LaunchesResult] | None = None  # its lanes' launches (docs/launches.md)
 
     def __repr__(self) -> str:
         return f"ReportResult(path={self.path!r}, base={self.base!r})"
@@ -67,6 +81,8 @@ def report(
         "ops": RunResults(label, (ops(head),), warnings=[head.warnings]),
         "timeline": RunResults(label, (timeline(head, g, histogram=gap_histogram(g, edges)),)),
         "ranks": RunResults(label, (ranks(head),)),
+        "kernels": RunResults(label, (kernels(head),)),
+        "launches": RunResults(label, (busiest(launches(head)),)),
     }
     if base is None or g_base is None:
         return ReportResult(label, None, **parts)  # type: ignore[arg-type]

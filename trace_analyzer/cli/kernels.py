@@ -58,15 +58,16 @@ def kernels(
     from trace_analyzer.render.view import View
 
     check_output(fmt, output)
-    profiles = [_with_neffs(p, path, loading) for p in loading.runs(path)]
+    profiles = [with_neffs(p, path, loading) for p in loading.runs(path)]
     results = tuple(kernels_of(p, step=step) for p in profiles)
     warnings = [p.warnings for p in profiles]
     emit(RunResults(str(path), results, warnings=warnings), fmt, output, View(top=top))
 
 
-def _with_neffs(profile: Profile, path: Path, loading: Loading) -> Profile:
+def with_neffs(profile: Profile, path: Path, loading: Loading) -> Profile:
     """Return ``profile``, read again with its events' args when it holds Neuron executions
-    (their NEFF, ``model_name``, is only in the args; Kineto runs are not read twice)."""
+    (their NEFF, ``model_name``, is only in the args; Kineto runs are not read twice), its
+    ranks as ``--rank`` names them."""
     import polars as pl
 
     from trace_analyzer.analyses.kernels import EXECUTION
@@ -76,10 +77,11 @@ def _with_neffs(profile: Profile, path: Path, loading: Loading) -> Profile:
         return profile
     if hardware["args_json"].is_not_null().any():
         return profile
-    return loading.cache.load_run(
+    again = loading.cache.load_run(
         profile.run,
         loading.cache.folder_for(path),
         args=True,
         strict=loading.strict,
         max_bytes=loading.max_bytes,
     )
+    return loading.selected(again)  # --rank, as the first read had it

@@ -25,8 +25,8 @@ from trace_analyzer.analyses.report import ReportResult
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.rows import json_default
 from trace_analyzer.analyses.timeline import MAX_LANES, TOP_GAPS, longest
-from trace_analyzer.render import plots, plots_more, plotting
-from trace_analyzer.render.html_more import ranks_section
+from trace_analyzer.render import plots, plotting
+from trace_analyzer.render.html_more import more_sections
 from trace_analyzer.render.html_sections import (
     diff_section,
     esc,
@@ -41,7 +41,10 @@ from trace_analyzer.render.safe import html_text, plain, warnings_html
 TEMPLATE = "templates/report.html"
 ASSETS = ("assets/timeline.css", "assets/timeline.js")
 # The results a report holds (analyses/report.py), in the order the page embeds them.
-KINDS = ("gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline", "ranks")
+KINDS = (
+    "gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline", "ranks", "kernels",
+    "launches",
+)  # fmt: skip
 # What each embedded result is: the command that prints the same JSON.
 COMMANDS = {
     "gaps": "traceana gaps {path} --format json",
@@ -51,6 +54,8 @@ COMMANDS = {
     "base_gaps": "traceana gaps {base} --format json",
     "base_timeline": "the base's timeline and histogram",
     "ranks": "traceana ranks {path} --format json",
+    "kernels": "traceana kernels {path} --format json",
+    "launches": "traceana launches {path} --format json (the queue of the busiest lanes)",
 }
 LIST_CAP = 500  # the rows of any other long list embedded: the first ones, in their order
 _GAPS = (
@@ -67,6 +72,8 @@ CUTS: dict[str, tuple[tuple[str, str, int, bool], ...]] = {
     "base_gaps": _GAPS,
     "ops": (("table", "rows", LIST_CAP, False),),
     "ranks": (("steps", "steps", LIST_CAP, False), ("stragglers", "stragglers", LIST_CAP, False)),
+    "kernels": (("kernels", "kernels", LIST_CAP, False),),
+    "launches": (("lanes", "lanes", LIST_CAP, False),),
     "diff": tuple((k, k, LIST_CAP, False) for k in ("ops", "added", "removed")),
 }
 # what JSON text must not hold inside a <script> element: each escaped as JSON reads it
@@ -140,9 +147,7 @@ def _body(s: dict[str, Any], images: bool) -> str:
         parts.append(diff_section(diff))
     parts.append(ops_section(s["ops"]["runs"][0], run))
     parts.append(gaps_section(run))
-    if s.get("ranks"):
-        ranks = s["ranks"]["runs"][0]
-        parts.append(ranks_section(ranks, plots_more.ranks(ranks) if images else None))
+    parts += more_sections(s, images)
     parts.append(_data(s))
     return "\n".join(parts)
 
