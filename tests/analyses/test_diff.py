@@ -128,13 +128,13 @@ def test_a_folder_of_several_runs_is_a_side_of_several_samples():
     code, d, err = diff_json(FIXTURES, FUSED)
     assert code == 0, err
     (run,) = d["runs"]
-    roots = sorted(str(p) for p in FIXTURES.glob("rmsnorm_*"))
+    roots = sorted(str(p.parent) for p in FIXTURES.glob("*/truth.json"))  # 4 RMSNorm, allreduce_2nc
     assert sorted(run["base_samples"]) == roots and run["head_samples"] == [str(FUSED)]
     m = {r["metric"]: r for r in run["metrics"]}
     execs = [len(truth(Path(p))["executions"]) for p in roots]
-    assert m["executions"]["base_runs"] == 4 and m["executions"]["head_runs"] == 1
-    assert m["executions"]["base"] == pytest.approx(sum(execs) / 4)
-    assert run["noise"] == "head has one run (base 4): no noise estimate"
+    assert m["executions"]["base_runs"] == len(roots) == 5 and m["executions"]["head_runs"] == 1
+    assert m["executions"]["base"] == pytest.approx(sum(execs) / len(roots))
+    assert run["noise"] == "head has one run (base 5): no noise estimate"
 
 
 def test_json_is_version_2_with_spread_and_signals():

@@ -19,6 +19,7 @@ from trace_analyzer.inputs.discover import CACHE_DIR_NAME
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 VARIANTS = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled", "rmsnorm_naive_lnc2"]
+COLLECTIVES = "allreduce_2nc"  # make_collectives.py: tested in tests/analyses/test_distributed_neuron.py
 SESSION = "i-0123456789abcdef0_pid_4242/20261102_120000_000"
 
 # Published (blog "System-level profiling on AWS Trainium", Part 1): op -> (calls, self CPU
@@ -164,9 +165,9 @@ def test_session_artifacts_are_listed_not_decoded():
     assert not [w for w in run["warnings"] if "neuron-explorer view" in w]
 
 
-def test_folder_of_fixtures_is_four_runs():
+def test_folder_of_fixtures_is_five_runs():
     runs = info_json(FIXTURES)["runs"]
-    assert sorted(Path(r["root"]).name for r in runs) == sorted(VARIANTS)
+    assert sorted(Path(r["root"]).name for r in runs) == sorted([*VARIANTS, COLLECTIVES])
 
 
 def test_fixture_script_reproduces_the_checked_in_files(tmp_path):
@@ -177,7 +178,7 @@ def test_fixture_script_reproduces_the_checked_in_files(tmp_path):
     script = FIXTURES / "make_fixtures.py"
     subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True,
                    capture_output=True)
-    for variant in VARIANTS:
+    for variant in [*VARIANTS, COLLECTIVES]:
         for f in (FIXTURES / variant).rglob("*"):
             # traceana's own cache (a `traceana gaps fixtures/...` run, e.g. `make demo`)
             if f.is_file() and CACHE_DIR_NAME not in f.parts:

@@ -341,7 +341,7 @@ def test_markdown_without_a_base_has_two_plots(tmp_path):
 
 
 @pytest.mark.parametrize("args, says", [
-    (["{fixtures}", "-o", "{tmp}/r.html"], "4 runs found"),
+    (["{fixtures}", "-o", "{tmp}/r.html"], "5 runs found"),
     (["{naive}", "-o", "{tmp}/r.txt"], "writes .html"),
     (["{naive}", "--base", "{fixtures}", "-o", "{tmp}/r.html"], "runs found"),
     (["{tmp}/absent", "-o", "{tmp}/r.html"], "absent"),

@@ -67,8 +67,9 @@ from trace_analyzer.inputs.fingerprint import fingerprint
 # tables dictionary-encoded; 11: the files whose processes are told apart; 12: keyed and
 # named by the real path, the spelling it was written under kept to respell a hit; 13: an
 # Explorer export's args_json kept only when args are asked for; 14: steps from the host's
-# ProfilerStep annotations only).
-FORMAT = 14
+# ProfilerStep annotations only; 15: Neuron ranks from Explorer's worker_gid, an export's
+# steps taken per process).
+FORMAT = 15
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 

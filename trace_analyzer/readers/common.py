@@ -132,18 +132,25 @@ def finish(rows: dict[str, list[Any]] | pl.DataFrame, file: AnyPath) -> pl.DataF
     return conform(df.with_columns(file=pl.lit(str(file))))
 
 
-def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
+def assign_steps(events: pl.DataFrame, *, by_process: bool = False) -> pl.DataFrame:
     """Return events with ``step`` set from the ProfilerStep#N span each one starts in.
 
     Steps are host-clock spans; every event of the input (host or device) that starts inside
     one gets its number. Events outside every step keep a null step. Only the host's
     annotations are steps: a GPU's copy of one (Kineto's ``gpu_user_annotation``, a few µs
     on a stream, long after the host's step began) would cut the host's step in two.
+    ``by_process``: an event takes only its own process's (host, pid) steps, for a file of
+    several processes whose every row names its process (an Explorer export of several
+    ranks, whose steps need not line up); a Kineto trace's device rows do not (a GPU's pid
+    is its device), so a Kineto trace's steps are the file's.
     """
     host = pl.col("source") == "framework"
+    keys = ["_host", "_pid"] if by_process else []
+    process = {"_host": pl.col("host").cast(pl.String).fill_null(""), "_pid": pl.col("pid")}
     steps = (
         events.filter(matching(events["name"], r"^ProfilerStep#\d+$") & host)
         .select(
+            *(process[k].alias(k) for k in keys),
             pl.col("start_ns").alias("step_start"),
             pl.col("end_ns").alias("step_end"),
             # a step number beyond int64 is no step (null), not an error
@@ -154,8 +161,19 @@ def assign_steps(events: pl.DataFrame) -> pl.DataFrame:
     if steps.is_empty():
         return events
     # on the row numbers and start times alone, then set: no copy of the wide table
-    order = events.select("start_ns").with_row_index("_row").sort("start_ns")
-    joined = order.join_asof(steps, left_on="start_ns", right_on="step_start", strategy="backward")
+    order = (
+        events.select(*(process[k].alias(k) for k in keys), "start_ns")
+        .with_row_index("_row")
+        .sort("start_ns")
+    )
+    joined = order.join_asof(
+        steps,
+        left_on="start_ns",
+        right_on="step_start",
+        strategy="backward",
+        by=keys or None,
+        check_sortedness=False,  # sorted by start_ns: within each process too
+    )
     step = (
         joined.sort("_row")
         .select(pl.when(pl.col("start_ns") < pl.col("step_end")).then(pl.col("step_no")))

@@ -35,8 +35,10 @@ from trace_analyzer.readers.neuron import (
     EXECUTIONS,
     EXTRA_COLUMNS,
     HW_SYNC,
+    WORKER_GID,
     label,
     mark_dispatch,
+    worker_ranks,
 )
 
 # Keys that become columns; everything else is kept in args_json.
@@ -90,6 +92,7 @@ COLUMNS = (
     "tid",
     "device",
     "core",
+    "rank",  # worker_gid (neuron.worker_ranks)
     "stream",
     "flow_ids",
     "args_json",
@@ -138,8 +141,9 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
         df = mark_dispatch(
             label(df.with_columns(end_ns=pl.col("start_ns") + pl.col("duration_ns")))
         )
-        df = assign_steps(conform(df))
+        df = assign_steps(conform(worker_ranks(df)), by_process=True)
     result.events = df
+    result.rank_origin = WORKER_GID if df["rank"].is_not_null().any() else None
     return result
 
 
@@ -275,6 +279,7 @@ def _append(cols: dict[str, list[Any]], e: dict[str, Any], start: int, duration:
     cols["tid"].append(as_i64(e.get("thread_id")))
     cols["device"].append(nc)
     cols["core"].append(as_i64(e.get("pcore_idx", e.get("device_core_idx"))))
+    cols["rank"].append(as_i64(e.get("worker_gid")))
     cols["stream"].append(as_i64(e.get("framework_stream_id")))
     flows = e.get("flow_id")
     cols["flow_ids"].append([as_i64(f) for f in flows] if isinstance(flows, list) else None)

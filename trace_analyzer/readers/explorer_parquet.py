@@ -24,7 +24,7 @@ from trace_analyzer.inputs.limits import refuse_inflating_parquet
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.explorer_keys import lifted_keys
 from trace_analyzer.readers.format import Format
-from trace_analyzer.readers.neuron import EXTRA_COLUMNS, label
+from trace_analyzer.readers.neuron import EXTRA_COLUMNS, WORKER_GID, label, worker_ranks
 
 KNOWN_MAJOR = 7
 REQUIRED: dict[str, pl.DataType] = {
@@ -41,6 +41,7 @@ OPTIONAL: dict[str, pl.DataType] = {
     "thread_id": pl.Int64(),
     "nc_idx": pl.Int64(),
     "pcore_idx": pl.Int64(),
+    "worker_gid": pl.Int64(),
     "flow_id": pl.List(pl.String),
     "framework_stream_id": pl.String(),
     "extra_attributes_json": pl.String(),
@@ -119,7 +120,8 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
             "calls) are lost; the rest of each row is read"
         )
     events = _mark_dispatch(_label(columns).with_columns(file=pl.lit(str(src.path)).cast(Text)))
-    result.events = assign_steps(conform(events))
+    result.events = assign_steps(conform(worker_ranks(events)), by_process=True)
+    result.rank_origin = WORKER_GID if result.events["rank"].is_not_null().any() else None
     return result
 
 
@@ -138,7 +140,7 @@ def _read_table(path: AnyPath) -> pl.DataFrame:
         have = pl.read_parquet_schema(data)
         if hasattr(data, "seek"):
             data.seek(0)
-        # Only the columns traceana uses (worker_gid and unknown columns stay on disk).
+        # Only the columns traceana uses (unknown columns stay on disk).
         df = pl.read_parquet(data, columns=[c for c in {**REQUIRED, **OPTIONAL} if c in have])
     except (Exception, pl.exceptions.PanicException) as e:  # a bad file: several error types,
         # and a Rust panic in the decoder (PanicException is a BaseException)
@@ -193,6 +195,7 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
         tid=pl.col("thread_id"),
         device=pl.col("nc_idx"),
         core=pl.col("pcore_idx"),
+        rank=pl.col("worker_gid"),  # worker_ranks: >= 0 only, spread over its process
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
         args_json=pl.col("extra_attributes_json") if keep_args else pl.lit(None, pl.String),

@@ -29,6 +29,22 @@ EXTRA_COLUMNS = {
 }
 
 
+# What ReadResult.rank_origin says of ranks taken from Explorer's worker id.
+WORKER_GID = "worker_gid"
+
+
+def worker_ranks(df: pl.DataFrame) -> pl.DataFrame:
+    """Return df with ``rank`` from the Neuron worker id in its ``rank`` column (Explorer's
+    ``worker_gid``, "global worker id, unique across processes and instances"; -1 or absent
+    means unknown, docs/neuron-formats.md §2.1, §6): a row's own where it is >= 0, else its
+    process's (host, pid) when all that process's rows with one agree (Explorer leaves it
+    null on most framework rows), else null."""
+    own = pl.when(pl.col("rank") >= 0).then(pl.col("rank"))
+    proc = [pl.col("host").cast(pl.String), pl.col("pid")]
+    lo, hi = own.min().over(proc), own.max().over(proc)
+    return df.with_columns(rank=pl.coalesce(own, pl.when(lo == hi).then(lo)).cast(pl.Int64))
+
+
 def label(df: pl.DataFrame) -> pl.DataFrame:
     """Return df with lane_kind and lane set from source, name, cores and stream.
 

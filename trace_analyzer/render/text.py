@@ -184,7 +184,8 @@ def _processes(processes: list[dict[str, Any]]) -> Table:
     columns = (
         Column("host", cut=16, optional=True),
         num_col("pid"),
-        num_col("rank", optional=True),
+        # shown when any process has a rank, rank 0 too (an optional column hides zeros)
+        num_col("rank", optional=all(p["rank"] is None for p in processes)),
         Column("rank from", drop=1, optional=True),
         num_col("events"),
     )
