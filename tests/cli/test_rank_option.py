@@ -20,7 +20,8 @@ from trace_analyzer.errors import UsageError
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 DLRM = SHARED / "real/param/dlrm_kineto"
-NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"
+NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"  # rank 0: worker_gid
+TWO_CORES = Path(__file__).resolve().parents[2] / "fixtures" / "allreduce_2nc"
 ANALYSING = ("gaps", "chain", "info", "ranks", "kernels", "launches")  # ops: by its calls, below
 
 
@@ -113,8 +114,15 @@ def test_the_commands_that_write_a_file_take_rank(command: str, tmp_path: Path) 
     assert "59812" in text and "59811" not in text  # rank 1's pid only
 
 
-def test_a_run_without_ranks_is_one_line_and_exit_2() -> None:
-    code, out, err = run_cli("gaps", NAIVE, "--no-cache", "--rank", "0")
+def test_a_run_without_ranks_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"  # a Kineto trace without distributedInfo or a rank in its name
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+         "args": {}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+         "args": {"stream": 7, "device": 0}},
+    ]}))  # fmt: skip
+    code, out, err = run_cli("gaps", trace, "--no-cache", "--rank", "0")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "--rank 0" in err and "has no rank numbers" in err
 
@@ -134,3 +142,13 @@ def test_the_cache_keeps_a_rank_s_gaps_apart(tmp_path: Path) -> None:
     assert json.loads(whole)["runs"][0]["summary"]["devices"] == 8
     assert json.loads(some)["runs"][0]["summary"]["devices"] == 1
     assert again == whole
+
+
+def test_a_neuron_rank_is_its_worker() -> None:
+    """On the two-core Neuron fixture, --rank 1 keeps worker 1's process (pid 4243) alone."""
+    truth = json.loads((TWO_CORES / "truth.json").read_text())
+    code, out, err = run_cli("info", TWO_CORES, "--no-cache", "--rank", "1", "--format", "json")
+    assert code == 0, err
+    want = [(r["pid"], r["rank"]) for r in truth["ranks"] if r["worker_gid"] == 1]
+    got = [(p["pid"], p["rank"]) for p in json.loads(out)["runs"][0]["processes"]]
+    assert got == want == [(4243, 1)]
