@@ -347,3 +347,16 @@ def reads(monkeypatch) -> Reads:
     counter = Reads(profile.read_source)
     monkeypatch.setattr(profile, "read_source", counter)
     return counter
+
+
+@pytest.fixture(scope="session")
+def trace_processor():
+    """Perfetto's trace processor (tests/perfetto_tp.py), one for the session: ``load`` a
+    trace, then ``query`` it with SQL. Skips with the reason where it cannot run."""
+    import perfetto_tp
+
+    why = perfetto_tp.missing()
+    if why:
+        pytest.skip(f"Perfetto's trace processor cannot run here: {why}")
+    with perfetto_tp.Engine() as tp:
+        yield tp

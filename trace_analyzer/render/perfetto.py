@@ -36,9 +36,11 @@ import polars as pl
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.gaps import GapsResult, device_of
 from trace_analyzer.core.profile import Profile
+from trace_analyzer.render.perfetto_flows import flows
+from trace_analyzer.render.perfetto_flows import us as _us
+from trace_analyzer.render.perfetto_gaps import gap_slice, hints_by_gap, summary_track
 
 SCHEMA_VERSION = 1
-LINK_CAT, GAP_CAT = "traceana_link", "traceana_gap"
 SECOND_NS = 1_000_000_000
 # Lane order inside a process: framework lanes, then runtime, then hardware.
 KIND_ORDER = {
@@ -55,7 +57,6 @@ KIND_ORDER = {
 LINK_KEYS = ("correlation", "external_id", "seq_id", "exec_id", "flow_ids")
 # The names the inputs give the link keys in their args; a key already there is not repeated.
 LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequence_id",)}
-GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync_us": "sync_ns"}
 
 
 def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> dict[str, Any]:
@@ -68,29 +69,19 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
     base = _base(events)
     tracks = _Tracks(events, gap_rows)
     trace_events: list[dict[str, Any]] = tracks.metadata()
+    linked = flows(
+        list(edges.iter_rows()), tracks.where, tracks.span, tracks.pinned(), tracks.order(), base
+    )
     for r in tracks.slices:
-        trace_events.append(_slice(r, tracks.where[r["event_id"]], base))
-    point = tracks.flow_points()
-    for i, (src, dst, hop, method, latency) in enumerate(edges.iter_rows(), start=1):
-        common = {"cat": LINK_CAT, "name": hop, "id": i}
-        (spid, stid), sts = tracks.where[src], point[src]
-        (dpid, dtid), dts = tracks.where[dst], point[dst]
-        trace_events.append(
-            {
-                "ph": "s",
-                **common,
-                "pid": spid,
-                "tid": stid,
-                "ts": _us(sts - base),
-                "args": {"link_method": method, "latency_us": _us(latency)},
-            }
-        )
-        trace_events.append(
-            {"ph": "f", "bp": "e", **common, "pid": dpid, "tid": dtid, "ts": _us(dts - base)}
-        )
+        ev = _slice(r, tracks.where[r["event_id"]], base)
+        ev.update(linked.on_slice.get(r["event_id"], {}))
+        trace_events.append(ev)
+    trace_events += linked.records
+    hint = hints_by_gap(gaps)
     for g in gap_rows:
         pid, tid = tracks.gap_track[g["lane"]]
-        trace_events.append(_gap_slice(g, pid, tid, base))
+        trace_events.append(gap_slice(g, pid, tid, base, hint(g)))
+    trace_events += summary_track(gaps, len(tracks.processes) + 1, tracks.next_tid(), base)
     header: dict[str, Any] = {
         "schemaVersion": 1,
         "traceName": str(source if source is not None else profile.root),
@@ -103,6 +94,7 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
             "root": str(profile.root),
             "events": events.height,
             "links": edges.height,
+            "flows": {"v1": linked.v1, "v2": linked.v2, "unsure": linked.unsure},
             "gaps": len(gap_rows),
             "processes": len(tracks.processes),
             "tracks": len(tracks.threads),
@@ -124,11 +116,6 @@ def write(doc: dict[str, Any], path: Path) -> None:
     in ``.gz``."""
     data = dumps(doc)
     path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
-
-
-def _us(ns: int) -> float:
-    """Return ns as µs; three decimals give ns exactly (the shortest float repr is written)."""
-    return ns / 1000
 
 
 def _base(events: pl.DataFrame) -> int:
@@ -174,30 +161,6 @@ def _args(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"args_json": value}
 
 
-def _gap_slice(g: dict[str, Any], pid: int, tid: int, base: int) -> dict[str, Any]:
-    args: dict[str, Any] = {
-        "lane": g["lane"],
-        "next_op": g["next_op"],
-        "prev_op": g["prev_op"],
-        "next_runtime": g["next_runtime"],
-        "link_method": g["link_method"],
-        "prev_event_id": g["prev_event"],
-        "next_event_id": g["next_event"],
-    }
-    for key, col in GAP_ARGS_US.items():
-        args[key] = None if g[col] is None else _us(g[col])
-    return {
-        "ph": "X",
-        "cat": GAP_CAT,
-        "name": g["cause"],
-        "pid": pid,
-        "tid": tid,
-        "ts": _us(g["start_ns"] - base),
-        "dur": _us(g["duration_ns"]),
-        "args": args,
-    }
-
-
 class _Tracks:
     """Processes, threads and the slot of every event: which (pid, tid) it is written on.
 
@@ -227,9 +190,10 @@ class _Tracks:
         self.where: dict[int, tuple[int, int]] = {}  # event_id -> (pid, tid)
         self.slices: list[dict[str, Any]] = []  # the events, in the order they are written
         self.gap_track: dict[str, tuple[int, int]] = {}  # hardware lane -> its gaps track
-        self._children: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        self._span: dict[int, tuple[int, int]] = {}
-        self._next_tid = 1
+        self.span: dict[int, tuple[int, int]] = {}
+        # tids above every pid (and the summary's): Perfetto calls a thread whose tid is its
+        # pid the main thread
+        self._next_tid = len(procs) + 2
         ordered: list[tuple[int, str]] = []  # (pid, lane), in display order
         for pid, key in enumerate(sorted(procs, key=_sort_key), start=1):
             members = sorted(procs[key], key=lambda m: (m[0], _natural(m[1])))
@@ -248,6 +212,10 @@ class _Tracks:
             self._layout(pid, lane, by_lane[lane].to_dicts())
             if lane in gap_lanes:
                 self.gap_track[lane] = (pid, self._thread(pid, f"{lane} gaps"))
+
+    def next_tid(self) -> int:
+        """Return the tid no thread has yet."""
+        return self._next_tid
 
     def _thread(self, pid: int, name: str) -> int:
         tid = self._next_tid
@@ -273,34 +241,23 @@ class _Tracks:
                 if not stack or e <= stack[-1][0]:
                     break
                 k += 1
-            if stack:
-                self._children[stack[-1][1]].append((s, e))
             stack.append((e, eid))
             self.where[eid] = (pid, tids[k])
-            self._span[eid] = (s, e)
+            self.span[eid] = (s, e)
             self.slices.append(r)
 
-    def flow_points(self) -> dict[int, int]:
-        """Return, per event, the time (ns) where a flow binds to it: its start, unless a
-        slice nested in it starts there too; then a moment inside it that no nested slice
-        covers (the flow then binds to this slice, not to the nested one)."""
-        out = {}
-        for eid, (s, e) in self._span.items():
-            kids = self._children.get(eid)
-            if not kids or all(ks > s for ks, _ in kids):
-                out[eid] = s
-                continue
-            cursor, t = s, s
-            for ks, ke in sorted(kids):
-                if ks - cursor >= 2:
-                    t = (cursor + ks) // 2
-                    break
-                cursor = max(cursor, ke)
-            else:
-                if e - cursor >= 2:
-                    t = (cursor + e) // 2
-            out[eid] = t
-        return out
+    def order(self) -> dict[int, tuple[int, int]]:
+        """Return, per event, the order in which Perfetto reads its slice: (start, place)."""
+        return {r["event_id"]: (r["start_ns"], i) for i, r in enumerate(self.slices)}
+
+    def pinned(self) -> set[int]:
+        """Return the events that are the last slice of their track to start at their start:
+        at that instant Perfetto has them on top of their track (perfetto_flows)."""
+        last: dict[tuple[tuple[int, int], int], int] = {}
+        for r in self.slices:  # in the order they are written
+            eid = r["event_id"]
+            last[(self.where[eid], r["start_ns"])] = eid
+        return set(last.values())
 
     def metadata(self) -> list[dict[str, Any]]:
         """Return the ``ph: "M"`` records naming and ordering every process and thread."""

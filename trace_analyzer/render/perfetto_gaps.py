@@ -1,0 +1,80 @@
+"""The gaps of a run, and its summary, as slices of the Perfetto export (render/perfetto.py).
+
+Each gap is a slice named by its cause on a track ``<lane> gaps`` beside its hardware lane,
+its evidence and the hint for its op and cause in its args; the run's summary (what
+``traceana gaps`` totals) is one slice over the measured window, on a track of its own in a
+process ``traceana``, with the totals and the hints in its args: the Perfetto UI shows them
+when the slice is selected, and SQL reads them from ``args`` (docs/graph.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trace_analyzer.analyses.gaps import GapsResult
+from trace_analyzer.render.perfetto_flows import us
+
+GAP_CAT, SUMMARY_CAT = "traceana_gap", "traceana_summary"
+SUMMARY = "traceana summary"
+GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync_us": "sync_ns"}
+
+
+def hints_by_gap(result: GapsResult) -> Callable[[dict[str, Any]], str | None]:
+    """Return the function giving a gap its hint: its op's, for the op's main cause, else the
+    run's for the gap's cause (``GapsResult.hints``), else None."""
+    by_key = {(h["op"], h["cause"]): h["hint"] for h in result.hints}
+    return lambda g: by_key.get((g["next_op"], g["cause"]), by_key.get((None, g["cause"])))
+
+
+def gap_slice(g: dict[str, Any], pid: int, tid: int, base: int, hint: str | None) -> dict[str, Any]:
+    """Return the slice of one gap (a row of ``GapsResult.gaps``)."""
+    args: dict[str, Any] = {
+        "lane": g["lane"],
+        "cause": g["cause"],
+        "evidence": g["evidence"],
+        "hint": hint,
+        "next_op": g["next_op"],
+        "prev_op": g["prev_op"],
+        "next_runtime": g["next_runtime"],
+        "link_method": g["link_method"],
+        "prev_event_id": g["prev_event"],
+        "next_event_id": g["next_event"],
+    }
+    for key, col in GAP_ARGS_US.items():
+        args[key] = None if g[col] is None else us(g[col])
+    return {
+        "ph": "X",
+        "cat": GAP_CAT,
+        "name": g["cause"],
+        "pid": pid,
+        "tid": tid,
+        "ts": us(g["start_ns"] - base),
+        "dur": us(g["duration_ns"]),
+        "args": args,
+    }
+
+
+def summary_track(result: GapsResult, pid: int, tid: int, base: int) -> list[dict[str, Any]]:
+    """Return the process ``traceana``, its track and the summary slice over
+    the window; nothing for a run with no hardware lane (no window)."""
+    w = result.window
+    if w is None:
+        return []
+    meta = [
+        ("process_name", pid, 0, {"name": "traceana"}),
+        ("thread_name", pid, tid, {"name": SUMMARY}),
+    ]
+    args = {**result.summary, "window_origin": w.origin, "hints": list(result.hints)}
+    return [{"ph": "M", "name": n, "pid": p, "tid": t, "args": a} for n, p, t, a in meta] + [
+        {
+            "ph": "X",
+            "cat": SUMMARY_CAT,
+            "name": SUMMARY,
+            "pid": pid,
+            "tid": tid,
+            "ts": us(w.start_ns - base),
+            "dur": us(w.duration_ns),
+            "args": args,
+        }
+    ]
