@@ -23,7 +23,7 @@ from trace_analyzer.core.profile import Profile
 SCHEMA_VERSION = 1  # raised when a column of a table changes (docs/tables.md)
 NAMES = ("events", "edges", "chains", "gaps", "ops")  # one file each: NAME.parquet
 
-_I, _S, _B = pl.Int64, pl.String, pl.Boolean
+_I, _S, _B = pl.Int64(), pl.String(), pl.Boolean()
 # The gaps table's columns (``GapsResult.gaps`` made plain, and ``hint``): those of a run
 # with no gaps. tests/cli/test_tables.py holds them equal to a run's that has gaps.
 GAP_SCHEMA: dict[str, pl.DataType] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -63,11 +64,18 @@ def tables(path: Path, output: Path, loading: Loading) -> None:
     refuse_folder(path, output, targets)
     profile = loading.one(path, args=True)  # args: the NEFF of a Neuron execution
     frames = tables_of(profile, loading.cache.gaps(profile))
-    with writing(output):
-        output.mkdir(parents=True, exist_ok=True)
-        try:
-            parquet.write(frames, output, source=str(path))
-        except pl.exceptions.PolarsError as e:  # polars wraps its IO errors
-            raise InputError(output, f"cannot write: {io_reason(e)}") from e
+    made = not output.exists()
+    try:
+        with writing(output):
+            output.mkdir(parents=True, exist_ok=True)
+            try:
+                parquet.write(frames, output, source=str(path))
+            except pl.exceptions.PolarsError as e:  # polars wraps its IO errors
+                raise InputError(output, f"cannot write: {io_reason(e)}") from e
+    except BaseException:
+        if made:  # the folder this command made, emptied by the failed write
+            with contextlib.suppress(OSError):
+                output.rmdir()
+        raise
     counts = ", ".join(f"{frame.height} {name}" for name, frame in frames.items())
     click.echo(f"wrote {plain(output)}: {counts}", err=True)

@@ -11,6 +11,7 @@ the files this call wrote before it, so the folder is left as it was.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def write(frames: dict[str, pl.DataFrame], folder: Path, source: str) -> None:
                 "traceana_table": name,
                 "traceana_source": source,
             }
-            write_atomic(target, lambda tmp, f=frame, m=meta: f.write_parquet(tmp, metadata=m))
+            write_atomic(target, _writer(frame, meta))
             written.append(target)
         doc = orjson.dumps(manifest(frames, source), option=orjson.OPT_INDENT_2) + b"\n"
         write_atomic(folder / MANIFEST, lambda tmp: tmp.write_bytes(doc))
@@ -70,3 +71,8 @@ def write(frames: dict[str, pl.DataFrame], folder: Path, source: str) -> None:
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
+
+
+def _writer(frame: pl.DataFrame, meta: dict[str, str]) -> Callable[[Path], None]:
+    """Return what writes ``frame`` as Parquet, with ``meta`` in its key-value metadata."""
+    return lambda tmp: frame.write_parquet(tmp, metadata=meta)
