@@ -37,6 +37,7 @@ def refuse_folder(path: Path, output: Path, targets: list[Path]) -> None:
     "-o",
     "--output",
     type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
     required=True,
     help="Folder to write the tables in (created if missing; none of its files replaced).",
 )
