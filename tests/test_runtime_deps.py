@@ -28,7 +28,8 @@ def test_gaps_and_info_of_the_neuron_fixture_need_no_extra(tmp_path):
     for cmd in (["gaps", "fixtures/rmsnorm_naive", "--format", "json", "--no-cache"],
                 ["info", "fixtures/rmsnorm_naive", "--no-cache"],
                 ["ops", "fixtures/rmsnorm_naive", "--no-cache"],
-                ["export", "fixtures/rmsnorm_naive", "-o", str(tmp_path / "e.json"), "--no-cache"]):
+                ["export", "fixtures/rmsnorm_naive", "-o", str(tmp_path / "e.json"), "--no-cache"],
+                ["tables", "fixtures/rmsnorm_naive", "-o", str(tmp_path / "t"), "--no-cache"]):
         p = run(*cmd)
         assert p.returncode == 0, (cmd, p.stderr)
         assert "Traceback" not in p.stderr and "internal error" not in p.stderr

@@ -66,7 +66,7 @@ def warnings_of(stderr: str) -> list[str]:
 COMMANDS = {  # each analysing command, and the file it writes where it needs one
     "gaps": ("--format", "json"), "ops": ("--format", "csv"), "chain": (), "info": (),
     "export": ("-o", "{out}/x.json"), "graph": ("-o", "{out}/x.graphml"),
-    "report": ("-o", "{out}/x.md", "--no-images"),
+    "report": ("-o", "{out}/x.md", "--no-images"), "tables": ("-o", "{out}/tables"),
 }
 
 

@@ -70,7 +70,7 @@ HEAVY_PROBE = (
 )
 HELPS = [
     ["info"], ["gaps"], ["ops"], ["chain"], ["diff"], ["baseline"], ["baseline", "save"],
-    ["baseline", "compare"], ["batch"], ["trend"], ["export"], ["graph"], ["report"],
+    ["baseline", "compare"], ["batch"], ["trend"], ["export"], ["graph"], ["report"], ["tables"],
 ]  # fmt: skip
 USAGE_ERRORS = [
     (["gaps", "--format", "nope", "x"], "Invalid value for '--format'"),
@@ -90,6 +90,7 @@ USAGE_ERRORS = [
     (["export", "x"], "Missing option '-o'"),
     (["graph", "x", "--bogus"], "No such option '--bogus'"),
     (["report"], "Missing argument 'PATH'"),
+    (["tables", "x"], "Missing option '-o'"),
 ]
 
 

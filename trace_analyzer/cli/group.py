@@ -46,6 +46,8 @@ COMMANDS = {
               "each step's straggler."),
     "report": ("outputs", "One page for one run: timeline, gap histogram, summary, ops and "
                "gaps; with --base, the diff."),
+    "tables": ("tables", "Write one run's tables as Parquet: events, edges, chains, gaps and "
+               "ops."),
     "trend": ("runs", "Idle % and device time over capture time, per group, from a `traceana "
               "batch` table."),
 }  # fmt: skip
