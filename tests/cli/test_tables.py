@@ -64,8 +64,10 @@ def test_tables_writes_parquet_that_polars_reads_back_to_the_same_frames(run, tm
     assert manifest["traceana_version"] == ta.__version__ and manifest["schema_version"] == 1
     for name, frame in want.items():
         got = pl.read_parquet(out / f"{name}.parquet")
-        if name == "gaps":  # and the hint of each gap's cause
-            hints = [cause_hint(c, n) for c, n in got.select("cause", "neuron").rows()]
+        if name == "gaps":  # and each gap's hint: gaps' own for its op, its cause, or general
+            given = {(h["op"], h["cause"]): h["hint"] for h in ta.gaps(p).hints}
+            hints = [given.get((o, c), given.get((None, c), cause_hint(c, n)))
+                     for o, c, n in got.select("next_op", "cause", "neuron").rows()]
             assert got["hint"].to_list() == hints
             assert all(hints)
             got = got.drop("hint")

@@ -21,6 +21,7 @@ from conftest import run_cli
 
 import trace_analyzer as ta
 from trace_analyzer.analyses.gaps import device_of
+from trace_analyzer.analyses.hints import cause_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "corpus"
@@ -137,8 +138,13 @@ def test_gaps_carry_cause_evidence_and_hint_and_the_summary_its_totals(loaded):
                    .iter_rows()) if gaps.gaps.height else Counter()
     got = Counter((r["ts"], r["dur"], r["name"], r["cause"], r["evidence"]) for r in rows)
     assert got == want
-    hinted = {h["cause"] for h in gaps.hints}
-    assert all(r["hint"] for r in rows if r["cause"] in hinted)
+    # the hint: gaps' own for the op and cause, else for the cause, else the cause's general
+    given = {(h["op"], h["cause"]): h["hint"] for h in gaps.hints}
+    want_hints = Counter(
+        (s - base, given.get((o, c), given.get((None, c), cause_hint(c, n))))
+        for s, o, c, n in gaps.gaps.select("start_ns", "next_op", "cause", "neuron").iter_rows()
+    ) if gaps.gaps.height else Counter()
+    assert Counter((r["ts"], r["hint"]) for r in rows) == want_hints
     if gaps.window is None:
         return
     (s,) = tp.query("""

@@ -57,9 +57,11 @@ def tables(profile: Profile, gaps: GapsResult) -> dict[str, pl.DataFrame]:
 
 
 def gap_rows(result: GapsResult) -> pl.DataFrame:
-    """Return every gap of ``result`` (one per lane), with ``hint``: the next step for its
-    cause, in Trainium words on a NeuronCore (``hints.cause_hint``); no gaps: no rows, with
-    the columns of ``GAP_SCHEMA``."""
+    """Return every gap of ``result`` (one per lane), with ``hint``, the next step: the hint
+    of ``traceana gaps`` for the gap's op and cause where it gives one (``GapsResult.hints``,
+    the top ops), else its hint for the cause in this run, else the cause's general hint in
+    Trainium words on a NeuronCore (``hints.cause_hint``). No gaps: no rows, with the
+    columns of ``GAP_SCHEMA``. The export's gap slices carry the same hint."""
     found = result.gaps
     if found.is_empty():
         return pl.DataFrame(schema=GAP_SCHEMA)
@@ -69,7 +71,14 @@ def gap_rows(result: GapsResult) -> pl.DataFrame:
         )
         for neuron in (False, True)
     }
-    hint = pl.when(pl.col("neuron")).then(words[True]).otherwise(words[False])
+    general = pl.when(pl.col("neuron")).then(words[True]).otherwise(words[False])
+    per_op = {(h["op"], h["cause"]): h["hint"] for h in result.hints if h["op"] is not None}
+    per_cause = {h["cause"]: h["hint"] for h in result.hints if h["op"] is None}
+    cause = pl.col("cause").cast(pl.String)
+    key = pl.concat_str(pl.col("next_op").cast(pl.String), cause, separator="\x00")
+    by_op = key.replace_strict({f"{o}\x00{c}": h for (o, c), h in per_op.items()}, default=None)
+    by_cause = cause.replace_strict(per_cause, default=None)
+    hint = pl.coalesce(by_op.cast(pl.String), by_cause.cast(pl.String), general)
     return found.with_columns(hint=hint.cast(pl.String))
 
 

@@ -35,10 +35,11 @@ import polars as pl
 
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.gaps import GapsResult, device_of
+from trace_analyzer.analyses.tables import gap_rows
 from trace_analyzer.core.profile import Profile
 from trace_analyzer.render.perfetto_flows import flows
 from trace_analyzer.render.perfetto_flows import us as _us
-from trace_analyzer.render.perfetto_gaps import gap_slice, hints_by_gap, summary_track
+from trace_analyzer.render.perfetto_gaps import gap_slice, summary_track
 
 SCHEMA_VERSION = 1
 SECOND_NS = 1_000_000_000
@@ -65,9 +66,9 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
     the run (default: its root)."""
     events = profile.events
     edges = profile.edges
-    gap_rows = _gap_rows(gaps)
+    gaps_of_lanes = _gap_rows(gaps)
     base = _base(events)
-    tracks = _Tracks(events, gap_rows)
+    tracks = _Tracks(events, gaps_of_lanes)
     trace_events: list[dict[str, Any]] = tracks.metadata()
     linked = flows(
         list(edges.iter_rows()), tracks.where, tracks.span, tracks.pinned(), tracks.order(), base
@@ -77,10 +78,9 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
         ev.update(linked.on_slice.get(r["event_id"], {}))
         trace_events.append(ev)
     trace_events += linked.records
-    hint = hints_by_gap(gaps)
-    for g in gap_rows:
+    for g in gaps_of_lanes:
         pid, tid = tracks.gap_track[g["lane"]]
-        trace_events.append(gap_slice(g, pid, tid, base, hint(g)))
+        trace_events.append(gap_slice(g, pid, tid, base))
     trace_events += summary_track(gaps, len(tracks.processes) + 1, tracks.next_tid(), base)
     header: dict[str, Any] = {
         "schemaVersion": 1,
@@ -95,7 +95,7 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
             "events": events.height,
             "links": edges.height,
             "flows": {"v1": linked.v1, "v2": linked.v2, "unsure": linked.unsure},
-            "gaps": len(gap_rows),
+            "gaps": len(gaps_of_lanes),
             "processes": len(tracks.processes),
             "tracks": len(tracks.threads),
         },
@@ -127,8 +127,9 @@ def _base(events: pl.DataFrame) -> int:
 
 
 def _gap_rows(result: GapsResult) -> list[dict[str, Any]]:
-    """Return the per-lane gaps as dicts (none when the run has no hardware lane)."""
-    return [] if result.gaps.is_empty() else result.gaps.to_dicts()
+    """Return the per-lane gaps as dicts, each with its hint (none when the run has no
+    hardware lane)."""
+    return [] if result.gaps.is_empty() else gap_rows(result).to_dicts()
 
 
 def _slice(r: dict[str, Any], where: tuple[int, int], base: int) -> dict[str, Any]:

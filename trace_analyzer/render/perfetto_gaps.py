@@ -1,7 +1,7 @@
 """The gaps of a run, and its summary, as slices of the Perfetto export (render/perfetto.py).
 
 Each gap is a slice named by its cause on a track ``<lane> gaps`` beside its hardware lane,
-its evidence and the hint for its op and cause in its args; the run's summary (what
+its evidence and its hint (``analyses.tables.gap_rows``) in its args; the run's summary (what
 ``traceana gaps`` totals) is one slice over the measured window, on a track of its own in a
 process ``traceana``, with the totals and the hints in its args: the Perfetto UI shows them
 when the slice is selected, and SQL reads them from ``args`` (docs/graph.md).
@@ -9,7 +9,6 @@ when the slice is selected, and SQL reads them from ``args`` (docs/graph.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from trace_analyzer.analyses.gaps import GapsResult
@@ -20,20 +19,13 @@ SUMMARY = "traceana summary"
 GAP_ARGS_US = {"duration_us": "duration_ns", "transfer_us": "transfer_ns", "sync_us": "sync_ns"}
 
 
-def hints_by_gap(result: GapsResult) -> Callable[[dict[str, Any]], str | None]:
-    """Return the function giving a gap its hint: its op's, for the op's main cause, else the
-    run's for the gap's cause (``GapsResult.hints``), else None."""
-    by_key = {(h["op"], h["cause"]): h["hint"] for h in result.hints}
-    return lambda g: by_key.get((g["next_op"], g["cause"]), by_key.get((None, g["cause"])))
-
-
-def gap_slice(g: dict[str, Any], pid: int, tid: int, base: int, hint: str | None) -> dict[str, Any]:
-    """Return the slice of one gap (a row of ``GapsResult.gaps``)."""
+def gap_slice(g: dict[str, Any], pid: int, tid: int, base: int) -> dict[str, Any]:
+    """Return the slice of one gap (a row of ``analyses.tables.gap_rows``: with its hint)."""
     args: dict[str, Any] = {
         "lane": g["lane"],
         "cause": g["cause"],
         "evidence": g["evidence"],
-        "hint": hint,
+        "hint": g["hint"],
         "next_op": g["next_op"],
         "prev_op": g["prev_op"],
         "next_runtime": g["next_runtime"],
