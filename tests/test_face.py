@@ -11,9 +11,9 @@ import trace_analyzer as ta
 
 ROOT = Path(__file__).resolve().parents[1]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
-FUNCTIONS = ("load", "load_runs", "gaps", "ops", "chains", "diff", "info", "export")
+FUNCTIONS = ("load", "load_runs", "gaps", "ops", "chains", "diff", "info", "export", "engines")
 TYPES = ("Profile", "GapsResult", "OpsResult", "ChainResult", "DiffResult", "InfoResult",
-         "RunResults")
+         "RunResults", "EnginesResult")
 
 
 def test_dir_shows_the_face_and_no_subpackage():

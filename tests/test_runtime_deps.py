@@ -33,3 +33,15 @@ def test_gaps_and_info_of_the_neuron_fixture_need_no_extra(tmp_path):
         p = run(*cmd)
         assert p.returncode == 0, (cmd, p.stderr)
         assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+
+
+def test_engines_needs_no_extra(tmp_path):
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("trace_analyzer.readers.device_profile") is None:
+        pytest.skip("readers/device_profile.py (the device-profile reader) is not here yet")
+    p = run("engines", "fixtures/rmsnorm_naive", "--format", "json")
+    assert p.returncode in (0, 2), p.stderr  # 2: no export there, said in one line
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr

@@ -6,6 +6,7 @@
     o = ta.ops(p)                     # OpsResult: the offline key_averages(), o.table
     r = ta.ranks(p)                   # RanksResult: per rank and step, comm vs compute
     k = ta.kernels(p)                 # KernelsResult: kernels (Neuron: NEFFs) by device time
+    e = ta.engines(run)               # EnginesResult: per NEFF and core, engines and roofline
     q = ta.launches(p)                # LaunchesResult: per lane, launch latency and queue
     c = ta.chains(p, op="aten::*")    # ChainResult: op → dispatch → runtime → hardware
     d = ta.diff(ta.load("base/"), p)  # DiffResult: verdict, metrics, ops that changed
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from trace_analyzer.analyses.chain import ChainResult, chains
     from trace_analyzer.analyses.diff import DiffResult, diff
     from trace_analyzer.analyses.distributed import RanksResult, ranks
+    from trace_analyzer.analyses.engines import EnginesResult, engines
     from trace_analyzer.analyses.gaps import GapsResult, Window, gaps
     from trace_analyzer.analyses.info import InfoResult, info
     from trace_analyzer.analyses.kernels import KernelsResult, kernels
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "ChainResult": "analyses.chain", "chains": "analyses.chain",
     "DiffResult": "analyses.diff", "diff": "analyses.diff",
+    "EnginesResult": "analyses.engines", "engines": "analyses.engines",
     "GapsResult": "analyses.gaps", "Window": "analyses.gaps", "gaps": "analyses.gaps",
     "InfoResult": "analyses.info", "info": "analyses.info",
     "KernelsResult": "analyses.kernels", "kernels": "analyses.kernels",
@@ -65,6 +68,7 @@ __all__ = [
     "RanksResult", "RunResults", "TraceanaError", "UsageError", "Window", "__version__",
     "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
     "load_runs", "ops", "ranks",
+    "EnginesResult", "engines",
 ]  # fmt: skip
 
 

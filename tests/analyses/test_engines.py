@@ -199,13 +199,13 @@ def test_each_hint_fires_with_its_numbers():
     r = run_of(profile())
     assert kinds(r) == {"small_dma", "transpose", "tensor_gaps"}
     said = {h["kind"]: h for h in r.hints}
-    assert "3 moved 10 KiB, 3.3 KiB each on average, 66.67 % of them under 4 KiB" in said[
+    assert "3 moved 10 KiB, 3.33 KiB each on average, 66.67 % of them under 4 KiB" in said[
         "small_dma"]["text"]
     assert said["transpose"]["figure"] == pytest.approx(20.0)
     assert "transposes are 20 % of the FLOPs (16,384,000 of 81,920,000)" in said[
         "transpose"]["text"]
     assert said["tensor_gaps"]["text"].startswith(
-        "the TensorEngine idles in 1 gaps under 3 µs: it throttles down and ramps again")
+        "the TensorEngine idles in 1 gap under 3 µs: it throttles down and ramps again")
     assert all(h["neff"] == NEFF and h["pcore"] == 0 for h in r.hints)
     spilled = [*INSTRUCTIONS, ins("vector", "SPILL", 8_000, 9_000, spill_save_bytes=2_048,
                                   spill_reload_bytes=2_048)]  # fmt: skip

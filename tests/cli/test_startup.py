@@ -71,6 +71,7 @@ HEAVY_PROBE = (
 HELPS = [
     ["info"], ["gaps"], ["ops"], ["chain"], ["diff"], ["baseline"], ["baseline", "save"],
     ["baseline", "compare"], ["batch"], ["trend"], ["export"], ["graph"], ["report"], ["tables"],
+    ["engines"],
 ]  # fmt: skip
 USAGE_ERRORS = [
     (["gaps", "--format", "nope", "x"], "Invalid value for '--format'"),
@@ -91,6 +92,8 @@ USAGE_ERRORS = [
     (["graph", "x", "--bogus"], "No such option '--bogus'"),
     (["report"], "Missing argument 'PATH'"),
     (["tables", "x"], "Missing option '-o'"),
+    (["engines"], "Missing argument 'PATH'"),
+    (["engines", "x", "--top", "zero"], "Invalid value for '--top'"),
 ]
 
 

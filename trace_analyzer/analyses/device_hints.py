@@ -13,18 +13,24 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.analyses.engine_tables import RAMP_NS, SMALL_DMA_BYTES
-from trace_analyzer.numbers import count, duration, percent
+from trace_analyzer.numbers import count, duration, number, percent
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 gap``, ``12 gaps``."""
+    return f"{count(n)} {noun if n == 1 else noun + 's'}"
+
 
 TRANSPOSE_PCT = 10.0  # transposes over this % of the model FLOPs: a hint
 MOST_PCT = 50.0  # "most transfers": over this % of them below SMALL_DMA_BYTES
 
 
 def _bytes(n: float) -> str:
-    """A byte count as people read it: ``512 B``, ``3.5 KiB``, ``1.2 MiB``."""
+    """A byte count as people read it: ``512 B``, ``3.33 KiB``, ``1.2 MiB``."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
-            return f"{n / size:,.1f} {unit}".replace(".0 ", " ")
-    return f"{n:,.0f} B"
+            return f"{number(round(n / size, 2))} {unit}"
+    return f"{number(round(n, 2))} B"
 
 
 def device_hints(cores: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -80,7 +86,7 @@ def _hints_of(c: dict[str, Any]) -> list[tuple[str, str, float]]:
         found.append(
             (
                 "tensor_gaps",
-                f"the TensorEngine idles in {count(gaps)} gaps under {duration(RAMP_NS)}: "
+                f"the TensorEngine idles in {plural(gaps, 'gap')} under {duration(RAMP_NS)}: "
                 "it throttles down and ramps again; keep it fed",
                 float(gaps),
             )

@@ -52,6 +52,7 @@ FLAGS = {
     "globs": "--glob",
     "limit": "--top",
     "ranks": "--rank",
+    "neff": "--neff",
 }
 MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
 # The --format choices: ``render.RENDERERS``'s names, written here so that declaring the

@@ -28,6 +28,8 @@ COMMANDS = {
               "schedule, hardware."),
     "diff": ("compare", "Compare two sides (BASE, then HEAD): window, device time, idle, gaps, "
              "ops, causes."),
+    "engines": ("engines", "Per NEFF and physical core: each engine's busy time, DMA, "
+                "MFU/HFU/MBU and roofline."),
     "export": ("outputs", "Export one run as a trace for the Perfetto UI, with links and gaps "
                "drawn in."),
     "gaps": ("analyse", "Every idle gap on the hardware lanes, attributed to the op that ended "

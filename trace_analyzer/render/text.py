@@ -17,6 +17,7 @@ from typing import Any
 from trace_analyzer.analyses.chain import ChainResult
 from trace_analyzer.analyses.diff import DiffResult
 from trace_analyzer.analyses.distributed import RanksResult
+from trace_analyzer.analyses.engines import EnginesResult
 from trace_analyzer.analyses.gaps import GapsResult
 from trace_analyzer.analyses.info import InfoResult
 from trace_analyzer.analyses.kernels import KernelsResult
@@ -43,6 +44,7 @@ from trace_analyzer.render.tables import (
     plural,
     text_col,
 )
+from trace_analyzer.render.text_engines import engines_layout
 from trace_analyzer.render.text_gaps import total
 from trace_analyzer.render.text_kernels import kernels_layout
 from trace_analyzer.render.text_launches import launches_layout
@@ -341,4 +343,5 @@ LAYOUTS: tuple[tuple[type, Layout], ...] = (
     (RanksResult, ranks_layout),
     (KernelsResult, kernels_layout),
     (LaunchesResult, launches_layout),
+    (EnginesResult, engines_layout),
 )
