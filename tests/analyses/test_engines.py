@@ -299,6 +299,22 @@ def test_two_neffs_in_one_ntff_and_the_neff_glob():
         run_of(p, neff="z*")
 
 
+def test_two_physical_cores_are_apart_and_the_profile_level_shares_them():
+    second = [{**i, "pcore": 1} for i in INSTRUCTIONS if i["engine"] == "tensor"]
+    active = [*ACTIVE[:3], *({**a, "pcore": 1} for a in ACTIVE[:3])]
+    p = profile(instructions=frame(INSTRUCTION_COLUMNS, [*INSTRUCTIONS, *second]),
+                active=frame(ACTIVE_COLUMNS, active),
+                summary={"tensor_engine_active_time_percent": 50.0})  # fmt: skip
+    r = run_of(p)
+    assert r.cores["pcore"].to_list() == [0, 1]
+    assert one(r.engines, engine="tensor", pcore=1)["active_ns"] == 5_000
+    assert one(r.cores, pcore=1)["model_flops"] == 81_920_000
+    assert one(r.neffs, neff=NEFF)["model_flops"] == 2 * 81_920_000  # both cores, one window
+    # the profile: 10,000 ns of tensor activity over a 10,000 ns window on 2 cores
+    row = one(r.comparison, figure="tensor active %")
+    assert row["ours"] == pytest.approx(50.0) and not row["mismatch"]
+
+
 def test_the_result_s_json_repr_and_unexported_pairs():
     pair = {"ntff": "x.ntff", "neff": "x.neff", "command": "neuron-explorer view -n x.neff"}
     r = engines(DeviceRun(Path("/x"), [profile()], [pair]))

@@ -89,7 +89,7 @@ def test_markdown_and_csv(reader):
     assert code == 0 and out.startswith("## engines: /x")
     assert "add.1\\|\\<b\\>" in out  # a name from the trace is inert
     code, out, _ = run_cli("engines", "/x", "--format", "csv")
-    assert code == 0 and out.splitlines()[0].startswith("neff,pcore,engine,active_ns")
+    assert code == 0 and out.splitlines()[0].startswith("profile,neff,pcore,engine,active_ns")
 
 
 def test_neff_glob(reader):

@@ -102,10 +102,9 @@ def engines(run: DeviceRun, *, top: int = 10, neff: str | None = None) -> Engine
     frames = {}
     for key in ("profiles", "neffs", "cores", "engines", "tops", "roofline", "comparison"):
         got = [p[key] for p in parts if p[key].height]
-        frames[key] = pl.concat(got, how="diagonal_relaxed") if got else pl.DataFrame()
+        whole = pl.concat(got, how="diagonal_relaxed") if got else pl.DataFrame()
+        frames[key] = whole.select("profile", pl.exclude("profile")) if got else whole
     notes = [f"{p.name}: {n}" for p in run.profiles for n in p.notes]
-    if not run.profiles:
-        notes.append("no device-profile export found")
     return EnginesResult(
         root=str(run.root),
         top=top,
