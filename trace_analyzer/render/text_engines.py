@@ -79,7 +79,7 @@ def _profile(run: dict[str, Any], p: dict[str, Any], style: Style) -> list[Block
     )
     missing = f"; tables missing: {', '.join(p['missing'])}" if p["missing"] else ""
     schema = f"schema {shown(p['schema_version'], style)}; " if p["schema_version"] else ""
-    blocks += [f"{schema}{peaks}{missing}", _use_line("all NEFFs", p), ""]
+    blocks += [f"{schema}{peaks}{missing}", "", _use_line("all NEFFs", p), ""]
     for n in _of(run["neffs"], profile=name):
         blocks += _neff(run, name, n, style)
     blocks += _comparison(_of(run["comparison"], profile=name), p["summary"])
@@ -106,7 +106,7 @@ def _neff(run: dict[str, Any], profile: str, n: dict[str, Any], style: Style) ->
     where = {"profile": profile, "neff": n["neff"]}
     ran = "" if n["executions"] is None else f" ({plural(n['executions'], 'execution')})"
     blocks: list[Block] = [
-        heading(f"NEFF {shown(n['neff'], style)}{ran}", style, 4),
+        heading(f"NEFF {shown(n['neff'], style)}{ran}", style, 3),
         "",
         _use_line("all cores", n),
         "",
