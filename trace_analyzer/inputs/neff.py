@@ -89,6 +89,11 @@ def device_export(run: Run, pairs: list[Pair], has_export: bool) -> list[str]:
     ]
 
 
+def shell_word(path: AnyPath | str) -> str:
+    """Return ``path`` as one word for bash, safe to print (``_shell``)."""
+    return _shell(path)
+
+
 def _shell(path: AnyPath | str) -> str:
     """Return ``path`` as one word for bash that names it exactly and is safe to print: with
     ``shlex.quote``, or, when the path holds a character a terminal would act on or the text

@@ -1,0 +1,129 @@
+"""Find device-profile exports: the folders of Explorer tables for one NTFF (docs/formats.md).
+
+A device-profile export is a folder holding ``Instruction.parquet`` (or its split parts
+``Instruction_0.parquet``, ...) and the other tables of ``neuron-explorer view -n X.neff -s
+X.ntff --output-format parquet``. A system profile lists its device profiles in
+``DeviceProfileList.parquet``; Explorer names a device profile
+``<display>_<instance>_pid_<pid>_nc_<n>_session_<s>`` (docs/neuron-formats.md §1.4). This
+module looks at names only; readers/device_profile.py reads the tables.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.discover import CACHE_DIR_NAME, CACHEDIR_TAG, PID_DIR, discover
+from trace_analyzer.inputs.neff import SESSION_NTFF, device_export, neff_pairs, shell_word
+
+DEVICE_LIST = "DeviceProfileList"
+# ``..._<instance>_pid_<pid>_nc_<n>_session_<s>``; the display part is optional.
+PROFILE_NAME = re.compile(
+    r"(?:^|_)(?P<instance>[^_]+)_pid_(?P<pid>\d+)_nc_(?P<nc>\d+)(?:_session_(?P<session>\d+))?$"
+)
+
+
+def table_pattern(table: str) -> re.Pattern[str]:
+    """``<table>.parquet`` or a split part ``<table>_<n>.parquet``."""
+    return re.compile(rf"^{re.escape(table)}(?:_(\d+))?\.parquet$")
+
+
+def table_files(folder: Path, table: str) -> list[Path]:
+    """Return the files of ``table`` in ``folder``: the whole table, then its split parts in
+    part order (a table is either whole or split; both are read, concatenated)."""
+    pattern = table_pattern(table)
+    found = [(m[1], p) for p in folder.iterdir() if (m := pattern.match(p.name)) and p.is_file()]
+    return [p for _, p in sorted(found, key=lambda x: -1 if x[0] is None else int(x[0]))]
+
+
+def _walk(top: Path) -> list[tuple[Path, list[str]]]:
+    """Every folder under ``top`` (itself included) with its file names, in path order;
+    traceana's cache folders are left out."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        here = Path(dirpath)
+        dirnames[:] = sorted(
+            d for d in dirnames if d != CACHE_DIR_NAME and not (here / d / CACHEDIR_TAG).is_file()
+        )
+        out.append((here, sorted(filenames)))
+    return out
+
+
+def find_exports(top: Path) -> list[Path]:
+    """Return the device-profile export folders under ``top`` (or ``top`` itself), in path
+    order: each folder that holds an Instruction table."""
+    instruction = table_pattern("Instruction")
+    return [d for d, names in _walk(top) if any(instruction.match(n) for n in names)]
+
+
+def find_lists(top: Path) -> list[Path]:
+    """Return the DeviceProfileList tables under ``top``, in path order."""
+    pattern = table_pattern(DEVICE_LIST)
+    return [d / n for d, names in _walk(top) for n in names if pattern.match(n)]
+
+
+def parse_name(name: str) -> dict[str, str | int | None] | None:
+    """Return instance_id, process_id, nc_id and session_id spelled in a device profile's
+    name (Explorer's ``..._<instance>_pid_<pid>_nc_<n>_session_<s>``), or None."""
+    m = PROFILE_NAME.search(name)
+    if m is None:
+        return None
+    session = m["session"]
+    return {
+        "instance_id": m["instance"],
+        "process_id": int(m["pid"]),
+        "nc_id": int(m["nc"]),
+        "session_id": int(session) if session is not None else None,
+    }
+
+
+def neffs_near(folder: Path) -> list[str]:
+    """Return the NEFF file names in ``folder``, else in its parent: the neighbourhood that
+    names the NEFF of an export without ExecutionInfo."""
+    for where in (folder, folder.parent):
+        names = sorted(p.name for p in where.iterdir() if p.suffix == ".neff" and p.is_file())
+        if names:
+            return names
+    return []
+
+
+def unexported(
+    top: Path, keys: set[tuple[Any, Any, Any]], stems: set[str]
+) -> list[dict[str, str | None]]:
+    """Return the NTFFs under ``top`` that no export read here covers, each with its NEFF and
+    the Explorer command exporting it. A session NTFF (``profile_nc_<n>_session_<s>.ntff``
+    in ``<instance>_pid_<pid>/``) is covered by a profile of that process, core and session;
+    any NTFF by an export named as its stem (``stems``: the exports' names).
+
+    ``keys``: the (process_id, nc_id, session_id) of the exports read."""
+    try:
+        runs = discover(top)
+    except InputError:  # no system profile, trace or capture: no NEFF/NTFF either
+        return []
+    out: list[dict[str, str | None]] = []
+    for run in runs:
+        for pair in neff_pairs(run, []):
+            ntff = pair["ntff"]
+            if ntff is None or Path(ntff).stem in stems or _session_key(Path(ntff)) in keys:
+                continue
+            commands = device_export(run, [pair], False)
+            command = (
+                commands[0]
+                if commands
+                else f"neuron-explorer view -d {shell_word(Path(ntff).parent)} "
+                "--output-format parquet"
+            )
+            out.append({"ntff": ntff, "neff": pair["neff"], "command": command})
+    return out
+
+
+def _session_key(ntff: Path) -> tuple[Any, Any, Any] | None:
+    """(pid, core, session) of a session NTFF: the pid of its ``<instance>_pid_<pid>`` folder."""
+    m = SESSION_NTFF.match(ntff.name)
+    if m is None:
+        return None
+    pids = [int(d["pid"]) for part in ntff.parts[:-1] if (d := PID_DIR.match(part))]
+    return (pids[-1] if pids else None), int(m[1]), int(m[2])
