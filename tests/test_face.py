@@ -11,9 +11,10 @@ import trace_analyzer as ta
 
 ROOT = Path(__file__).resolve().parents[1]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
-FUNCTIONS = ("load", "load_runs", "gaps", "ops", "chains", "diff", "info", "export", "engines")
+FUNCTIONS = ("load", "load_runs", "gaps", "ops", "chains", "diff", "info", "export", "engines",
+             "load_device")
 TYPES = ("Profile", "GapsResult", "OpsResult", "ChainResult", "DiffResult", "InfoResult",
-         "RunResults", "EnginesResult")
+         "RunResults", "EnginesResult", "DeviceRun")
 
 
 def test_dir_shows_the_face_and_no_subpackage():

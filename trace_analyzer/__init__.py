@@ -6,7 +6,8 @@
     o = ta.ops(p)                     # OpsResult: the offline key_averages(), o.table
     r = ta.ranks(p)                   # RanksResult: per rank and step, comm vs compute
     k = ta.kernels(p)                 # KernelsResult: kernels (Neuron: NEFFs) by device time
-    e = ta.engines(run)               # EnginesResult: per NEFF and core, engines and roofline
+    e = ta.engines(ta.load_device("./profile_out"))  # EnginesResult: device profiles, per
+                                      # NEFF and core: engines, MFU, roofline
     q = ta.launches(p)                # LaunchesResult: per lane, launch latency and queue
     c = ta.chains(p, op="aten::*")    # ChainResult: op → dispatch → runtime → hardware
     d = ta.diff(ta.load("base/"), p)  # DiffResult: verdict, metrics, ops that changed
@@ -39,10 +40,12 @@ if TYPE_CHECKING:
     from trace_analyzer.analyses.ops import OpsResult, ops
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.cache import Cache
+    from trace_analyzer.core.device import DeviceRun
     from trace_analyzer.core.profile import Profile
     from trace_analyzer.core.schema import EVENTS_SCHEMA, LANE_KINDS
     from trace_analyzer.errors import InputError, TraceanaError, UsageError
     from trace_analyzer.inputs.discover import discover
+    from trace_analyzer.readers.device_profile import load_device
 
 # The face, imported on first use (PEP 562): ``import trace_analyzer`` (and so the
 # ``traceana`` command, which lives in this package) loads no polars until a name needs it.
@@ -60,6 +63,7 @@ _LAZY = {
     "EVENTS_SCHEMA": "core.schema", "LANE_KINDS": "core.schema",
     "InputError": "errors", "TraceanaError": "errors", "UsageError": "errors",
     "discover": "inputs.discover",
+    "DeviceRun": "core.device", "load_device": "readers.device_profile",
 }  # fmt: skip
 
 __all__ = [
@@ -68,7 +72,7 @@ __all__ = [
     "RanksResult", "RunResults", "TraceanaError", "UsageError", "Window", "__version__",
     "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
     "load_runs", "ops", "ranks",
-    "EnginesResult", "engines",
+    "EnginesResult", "engines", "DeviceRun", "load_device",
 ]  # fmt: skip
 
 

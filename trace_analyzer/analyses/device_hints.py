@@ -3,7 +3,7 @@
 
 - ``small_dma``: the mean DMA transfer is below 4 KiB, or most transfers are;
 - ``spill``: bytes spilled from SBUF to HBM and reloaded (spill_save + spill_reload) > 0;
-- ``transpose``: transpose FLOPs over 10 % of the model FLOPs;
+- ``transpose``: transpose FLOPs over 10 % of the hardware FLOPs (all the TensorEngine did);
 - ``tensor_gaps``: gaps between consecutive TensorEngine instructions shorter than the
   throttle ramp (3 µs on Trn2): each lets the engine throttle down and ramp up again.
 """
@@ -21,7 +21,7 @@ def plural(n: int, noun: str) -> str:
     return f"{count(n)} {noun if n == 1 else noun + 's'}"
 
 
-TRANSPOSE_PCT = 10.0  # transposes over this % of the model FLOPs: a hint
+TRANSPOSE_PCT = 10.0  # transposes over this % of the hardware FLOPs: a hint
 MOST_PCT = 50.0  # "most transfers": over this % of them below SMALL_DMA_BYTES
 
 
@@ -69,14 +69,14 @@ def _hints_of(c: dict[str, Any]) -> list[tuple[str, str, float]]:
                 float(spill),
             )
         )
-    model, transpose = c.get("model_flops") or 0, c.get("transpose_flops") or 0
-    if model > 0 and 100 * transpose / model > TRANSPOSE_PCT:
-        share = 100 * transpose / model
+    done, transpose = c.get("hardware_flops") or 0, c.get("transpose_flops") or 0
+    if done > 0 and 100 * transpose / done > TRANSPOSE_PCT:
+        share = 100 * transpose / done
         found.append(
             (
                 "transpose",
                 f"transposes are {percent(share)} of the FLOPs ({count(transpose)} of "
-                f"{count(model)}): a layout that needs none (or one transpose, by DMA) "
+                f"{count(done)}): a layout that needs none (or one transpose, by DMA) "
                 "gives the TensorEngine that time back",
                 share,
             )

@@ -145,7 +145,7 @@ def _profile(p: DeviceProfile, top: int, glob: str | None) -> dict[str, Any]:
     """Every table of one device profile (``glob``: only the NEFFs it matches)."""
     ins, dma, execs = _filled(p)
     peaks = peaks_of(p.metadata, p.missing)
-    absent = {c for c in ins.columns if ins.height and ins[c].null_count() == ins.height}
+    absent = set(p.absent.get("Instruction", ()))  # the export lacks them: sums unknown
     overall = _overall(p, ins, dma, peaks, absent)
     if glob is not None:
         keep = [n for n in ins["neff"].unique().to_list() if fnmatch.fnmatchcase(n, glob)]

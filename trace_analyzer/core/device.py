@@ -137,7 +137,8 @@ class DeviceProfile:
     ``summary``: the ``Summary`` row as exported, times in seconds (None when absent).
     ``opcodes``: ``OpcodeSummary`` as exported (None when absent). ``missing``: the optional
     tables the export lacks; ``notes``: what the reader noticed (an unknown schema major, the
-    columns it lacks).
+    columns it lacks); ``absent``: per table, the export's columns it lacks (null here: a
+    figure summing one is unknown, not 0; a column present with nulls sums to its values).
     """
 
     root: Path
@@ -156,6 +157,7 @@ class DeviceProfile:
     opcodes: pl.DataFrame | None = None
     missing: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    absent: dict[str, tuple[str, ...]] = field(default_factory=dict)  # table -> columns lacked
 
 
 @dataclass(frozen=True)

@@ -100,9 +100,15 @@ def _read_files(files: list[Path], columns: Columns | None = None) -> list[pl.Da
     return frames
 
 
-def read_table(folder: Path, table: str, columns: Columns, notes: list[str]) -> pl.DataFrame | None:
-    """Return ``table``'s ``columns`` (typed; absent optional ones null and noted), its parts
-    concatenated; None when the export has no such table."""
+def read_table(
+    folder: Path,
+    table: str,
+    columns: Columns,
+    notes: list[str],
+    absent_out: dict[str, tuple[str, ...]] | None = None,
+) -> pl.DataFrame | None:
+    """Return ``table``'s ``columns`` (typed; absent optional ones null, noted, and named in
+    ``absent_out[table]``), its parts concatenated; None when the export has no such table."""
     files = table_files(folder, table)
     if not files:
         return None
@@ -129,6 +135,8 @@ def read_table(folder: Path, table: str, columns: Columns, notes: list[str]) -> 
     if absent:
         names = ", ".join(c for c in columns if c in absent)
         notes.append(f"{folder}: {table} has no {names} column{'s' * (len(absent) > 1)}: null")
+        if absent_out is not None:
+            absent_out[table] = tuple(c for c in columns if c in absent)
     return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
 
 
@@ -281,7 +289,8 @@ def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> D
     if not folder.is_dir():
         raise InputError(folder, "not a folder: a device-profile export is a folder of tables")
     notes: list[str] = []
-    raw = read_table(folder, "Instruction", INSTRUCTION, notes)
+    absent: dict[str, tuple[str, ...]] = {}
+    raw = read_table(folder, "Instruction", INSTRUCTION, notes, absent)
     if raw is None:
         raise InputError(
             folder, "no Instruction table (Instruction.parquet): not a device-profile export"
@@ -327,6 +336,7 @@ def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> D
         opcodes=read_whole(folder, "OpcodeSummary"),
         missing=tuple(t for t in OPTIONAL_TABLES if not table_files(folder, t)),
         notes=tuple(notes),
+        absent=absent,
         **optional,
     )
 
