@@ -54,7 +54,9 @@ class GapsResult(RunResult):
     device (all its lanes idle). ``ops``: the idle before each op, in all and by cause.
     ``summary``: the totals over devices, what ``--fail-on`` and diff read. ``chain``: the
     chains the gaps were attributed with (``analyses.chain.chain_table``). ``root``: the run.
-    ``failed``: the ``--fail-on`` conditions that held (``gate``).
+    ``failed``: the ``--fail-on`` conditions that held (``gate``). ``engines``: where the run
+    has device-profile exports, per op and NEFF the NEFF's engines and roofline
+    (``device_ops.op_engines``; the CLI sets it), else None.
     """
 
     window: Window | None
@@ -69,6 +71,7 @@ class GapsResult(RunResult):
     root: str | None = None
     failed: tuple[str, ...] = ()
     hints: tuple[dict[str, Any], ...] = ()
+    engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
 
     csv_table = "gaps"
 
@@ -94,6 +97,7 @@ class GapsResult(RunResult):
             "steps": self.steps.to_dicts(),
             "hints": list(self.hints),
             "failed": list(self.failed),
+            **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
         }
 
     def main_frame(self) -> pl.DataFrame:

@@ -131,7 +131,9 @@ class OpsResult(RunResult):
     ``table``: per op name, calls, self CPU, CPU total, device time and %, executions and the
     mean dispatch→hardware latency, sorted by device time (docs/graph.md). ``coverage``: how
     many hardware executions reach an op. ``total_device_us`` and ``executions``: of every
-    logical execution, linked or not.
+    logical execution, linked or not. ``engines``: where the run has device-profile exports,
+    per op and NEFF the NEFF's engines and roofline (``device_ops.op_engines``; the CLI sets
+    it), else None.
     """
 
     root: str
@@ -139,6 +141,7 @@ class OpsResult(RunResult):
     executions: int
     coverage: dict[str, Any]
     table: pl.DataFrame
+    engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +150,7 @@ class OpsResult(RunResult):
             "executions": self.executions,
             "coverage": self.coverage,
             "rows": self.table.to_dicts(),
+            **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
         }
 
     def main_frame(self) -> pl.DataFrame:

@@ -165,17 +165,24 @@ def gaps(
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
     latency_ns = parse_duration(latency)
     profiles = loading.runs(path)
+    from trace_analyzer.cli.below import with_engines
+
     results = [
-        gate(
-            loading.cache.gaps(
-                p,
-                step=step,
-                span=window,
-                min_gap_ns=min_gap_ns,
-                lanes=lane_glob,
-                latency_ns=latency_ns,
+        with_engines(
+            gate(
+                loading.cache.gaps(
+                    p,
+                    step=step,
+                    span=window,
+                    min_gap_ns=min_gap_ns,
+                    lanes=lane_glob,
+                    latency_ns=latency_ns,
+                ),
+                conditions,
             ),
-            conditions,
+            p,
+            path,
+            loading,
         )
         for p in profiles
     ]
@@ -208,8 +215,10 @@ def ops(
     from trace_analyzer.render import View
 
     check_output(fmt, output)
+    from trace_analyzer.cli.below import with_engines
+
     profiles = loading.runs(path)
-    results = tuple(ops_of(p, limit=top) for p in profiles)
+    results = tuple(with_engines(ops_of(p, limit=top), p, path, loading) for p in profiles)
     result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
     emit(result, fmt, output, View(top=top or MARKDOWN_TOP))
 

@@ -44,6 +44,7 @@ from trace_analyzer.render.tables import (
     plural,
     text_col,
 )
+from trace_analyzer.render.text_below import engines_below
 from trace_analyzer.render.text_engines import engines_layout
 from trace_analyzer.render.text_gaps import total
 from trace_analyzer.render.text_kernels import kernels_layout
@@ -278,7 +279,8 @@ def _ops(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     more = "`--top N` shows more, `--format json` has them all"
     title = "ops by device time"
     n = total(run, "rows")
-    return [*blocks, Table(title, columns, cells, total=n, noun="ops", more=more)]
+    blocks.append(Table(title, columns, cells, total=n, noun="ops", more=more))
+    return [*blocks, engines_below(run["engines"])] if run.get("engines") else blocks
 
 
 HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them; which a

@@ -28,6 +28,7 @@ from trace_analyzer.render.tables import (
     plural,
     text_col,
 )
+from trace_analyzer.render.text_below import engines_below
 from trace_analyzer.render.text_idle import IDLE_COLUMNS, bare_percent, idle_cells, idle_phrase
 
 MORE = "`--top N` shows more, `--format json` has them all"
@@ -190,6 +191,8 @@ def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) 
     if by != "op" and total(run, "ops"):
         title = "idle before each op (by cause)"
         blocks.append(_ops_idle(run["ops"], top, title, total(run, "ops")))
+    if run.get("engines"):
+        blocks.append(engines_below(run["engines"]))
     hints = run.get("hints") or []
     blocks.append(Items("next steps", next_steps(hints, style), noun="next steps"))
     return blocks
