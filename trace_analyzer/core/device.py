@@ -59,6 +59,7 @@ KNOWN_MAJORS = (7,)
 WAIT_OPCODE_PREFIX = "EVENT_SEMAPHORE"
 
 _I, _S, _B = pl.Int64, pl.String, pl.Boolean
+_SPAN: dict[str, type[pl.DataType]] = {"start_ns": _I, "end_ns": _I, "duration_ns": _I}
 BYTE_COLUMNS = (
     "hbm_read_bytes",
     "hbm_write_bytes",
@@ -72,9 +73,7 @@ BYTE_COLUMNS = (
 FLOP_COLUMNS = ("raw_flops", "adjusted_flops", "flops_transpose", "adjusted_flops_transpose")
 
 INSTRUCTION_COLUMNS: dict[str, type[pl.DataType]] = {
-    "start_ns": _I,
-    "end_ns": _I,
-    "duration_ns": _I,
+    **_SPAN,
     "engine": _S,
     "pcore": _I,
     "lane": _S,
@@ -88,17 +87,13 @@ INSTRUCTION_COLUMNS: dict[str, type[pl.DataType]] = {
     **dict.fromkeys(FLOP_COLUMNS, _I),
 }
 ACTIVE_COLUMNS: dict[str, type[pl.DataType]] = {
-    "start_ns": _I,
-    "end_ns": _I,
-    "duration_ns": _I,
+    **_SPAN,
     "engine": _S,
     "pcore": _I,
     "lane": _S,
 }
 DMA_COLUMNS: dict[str, type[pl.DataType]] = {
-    "start_ns": _I,
-    "end_ns": _I,
-    "duration_ns": _I,
+    **_SPAN,
     "pcore": _I,
     "lane": _S,
     "neff": _S,

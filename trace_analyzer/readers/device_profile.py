@@ -237,12 +237,20 @@ def assign(df: pl.DataFrame, execs: pl.DataFrame | None, only: str | None) -> pl
     )
 
 
+def _span() -> dict[str, pl.Expr]:
+    """The start, end and duration (ns) of a row of a timed table: its ``start_ts``,
+    ``end_ts`` and ``duration_ns`` (computed where the export has none)."""
+    return {
+        "start_ns": pl.col("start_ts"),
+        "end_ns": pl.col("end_ts"),
+        "duration_ns": pl.col("duration_ns").fill_null(pl.col("end_ts") - pl.col("start_ts")),
+    }
+
+
 def _instructions(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
     engine = pl.col("engine").str.to_lowercase()
     return raw.select(
-        start_ns=pl.col("start_ts"),
-        end_ns=pl.col("end_ts"),
-        duration_ns=pl.col("duration_ns").fill_null(pl.col("end_ts") - pl.col("start_ts")),
+        **_span(),
         engine=engine,
         pcore=pl.col("pcore_idx").fill_null(0),
         opcode=pl.col("opcode"),
@@ -255,9 +263,7 @@ def _instructions(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
 
 def _active(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
     return raw.select(
-        start_ns=pl.col("start_ts"),
-        end_ns=pl.col("end_ts"),
-        duration_ns=pl.col("duration_ns").fill_null(pl.col("end_ts") - pl.col("start_ts")),
+        **_span(),
         engine=pl.col("engine").str.to_lowercase(),
         pcore=pl.col("pcore_idx").fill_null(0),
     ).with_columns(lane=_lane(prefix, pl.col("engine")))
@@ -265,9 +271,7 @@ def _active(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
 
 def _dma(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
     return raw.select(
-        start_ns=pl.col("start_ts"),
-        end_ns=pl.col("end_ts"),
-        duration_ns=pl.col("duration_ns").fill_null(pl.col("end_ts") - pl.col("start_ts")),
+        **_span(),
         pcore=pl.col("pcore_idx").fill_null(0),
         queue_name=pl.col("queue_name"),
         queue_type=pl.col("queue_type"),
