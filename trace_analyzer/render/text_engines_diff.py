@@ -45,7 +45,8 @@ def engines_diff_layout(run: dict[str, Any], style: Style, view: View) -> list[B
     if run["failed"]:
         text = shown("FAILED " + "; ".join(run["failed"]), style)
         blocks += [f"**{text}**" if style == MARKDOWN else text, ""]
-    blocks += [shown(f"Gate: {n}.", style) for n in run["gate_notes"]]
+    if run["gate_notes"]:
+        blocks += [*(shown(f"Gate: {n}.", style) for n in run["gate_notes"]), ""]
     blocks += [_overall(run["overall"]), ""]
     common = [n for n in run["neffs"] if n["status"] == "common"]
     if common:
