@@ -360,3 +360,39 @@ def trace_processor():
         pytest.skip(f"Perfetto's trace processor cannot run here: {why}")
     with perfetto_tp.Engine() as tp:
         yield tp
+
+
+# The naive RMSNorm fixture's device-profile export (six NEFFs, one core), and a slowed copy
+# of it for `traceana engines HEAD --base BASE` (tests/analyses/test_engines_diff.py).
+NAIVE_EXPORT = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "rmsnorm_naive" / "device_profiles"
+    / "rmsnorm_naive_i-0123456789abcdef0_pid_4242_nc_0_session_0"
+)  # fmt: skip
+
+
+def slowed_export(dest: Path) -> Path:
+    """Copy NAIVE_EXPORT under ``dest`` (returned: the folder holding the copy) with every
+    TensorEngine instruction and ActiveTime interval twice as long, and the first execution
+    (ExecutionInfo) 10 % longer; the rest as it was."""
+    import shutil
+
+    out = dest / NAIVE_EXPORT.name
+    shutil.copytree(NAIVE_EXPORT, out)
+    for table in ("Instruction", "ActiveTime"):
+        df = pl.read_parquet(out / f"{table}.parquet")
+        tensor = pl.col("engine").str.to_lowercase() == "tensor"
+        longer = pl.when(tensor).then(pl.col("duration_ns") * 2).otherwise(pl.col("duration_ns"))
+        df = df.with_columns(duration_ns=longer).with_columns(
+            end_ts=pl.col("start_ts") + pl.col("duration_ns")
+        )
+        df.write_parquet(out / f"{table}.parquet")
+    ex = pl.read_parquet(out / "ExecutionInfo.parquet")
+    span = pl.col("execution_end_ts") - pl.col("execution_start_ts")
+    first = pl.col("execution_index") == pl.col("execution_index").min()
+    ex = ex.with_columns(
+        execution_end_ts=pl.when(first)
+        .then(pl.col("execution_end_ts") + span // 10)
+        .otherwise(pl.col("execution_end_ts"))
+    )
+    ex.write_parquet(out / "ExecutionInfo.parquet")
+    return dest

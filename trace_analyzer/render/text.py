@@ -18,6 +18,7 @@ from trace_analyzer.analyses.chain import ChainResult
 from trace_analyzer.analyses.diff import DiffResult
 from trace_analyzer.analyses.distributed import RanksResult
 from trace_analyzer.analyses.engines import EnginesResult
+from trace_analyzer.analyses.engines_diff import EnginesDiffResult
 from trace_analyzer.analyses.gaps import GapsResult
 from trace_analyzer.analyses.info import InfoResult
 from trace_analyzer.analyses.kernels import KernelsResult
@@ -46,6 +47,7 @@ from trace_analyzer.render.tables import (
 )
 from trace_analyzer.render.text_below import engines_below
 from trace_analyzer.render.text_engines import engines_layout
+from trace_analyzer.render.text_engines_diff import engines_diff_layout
 from trace_analyzer.render.text_gaps import total
 from trace_analyzer.render.text_kernels import kernels_layout
 from trace_analyzer.render.text_launches import launches_layout
@@ -346,4 +348,5 @@ LAYOUTS: tuple[tuple[type, Layout], ...] = (
     (KernelsResult, kernels_layout),
     (LaunchesResult, launches_layout),
     (EnginesResult, engines_layout),
+    (EnginesDiffResult, engines_diff_layout),
 )
