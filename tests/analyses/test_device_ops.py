@@ -65,3 +65,22 @@ def test_the_text_reports_show_the_engines_below_the_ops():
         assert code == 0, err
         assert "below the ops: each op's NEFF on its engines" in out
         assert "memory-bound" in out
+
+
+def test_with_top_the_table_below_follows_the_ops_shown_and_counts_the_rest():
+    # ops --top 2 shows the two ops with the most device time; the table below them keeps
+    # only their rows, in that order, and says how many rows it left out
+    t = truth("rmsnorm_naive")
+    code, out, err = run_cli(
+        "ops", ROOT / "fixtures" / "rmsnorm_naive", "--format", "markdown", "--top", "2",
+        "--no-cache")
+    assert code == 0, err
+    below = out.split("### below the ops")[1]
+    rows = [ln.split("|")[1].strip() for ln in below.splitlines() if ln.startswith("| aten")]
+    shown = [ln.split("|")[1].strip() for ln in out.split("### below the ops")[0].splitlines()
+             if ln.startswith("| aten")]
+    assert len(shown) == 2 and set(rows) == set(shown)
+    assert rows == sorted(rows, key=shown.index)  # in the order of the table above
+    pairs = {(e["op"], e["neff"]) for e in t["executions"]}
+    left = len(pairs) - len(rows)
+    assert left > 0 and f"… and {left} more rows" in below

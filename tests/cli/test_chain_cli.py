@@ -65,7 +65,12 @@ def executions(variant: str) -> dict:
 
 def pipe_table(text: str) -> list[dict]:
     """Parse the first pipe table in ``text`` (table and markdown formats) into row dicts."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("|")]
+    lines: list[str] = []
+    for ln in text.splitlines():
+        if ln.strip().startswith("|"):
+            lines.append(ln.strip())
+        elif lines:  # the first table has ended
+            break
     assert lines, text
     cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
     header, rows = cells[0], cells[1:]

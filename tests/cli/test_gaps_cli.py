@@ -94,7 +94,10 @@ def test_markdown_leads_with_the_verdict_then_the_top_gaps_and_no_dump():
     assert len(lines) < 60
     titles = [line for line in lines if line.startswith("### ")]
     assert titles == ["### by device", "### longest gaps (device idle; at = time after the "
-                      "window start)", "### idle before each op (by cause)", "### next steps"]
+                      "window start)", "### idle before each op (by cause)",
+                      "### below the ops: each op's NEFF on its engines (device profiles: "
+                      "`traceana engines`)",  # the fixture holds device-profile exports
+                      "### next steps"]
     start = lines.index(titles[1]) + 2
     table = lines[start:lines.index("", start)]
     assert table[1].startswith("|---") and "---:|" in table[1]  # numbers right-aligned
@@ -121,7 +124,8 @@ def test_text_reports_write_numbers_with_units_and_no_null():
         assert "172.1 µs" in out  # the longest gap, auto-scaled
         lines = out.splitlines()
         headers = [a for a, b in zip(lines, lines[1:], strict=False) if b.startswith("|---")]
-        assert len(headers) == 3 and not any("µs" in h or " ms" in h for h in headers)
+        # by device, longest gaps, idle before each op, and the engines below the ops
+        assert len(headers) == 4 and not any("µs" in h or " ms" in h for h in headers)
         assert "null" not in out and "None" not in out
         # the columns of causes that left no idle are hidden (graph, collective, ...)
         header = next(ln for ln in out.splitlines() if ln.startswith("| op "))

@@ -24,7 +24,13 @@ from trace_analyzer.inputs.limits import refuse_inflating_parquet
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.explorer_keys import lifted_keys
 from trace_analyzer.readers.format import Format
-from trace_analyzer.readers.neuron import EXTRA_COLUMNS, WORKER_GID, label, worker_ranks
+from trace_analyzer.readers.neuron import (
+    EXECUTIONS,
+    EXTRA_COLUMNS,
+    WORKER_GID,
+    label,
+    worker_ranks,
+)
 
 KNOWN_MAJOR = 7
 REQUIRED: dict[str, pl.DataType] = {
@@ -181,8 +187,12 @@ def _read_table(path: AnyPath) -> pl.DataFrame:
 
 def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
     """Return the export's rows as events columns, the link keys lifted (explorer_keys);
-    ``args_json`` null unless ``keep_args``."""
+    ``args_json`` null unless ``keep_args``, but for the executions: their NEFF
+    (``model_name``) is only in the args, and keeping those few rows' args spares the
+    commands that name NEFFs a second read of the run."""
     keys = lifted_keys(raw.select("extra_attributes_json"))
+    extra = pl.col("extra_attributes_json")
+    kept = extra if keep_args else pl.when(pl.col("name") == EXECUTIONS[0]).then(extra)
     return raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
         orig_id=pl.col("id"),
         name=pl.col("name").cast(Text),
@@ -198,7 +208,7 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
         rank=pl.col("worker_gid"),  # worker_ranks: >= 0 only, spread over its process
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
-        args_json=pl.col("extra_attributes_json") if keep_args else pl.lit(None, pl.String),
+        args_json=kept.cast(pl.String),
     ).hstack(keys)
 
 

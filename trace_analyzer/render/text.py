@@ -282,7 +282,9 @@ def _ops(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     title = "ops by device time"
     n = total(run, "rows")
     blocks.append(Table(title, columns, cells, total=n, noun="ops", more=more))
-    return [*blocks, engines_below(run["engines"])] if run.get("engines") else blocks
+    if not run.get("engines"):
+        return blocks
+    return [*blocks, engines_below(run["engines"], [r["name"] for r in shown_rows])]
 
 
 HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them; which a

@@ -12,9 +12,16 @@ from trace_analyzer.render.tables import Table, num_col, text_col
 TITLE = "below the ops: each op's NEFF on its engines (device profiles: `traceana engines`)"
 
 
-def engines_below(rows: Sequence[dict[str, Any]]) -> Table:
+def engines_below(rows: Sequence[dict[str, Any]], ops: Sequence[str] | None = None) -> Table:
     """Per op and NEFF: executions, the busiest engine, every engine's share of the NEFF's
-    window, MFU, MBU, intensity, the roofline verdict and headroom."""
+    window, MFU, MBU, intensity, the roofline verdict and headroom. With ``ops`` (the ops
+    the table above shows, in its order), only their rows, in that order; a line under the
+    table counts the rest."""
+    if ops is not None:
+        place = {op: i for i, op in enumerate(ops)}
+        shown = sorted((r for r in rows if r["op"] in place), key=lambda r: place[r["op"]])
+    else:
+        shown = list(rows)
     return Table(
         TITLE,
         (
@@ -42,7 +49,9 @@ def engines_below(rows: Sequence[dict[str, Any]]) -> Table:
                 r["verdict"] or DASH,
                 DASH if r["headroom"] is None else f"{number(r['headroom'])}×",
             ]
-            for r in rows
+            for r in shown
         ],
-        noun="ops",
+        total=len(rows),
+        noun="rows",
+        more="`--top N` shows more, `--format json` has them all",
     )

@@ -103,6 +103,15 @@ def total(run: dict[str, Any], key: str) -> int:
     return int(run.get("totals", {}).get(key, len(run[key])))
 
 
+def _ops_first(run: dict[str, Any], top: int) -> list[str]:
+    """The ``top`` ops of the engines table below: those with the most idle before them,
+    as the table above orders them, then the ops no gap ended (a run without gaps still
+    shows why its executions take the time they do)."""
+    idle = [r["op"] for r in run["ops"]]
+    rest = sorted({r["op"] for r in run["engines"]} - set(idle))
+    return [*idle, *rest][:top]
+
+
 def _ops_idle(rows: Sequence[dict[str, Any]], top: int, title: str, n: int) -> Table:
     transfers = Column("transfers", cut=12, drop=1, optional=True)
     return Table(
@@ -192,7 +201,7 @@ def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) 
         title = "idle before each op (by cause)"
         blocks.append(_ops_idle(run["ops"], top, title, total(run, "ops")))
     if run.get("engines"):
-        blocks.append(engines_below(run["engines"]))
+        blocks.append(engines_below(run["engines"], _ops_first(run, top) if by != "op" else None))
     hints = run.get("hints") or []
     blocks.append(Items("next steps", next_steps(hints, style), noun="next steps"))
     return blocks
