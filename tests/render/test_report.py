@@ -196,9 +196,11 @@ def test_the_gaps_table_lists_every_device_gap(pages):
 def test_the_page_holds_its_histogram_and_a_canvas_per_timeline(pages, name):
     text = pages[name].read_text(encoding="utf-8")
     imgs = parse(pages[name]).imgs
-    # the gap histogram, the ranks' breakdown, the kernels, the queues (docs/report.md)
+    # the gap histogram, the ranks' breakdown, the kernels, the queues, and the roofline:
+    # the naive run has a device-profile export (docs/report.md)
     ids = [i["id"] for i in imgs]
-    assert ids == ["plot-histogram", "plot-ranks", "plot-kernels", "plot-launches"]
+    assert ids == ["plot-histogram", "plot-ranks", "plot-kernels", "plot-launches",
+                   "plot-roofline"]
     assert imgs[0]["alt"]
     data = base64.b64decode(imgs[0]["src"].split(",", 1)[1])
     width, height = png_size(data)
@@ -294,7 +296,7 @@ def test_markdown_writes_the_md_and_its_plots_beside_it_and_nothing_else(tmp_pat
     code, _, err = run_cli("report", NAIVE, "--base", FUSED, "-o", out / "report.md")
     assert code == 0, err
     names = {"report.md", "report.timeline.png", "report.base-timeline.png",
-             "report.histogram.png"}
+             "report.histogram.png", "report.roofline.png"}  # the roofline: NAIVE's device profile
     assert {p.name for p in tmp_path.rglob("*")} == {"out"} | names
     md = (out / "report.md").read_text()
     for png in sorted(names - {"report.md"}):
@@ -329,10 +331,12 @@ def test_markdown_of_a_long_trace_leaves_out_the_per_lane_gaps(long_page, tmp_pa
     assert "gaps, per lane</summary>" not in md and len(md) < 60_000  # fits a PR comment
 
 
-def test_markdown_without_a_base_has_two_plots(tmp_path):
+def test_markdown_without_a_base_has_two_plots_and_the_roofline(tmp_path):
     code, _, err = run_cli("report", NAIVE, "-o", tmp_path / "r.md")
     assert code == 0, err
+    # the roofline too: NAIVE has a device-profile export (the engines section)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.histogram.png", "r.md",
+                                                          "r.roofline.png",
                                                           "r.timeline.png"]
     assert "## diff" not in (tmp_path / "r.md").read_text()
 
@@ -445,12 +449,14 @@ def test_in_a_browser_the_page_loads_and_shows_its_plots(pages, tmp_path):
     dom = chromium(tmp_path / "profile", page, "--dump-dom").stdout
     attrs = html_attrs(dom)
     assert attrs.get("data-ready") == "yes"  # the inline script ran to its end
-    assert attrs["data-images"] == attrs["data-images-loaded"] == "4"  # every plot laid out
-    assert attrs["data-json-blocks"] == "9"  # every JSON block parsed (ranks, kernels, launches)
+    # every plot laid out: 5 with the roofline (NAIVE has a device-profile export)
+    assert attrs["data-images"] == attrs["data-images-loaded"] == "5"
+    # every JSON block parsed (ranks, kernels, launches, and engines: NAIVE's device profile)
+    assert attrs["data-json-blocks"] == "10"
     assert attrs["data-timelines"] == "2" and "data-errors" not in attrs
-    assert len(re.findall(r'<a [^>]*download="', dom)) == 9
+    assert len(re.findall(r'<a [^>]*download="', dom)) == 10
     srcs = re.findall(r'<img [^>]*src="([^"]*)"', dom)
-    assert len(srcs) == 4
+    assert len(srcs) == 5
     for src in srcs:
         png_size(base64.b64decode(src.split(",", 1)[1]))
     run = cli_json("gaps", NAIVE)["runs"][0]

@@ -3,7 +3,8 @@
 A report is the ``gaps`` and ``ops`` results of the run (with the run's warnings, which the
 report opens with), what its timeline and gap histogram draw (``timeline``: bounded, however
 long the trace), the run's ``ranks`` (each step's window broken down, stragglers), its
-``kernels`` and its ``launches`` (the queue of its ``QUEUE_LANES`` busiest lanes), and with a
+``kernels`` and its ``launches`` (the queue of its ``QUEUE_LANES`` busiest lanes), the
+``engines`` of its device-profile exports when it has some (docs/device.md), and with a
 base the ``diff`` (base → run) and the base's ``gaps`` (with its
 warnings) and ``timeline``, whose histogram shares the run's bins. The renderers
 (render/report.py, render/html.py) show nothing else (docs/report.md).
@@ -21,12 +22,14 @@ import polars as pl
 from trace_analyzer.analyses.causes import CAUSES
 from trace_analyzer.analyses.diff import DiffResult, diff, diff_runs
 from trace_analyzer.analyses.distributed import RanksResult, ranks
+from trace_analyzer.analyses.engines import EnginesResult, engines
 from trace_analyzer.analyses.gaps import GapsResult, gaps, gaps_runs
 from trace_analyzer.analyses.kernels import KernelsResult, kernels
 from trace_analyzer.analyses.launches import LaunchesResult, launches
 from trace_analyzer.analyses.ops import OpsResult, ops
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.timeline import TimelineResult, timeline
+from trace_analyzer.core.device import DeviceRun
 from trace_analyzer.core.profile import Profile
 
 HISTOGRAM_BINS = 24
@@ -56,6 +59,9 @@ class ReportResult:
     ranks: RunResults[RanksResult] | None = None  # the run's ranks and steps (docs/distributed.md)
     kernels: RunResults[KernelsResult] | None = None  # its kernels or NEFFs (docs/kernels.md)
     launches: RunResults[LaunchesResult] | None = None  # its lanes' launches (docs/launches.md)
+    # its device profiles' engines and roofline (docs/device.md): None without an export
+    engines: RunResults[EnginesResult] | None = None
+    engines_note: str | None = None  # why a device-profile export could not be read
 
     def __repr__(self) -> str:
         return f"ReportResult(path={self.path!r}, base={self.base!r})"
@@ -67,10 +73,14 @@ def report(
     *,
     path: str | None = None,
     base_path: str | None = None,
+    device: DeviceRun | None = None,
+    device_note: str | None = None,
 ) -> ReportResult:
     """Return the report of one run, ``head``, compared with ``base`` when given.
 
-    ``path``, ``base_path``: how the page names them (default: their roots).
+    ``path``, ``base_path``: how the page names them (default: their roots). ``device``: the
+    run's device-profile exports (``load_device``), whose engines the report adds when it
+    holds any; ``device_note``: why they could not be read (the report says so, no more).
     """
     label = str(head.root) if path is None else path
     g = gaps(head)
@@ -83,6 +93,8 @@ def report(
         "ranks": RunResults(label, (ranks(head),)),
         "kernels": RunResults(label, (kernels(head),)),
         "launches": RunResults(label, (busiest(launches(head)),)),
+        "engines": RunResults(label, (engines(device),)) if device and device.profiles else None,
+        "engines_note": device_note,
     }
     if base is None or g_base is None:
         return ReportResult(label, None, **parts)  # type: ignore[arg-type]

@@ -99,10 +99,10 @@ def export(path: Path, output: Path, loading: Loading) -> None:
 def report(path: Path, base: Path | None, output: Path, images: bool, loading: Loading) -> None:
     """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.
 
-    The page embeds the JSON of `gaps`, `ops`, `ranks`, `kernels`, `launches` (and `diff`),
-    their long lists cut, and shows nothing else; its timeline zooms, and it needs no
-    network (docs/report.md). The PNG plots need matplotlib: pip install 'traceana[report]'
-    (or --no-images).
+    The page embeds the JSON of `gaps`, `ops`, `ranks`, `kernels`, `launches` (and `diff`;
+    `engines` when PATH holds device-profile exports), their long lists cut, and shows
+    nothing else; its timeline zooms, and it needs no network (docs/report.md). The PNG
+    plots need matplotlib: pip install 'traceana[report]' (or --no-images).
 
     \b
     Example:
@@ -115,12 +115,17 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
     report_page.format_of(output)
     if images:
         plots.require()
+    from trace_analyzer.cli.engines import device_of
     from trace_analyzer.cli.kernels import with_neffs
 
     head = loading.one(path)  # several runs: a usage error naming them
     head = with_neffs(head, path, loading)  # Neuron: its NEFFs, for the kernels section
     before = None if base is None else loading.one(base)
-    result = report_of(head, before, path=str(path), base_path=None if base is None else str(base))
+    device, note = device_of(path)  # its device-profile exports, for the engines section
+    result = report_of(
+        head, before, path=str(path), base_path=None if base is None else str(base),
+        device=device, device_note=note,
+    )  # fmt: skip
     written = report_page.files(result, output, images=images)
     for target, content in written.items():
         with writing(target):

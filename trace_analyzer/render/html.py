@@ -43,7 +43,7 @@ ASSETS = ("assets/timeline.css", "assets/timeline.js")
 # The results a report holds (analyses/report.py), in the order the page embeds them.
 KINDS = (
     "gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline", "ranks", "kernels",
-    "launches",
+    "launches", "engines",
 )  # fmt: skip
 # What each embedded result is: the command that prints the same JSON.
 COMMANDS = {
@@ -56,6 +56,7 @@ COMMANDS = {
     "ranks": "traceana ranks {path} --format json",
     "kernels": "traceana kernels {path} --format json",
     "launches": "traceana launches {path} --format json (the queue of the busiest lanes)",
+    "engines": "traceana engines {path} --format json",
 }
 LIST_CAP = 500  # the rows of any other long list embedded: the first ones, in their order
 _GAPS = (
@@ -74,6 +75,10 @@ CUTS: dict[str, tuple[tuple[str, str, int, bool], ...]] = {
     "ranks": (("steps", "steps", LIST_CAP, False), ("stragglers", "stragglers", LIST_CAP, False)),
     "kernels": (("kernels", "kernels", LIST_CAP, False),),
     "launches": (("lanes", "lanes", LIST_CAP, False),),
+    "engines": tuple(
+        (k, k, LIST_CAP, False)
+        for k in ("neffs", "cores", "engines", "tops", "roofline", "comparison")
+    ),
     "diff": tuple((k, k, LIST_CAP, False) for k in ("ops", "added", "removed")),
 }
 # what JSON text must not hold inside a <script> element: each escaped as JSON reads it
@@ -87,6 +92,8 @@ def render(report: ReportResult, *, images: bool = True) -> str:
     payloads = {k: _compact(bounded(k, r)) for k, r in parts.items() if r is not None}
     shown = {k: orjson.loads(p) for k, p in payloads.items()}  # the page shows what the JSON says
     shown.update(path=report.path, base=report.base)
+    if report.engines_note:  # a device-profile export that could not be read
+        shown["engines_note"] = report.engines_note
     package = resources.files(__package__)
     template = package.joinpath(TEMPLATE).read_text(encoding="utf-8")
     css, js = (package.joinpath(a).read_text(encoding="utf-8") for a in ASSETS)

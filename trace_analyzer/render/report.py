@@ -3,15 +3,15 @@
 The report itself (what it shows) is ``analyses.report.report``; the page is html.py; the
 Markdown report is the Markdown renderer's diff, gaps and ops plus the plots, which it links
 relatively, as PNG files beside the .md file, with a note on publishing them (a pull-request
-comment cannot show a relative image); ``images=False`` writes the text alone
-(docs/report.md).
+comment cannot show a relative image), and, when the run has device-profile exports, its
+engines and their roofline; ``images=False`` writes the text alone (docs/report.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import orjson
@@ -21,11 +21,22 @@ from trace_analyzer.analyses.report import ReportResult
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.timeline import TOP_GAPS
 from trace_analyzer.errors import UsageError
-from trace_analyzer.render import html, plots, text
+from trace_analyzer.numbers import DASH, duration, number, percent
+from trace_analyzer.render import html, plots, plots_more, text
+from trace_analyzer.render.html_more import busiest
 from trace_analyzer.render.json import dumps
 from trace_analyzer.render.safe import markdown as inert_markdown
 from trace_analyzer.render.safe import warning_block
-from trace_analyzer.render.tables import MARKDOWN
+from trace_analyzer.render.tables import (
+    MARKDOWN,
+    Block,
+    Items,
+    Table,
+    draw,
+    heading,
+    num_col,
+    text_col,
+)
 
 FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
 
@@ -57,6 +68,8 @@ def shown(report: ReportResult) -> dict[str, Any]:
 def image_names(stem: str, report: ReportResult) -> dict[str, str]:
     """Return the file name of each plot of a Markdown ``report``: ``<stem>.<plot>.png``."""
     names = ["timeline", "base-timeline", "histogram"] if report.base else ["timeline", "histogram"]
+    if report.engines is not None:
+        names.append("roofline")
     return {n: f"{stem}.{n}.png" for n in names}
 
 
@@ -84,10 +97,56 @@ def markdown(
     parts.append(text.render_markdown(_listed(report), budget=SHARES["gaps"]).rstrip())
     ops = replace(report.ops, warnings=None)
     parts.append(text.render_markdown(ops, budget=SHARES["ops"]).rstrip())
+    engines = _engines_run(report)
+    if engines is not None or report.engines_note:
+        parts.append(engines_markdown(engines, names.get("roofline"), report.engines_note))
     if not images:
         return "\n\n".join(parts) + "\n", {}
     drawn = plots.figures(shown(report))
+    if engines is not None:
+        drawn["roofline"] = plots_more.roofline(engines)
     return "\n\n".join(parts) + "\n", {names[k]: plots.as_png(drawn[k]) for k in names}
+
+
+def _engines_run(report: ReportResult) -> dict[str, Any] | None:
+    """The engines JSON of ``report``'s run as the page embeds it (``html.bounded``), or None
+    without a device profile."""
+    if report.engines is None:
+        return None
+    doc: dict[str, Any] = orjson.loads(dumps(html.bounded("engines", report.engines)))
+    return cast(dict[str, Any], doc["runs"][0])
+
+
+def engines_markdown(run: dict[str, Any] | None, image: str | None, note: str | None) -> str:
+    """Return the Markdown engines section of an engines ``run`` (its JSON): the roofline
+    plot's link (``image``), per NEFF its window, MFU, MBU, intensity, verdict, headroom and
+    busiest engine, the hints and the Summary's mismatches; or the ``note`` saying why the
+    device-profile export could not be read."""
+    blocks: list[Block] = [heading("engines", MARKDOWN)]
+    if run is None:
+        return f"{heading('engines', MARKDOWN)}\n\n{inert_markdown(note or '')}"
+    blocks.append("Per NEFF of the run's device-profile exports (`traceana engines PATH` has "
+                  "every table; docs/device.md).")  # fmt: skip
+    if image:
+        blocks.append(f"![roofline]({quote(image)})")
+    top = busiest(run)
+    rows = [
+        [n["neff"], duration(n["window_ns"]) if n["window_ns"] is not None else DASH,
+         percent(n["mfu_pct"]), percent(n["mbu_pct"]), number(n["intensity"]),
+         n["verdict"] or DASH, DASH if n["headroom"] is None else f"{number(n['headroom'])}×",
+         (b := top.get((n["profile"], n["neff"]), {})).get("engine") or DASH,
+         percent(b.get("active_pct"))]
+        for n in run["neffs"]
+    ]  # fmt: skip
+    columns = (text_col("NEFF"), num_col("window"), num_col("MFU"), num_col("MBU"),
+               num_col("FLOP/byte"), text_col("verdict"), num_col("headroom"),
+               text_col("busiest engine"), num_col("active"))  # fmt: skip
+    blocks.append(Table(None, columns, rows))
+    hints = [inert_markdown(f"{h['neff']}: {h['text']}") for h in run["hints"]]
+    mismatches = [inert_markdown(m) for m in run["mismatches"]]
+    blocks += [Items("hints", hints, noun="hints")] if hints else []
+    blocks += [Items("mismatches with the export's Summary", mismatches)] if mismatches else []
+    return "\n\n".join("\n".join(draw([b], MARKDOWN)).strip() for b in blocks)
 
 
 def _plots(report: ReportResult, names: dict[str, str]) -> str:
