@@ -94,3 +94,10 @@ def op_engines(profile: Profile, result: EnginesResult) -> pl.DataFrame:
         .cast(COLUMNS)  # type: ignore[arg-type]
         .sort("op", "neff")
     )
+
+
+def below_the_ops(profile: Profile, result: EnginesResult) -> pl.DataFrame | None:
+    """Return ``op_engines`` for a run with Neuron executions (``profile`` read with its
+    args), None for one without (a GPU run has no NEFF to meet a device profile)."""
+    hardware = profile.events.filter(pl.col("source").cast(pl.String) == "neuron_hw")
+    return None if hardware.is_empty() else op_engines(profile, result)

@@ -20,6 +20,7 @@ from typing import Any, cast
 import polars as pl
 
 from trace_analyzer.analyses.causes import CAUSES
+from trace_analyzer.analyses.device_ops import below_the_ops
 from trace_analyzer.analyses.diff import DiffResult, diff, diff_runs
 from trace_analyzer.analyses.distributed import RanksResult, ranks
 from trace_analyzer.analyses.engines import EnginesResult, engines
@@ -75,25 +76,29 @@ def report(
     base_path: str | None = None,
     device: DeviceRun | None = None,
     device_note: str | None = None,
+    base_device: DeviceRun | None = None,
 ) -> ReportResult:
     """Return the report of one run, ``head``, compared with ``base`` when given.
 
     ``path``, ``base_path``: how the page names them (default: their roots). ``device``: the
     run's device-profile exports (``load_device``), whose engines the report adds when it
     holds any; ``device_note``: why they could not be read (the report says so, no more).
+    ``base_device``: the base's, for the table below its ops (as ``traceana gaps`` has it).
     """
     label = str(head.root) if path is None else path
     g = gaps(head)
     g_base = None if base is None else gaps(base)
     edges = histogram_edges([g] if g_base is None else [g, g_base])  # one x scale for both
+    device_result = engines(device) if device and device.profiles else None
+    below = None if device_result is None else below_the_ops(head, device_result)
     parts = {
-        "gaps": gaps_runs([g], label, warnings=[head.warnings]),
-        "ops": RunResults(label, (ops(head),), warnings=[head.warnings]),
+        "gaps": gaps_runs([replace(g, engines=below)], label, warnings=[head.warnings]),
+        "ops": RunResults(label, (replace(ops(head), engines=below),), warnings=[head.warnings]),
         "timeline": RunResults(label, (timeline(head, g, histogram=gap_histogram(g, edges)),)),
         "ranks": RunResults(label, (ranks(head),)),
         "kernels": RunResults(label, (kernels(head),)),
         "launches": RunResults(label, (busiest(launches(head)),)),
-        "engines": RunResults(label, (engines(device),)) if device and device.profiles else None,
+        "engines": None if device_result is None else RunResults(label, (device_result,)),
         "engines_note": device_note,
     }
     if base is None or g_base is None:
@@ -104,12 +109,19 @@ def report(
         label,
         b_label,
         diff=diff_runs(compared),
-        base_gaps=gaps_runs([g_base], b_label, warnings=[base.warnings]),
+        base_gaps=gaps_runs(
+            [replace(g_base, engines=_below(base, base_device))], b_label, warnings=[base.warnings]
+        ),
         base_timeline=RunResults(
             b_label, (timeline(base, g_base, histogram=gap_histogram(g_base, edges)),)
         ),
         **parts,  # type: ignore[arg-type]
     )
+
+
+def _below(run: Profile, device: DeviceRun | None) -> pl.DataFrame | None:
+    """The table below ``run``'s ops from its device profiles, None without any."""
+    return below_the_ops(run, engines(device)) if device and device.profiles else None
 
 
 def histogram_edges(results: Sequence[GapsResult]) -> tuple[list[float], bool]:

@@ -29,7 +29,7 @@ def op_engines_of(profile: Profile, path: Path, loading: Loading) -> pl.DataFram
     root = profile.root
     if not isinstance(root, Path) or not root.is_dir():
         return None
-    from trace_analyzer.analyses.device_ops import op_engines
+    from trace_analyzer.analyses.device_ops import below_the_ops
     from trace_analyzer.analyses.engines import engines
     from trace_analyzer.cli.kernels import with_neffs
     from trace_analyzer.readers.device_profile import load_device
@@ -40,7 +40,7 @@ def op_engines_of(profile: Profile, path: Path, loading: Loading) -> pl.DataFram
         return None
     if not run.profiles:
         return None
-    return op_engines(with_neffs(profile, path, loading), engines(run))
+    return below_the_ops(with_neffs(profile, path, loading), engines(run))
 
 
 def with_engines(result: R, profile: Profile, path: Path, loading: Loading) -> R:

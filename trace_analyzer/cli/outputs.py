@@ -120,11 +120,12 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
 
     head = loading.one(path)  # several runs: a usage error naming them
     head = with_neffs(head, path, loading)  # Neuron: its NEFFs, for the kernels section
-    before = None if base is None else loading.one(base)
+    before = None if base is None else with_neffs(loading.one(base), base, loading)
     device, note = device_of(path)  # its device-profile exports, for the engines section
     result = report_of(
         head, before, path=str(path), base_path=None if base is None else str(base),
         device=device, device_note=note,
+        base_device=None if base is None else device_of(base)[0],  # below the base's ops
     )  # fmt: skip
     written = report_page.files(result, output, images=images)
     for target, content in written.items():
