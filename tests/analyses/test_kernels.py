@@ -11,8 +11,10 @@ import json
 import re
 import statistics
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import run_cli
 
@@ -165,7 +167,13 @@ def test_neuron_per_neff(variant: str) -> None:
 
 
 def test_neuron_without_args_says_so() -> None:
+    # the Explorer Parquet reader keeps the executions' args: the NEFFs are named unasked
     result = kernels(ta.load(FIXTURES / "rmsnorm_naive"))
+    assert set(result.kernels["neff"].to_list()) == set(truth("rmsnorm_naive"))
+    # a run read without them (as the other readers read) is told apart by nothing, and says so
+    profile = ta.load(FIXTURES / "rmsnorm_naive")
+    bare = replace(profile, events=profile.events.with_columns(args_json=pl.lit(None, pl.String)))
+    result = kernels(bare)
     assert result.kernels["name"].to_list() == ["nc_exec_running"]
     assert result.kernels["count"].to_list() == [6]
     assert result.kernels["neff"].to_list() == [None]

@@ -93,6 +93,9 @@ def cases() -> list[tuple[str, list[str]]]:
     base, head = FIXTURES[0], FIXTURES[1]
     for fmt in FORMATS:
         out.append((f"diff.naive_fused.{fmt}", ["diff", base, head, "--format", fmt, *nc]))
+    for fx in FIXTURES[:3]:  # the device profiles (engines reads them; it keeps no cache)
+        for fmt in FORMATS:
+            out.append((f"{_slug(Path(fx).name)}.engines.{fmt}", ["engines", fx, "--format", fmt]))
     out += [
         ("diff.fused_naive", ["diff", head, base, "--top", "2", *nc]),
         ("diff.naive_compiled.md", ["diff", base, FIXTURES[2], "--format", "markdown", *nc]),
@@ -102,6 +105,7 @@ def cases() -> list[tuple[str, list[str]]]:
         ("report.md", ["report", base, "-o", "{OUT}/report.md", *nc]),
         ("report.base.md", ["report", head, "--base", base, "-o", "{OUT}/report.md", *nc]),
         ("report.html", ["report", head, "--base", base, "-o", "{OUT}/report.html", *nc]),
+        ("engines.diff", ["engines", FIXTURES[2], "--base", head, "--format", "markdown"]),
         ("fixtures.info", ["info", "fixtures", *nc]),
         ("fixtures.gaps.json", ["gaps", "fixtures", "--format", "json", *nc]),
         ("fixtures.gaps.csv", ["gaps", "fixtures", "--format", "csv", *nc]),

@@ -5,9 +5,9 @@ Columns are those of schema 7.4.0 (docs/neuron-formats.md §2.1). The version is
 then read by column name. A missing required column is an error that names it.
 
 Exports run to tens of millions of rows, so nothing here loops over rows in Python: only the
-columns traceana uses are read, JSON is parsed only in rows that can hold a lifted key, lanes
-are labelled once per distinct lane key, and the dispatch nesting is found by pointer jumping
-on polars columns.
+columns traceana uses are kept (the args, unless asked, only in the executions), JSON is parsed
+only in rows that can hold a lifted key, lanes are labelled once per lane key, dispatch nests
+are found by pointer jumping on polars columns.
 """
 
 from __future__ import annotations
@@ -21,16 +21,11 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.inputs.limits import refuse_inflating_parquet
+from trace_analyzer.readers import neuron
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.explorer_keys import lifted_keys
 from trace_analyzer.readers.format import Format
-from trace_analyzer.readers.neuron import (
-    EXECUTIONS,
-    EXTRA_COLUMNS,
-    WORKER_GID,
-    label,
-    worker_ranks,
-)
+from trace_analyzer.readers.neuron import EXTRA_COLUMNS, WORKER_GID, label, worker_ranks
 
 KNOWN_MAJOR = 7
 REQUIRED: dict[str, pl.DataType] = {
@@ -100,8 +95,7 @@ def split_parts(folder: AnyPath) -> tuple[list[AnyPath], list[str]]:
 
 
 def read(src: Source, keep_args: bool = False) -> ReadResult:
-    """Return the events of one Parquet export folder; ``keep_args``: each row's
-    ``extra_attributes_json`` kept as ``args_json`` (the link keys are lifted either way)."""
+    """Return the events of one Parquet export folder; ``keep_args``: every row's args kept."""
     result = ReadResult(source=src, format="explorer-parquet")
     result.schema_version = _schema_version(src, result)
     paths, layout = split_parts(src.path)
@@ -187,12 +181,10 @@ def _read_table(path: AnyPath) -> pl.DataFrame:
 
 def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
     """Return the export's rows as events columns, the link keys lifted (explorer_keys);
-    ``args_json`` null unless ``keep_args``, but for the executions: their NEFF
-    (``model_name``) is only in the args, and keeping those few rows' args spares the
-    commands that name NEFFs a second read of the run."""
+    ``args_json`` null unless ``keep_args``, but in the executions (their NEFF: ``model_name``)."""
     keys = lifted_keys(raw.select("extra_attributes_json"))
     extra = pl.col("extra_attributes_json")
-    kept = extra if keep_args else pl.when(pl.col("name") == EXECUTIONS[0]).then(extra)
+    kept = extra if keep_args else pl.when(pl.col("name") == neuron.EXECUTIONS[0]).then(extra)
     return raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
         orig_id=pl.col("id"),
         name=pl.col("name").cast(Text),
