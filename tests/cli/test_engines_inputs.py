@@ -82,3 +82,23 @@ def test_a_folder_of_bare_pairs_says_the_export_command_of_each(tmp_path):
     for h in ("111", "222"):
         assert (f"neuron-explorer view -n {folder / f'neff_{h}.neff'} "
                 f"-s {folder / f'{h}_instid_0_vnc_0.ntff'} --output-format parquet") in line
+
+
+def test_per_packet_dma_stands_in_for_the_aggregated_table(tmp_path):
+    # an export with DmaPacket (one row per packet) and no DmaPacketAggregated: the DMA
+    # figures come from the packets; here each aggregated row is written as one packet
+    folder = export_copy(tmp_path)
+    agg = pl.read_parquet(folder / "DmaPacketAggregated.parquet")
+    (folder / "DmaPacketAggregated.parquet").unlink()
+    agg.select(
+        "start_ts", "end_ts", "duration_ns", "pcore_idx", "id",
+        pl.int_range(pl.len(), dtype=pl.Int32).alias("packet_idx"),
+        pl.col("id").alias("packet_aggregation_id"),
+        "read_bytes", "write_bytes", "transfer_bytes", "throughput", "queue_type",
+    ).write_parquet(folder / "DmaPacket.parquet")  # fmt: skip
+    run = engines_json(folder.parent)
+    (p,) = run["profiles"]
+    assert "DmaPacket" not in p["missing"]
+    (c,) = run["cores"]
+    assert c["dma_count"] == agg.height > 0
+    assert c["dma_bytes"] == agg["transfer_bytes"].sum()
