@@ -98,3 +98,30 @@ def test_a_panic_of_polars_is_one_line(monkeypatch, message, said):
     assert result.exit_code == 2, result.output
     (line,) = result.stderr.splitlines()
     assert line.startswith("traceana: ") and said in line, line
+
+
+# An import that fails in C code before a command's own handler runs: CPython says
+# "error return without exception set" (seen under `ulimit -v` while polars was imported)
+FAILING_IMPORT = """
+import sys
+class Fail:
+    def find_spec(self, name, path=None, target=None):
+        if name == "trace_analyzer.cache.store":
+            raise SystemError("error return without exception set")
+sys.meta_path.insert(0, Fail())
+from trace_analyzer.cli import main
+sys.argv = ["traceana", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_failed_import_before_the_command_runs_is_one_line_and_exit_2():
+    done = subprocess.run([sys.executable, "-c", FAILING_IMPORT, "gaps", str(NAIVE), "--no-cache"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("traceana: internal error: SystemError: error return without")
+    assert "ulimit -v" in line and "--debug" in line and done.stdout == ""
+    debug = subprocess.run([sys.executable, "-c", FAILING_IMPORT, "--debug", "gaps", str(NAIVE),
+                            "--no-cache"], capture_output=True, text=True, timeout=60)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr  # --debug: as it is

@@ -38,16 +38,27 @@ def main() -> None:
         sys.exit(replayed)
     heard = answers.listen() if asked is not None else None
     code: object = 2  # what an exception that is not an exit leaves: nothing to keep
+    said: str | None = None  # what failed before a command ran, when not memory
     try:
         cli(prog_name="traceana")
     except SystemExit as e:
         code = e.code
         raise
-    except BaseException as e:  # out of memory before a command runs (importing it)
-        if debug or not out_of_memory(e):
+    except BaseException as e:  # before a command's own handler runs (importing it)
+        if debug or not isinstance(e, Exception) and not out_of_memory(e):
             raise
+        # CPython's "error return without exception set" (a SystemError) is how an import's
+        # C code can fail when memory runs out: still one line, never a traceback
+        said = None if out_of_memory(e) else f"{type(e).__name__}: {e}"
+        said = said and "".join(c if c.isprintable() else "?" for c in said)  # no polars here
     finally:
         if asked is not None and heard is not None:
             answers.keep(asked, heard, code)  # the streams put back; kept if it answered
-    sys.stderr.write(f"traceana: error: out of memory starting traceana ({MEMORY_ADVICE})\n")
+    if said is None:
+        sys.stderr.write(f"traceana: error: out of memory starting traceana ({MEMORY_ADVICE})\n")
+    else:
+        sys.stderr.write(
+            f"traceana: internal error: {said} starting traceana (if memory is short: "
+            f"{MEMORY_ADVICE}; else rerun with --debug for the traceback)\n"
+        )
     sys.exit(2)
