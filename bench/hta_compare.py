@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 import trace_analyzer as ta  # noqa: E402
-from trace_analyzer.analyses.gaps import gaps  # noqa: E402
+from trace_analyzer.questions.gaps.analysis import gaps  # noqa: E402
 
 HTA_DATA = REPO.parent / "shared" / "corpus" / "hta" / "tests" / "data"
 DEFAULT_TRACES = [

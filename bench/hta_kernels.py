@@ -77,7 +77,7 @@ def hta(trace: Path, python: str) -> dict:
 def ours(trace: Path) -> dict:
     """Return traceana's rows by name (``ta.kernels`` over the whole trace)."""
     import trace_analyzer as ta
-    from trace_analyzer.analyses.kernels import kernels
+    from trace_analyzer.questions.kernels.analysis import kernels
 
     return {r["name"]: r for r in kernels(ta.load(trace)).kernels.to_dicts()}
 

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 import trace_analyzer as ta  # noqa: E402
-from trace_analyzer.analyses.launches import launches  # noqa: E402
+from trace_analyzer.questions.launches.analysis import launches  # noqa: E402
 
 REAL = REPO.parent / "shared" / "corpus" / "real"
 DEFAULT = [

@@ -11,15 +11,15 @@ import sys
 import time
 
 T=time.perf_counter()
-import polars as pl
-import trace_analyzer as ta
 from trace_analyzer.inputs.discover import discover
+from trace_analyzer.loading import profile as P
+from trace_analyzer.questions.gaps.analysis import gaps, gaps_runs
 from trace_analyzer.readers import kineto
-from trace_analyzer.core import profile as P
-from trace_analyzer.analyses.gaps import gaps, gaps_runs
+from trace_analyzer.render import RENDERERS
 from trace_analyzer.render.json import render
 from trace_analyzer.render.view import View
-from trace_analyzer.render import RENDERERS
+
+
 def rss():
     d = dict(l.split(":",1) for l in open("/proc/self/status"))
     return int(d["VmHWM"].split()[0])//1024

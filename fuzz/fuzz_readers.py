@@ -71,11 +71,11 @@ with _instrumenting:
 
     import orjson
 
-    from trace_analyzer.analyses.gaps import gaps, gaps_runs
-    from trace_analyzer.core.profile import load_run, load_runs
     from trace_analyzer.errors import TraceanaError
     from trace_analyzer.inputs import archive, limits
     from trace_analyzer.inputs.discover import Source, discover
+    from trace_analyzer.loading.profile import load_run, load_runs
+    from trace_analyzer.questions.gaps.analysis import gaps, gaps_runs
     from trace_analyzer.readers import (
         explorer_json,
         explorer_parquet,

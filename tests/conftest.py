@@ -295,8 +295,8 @@ def every_analysis(p, folder: Path, min_gap_ns: int = 0) -> dict:
     """Run info, gaps, ops, chain and diff (the run against itself) on one loaded profile,
     each as what its command prints (a RunResults)."""
     import trace_analyzer as ta
-    from trace_analyzer.analyses.diff import diff_runs
-    from trace_analyzer.analyses.gaps import gaps_runs
+    from trace_analyzer.questions.diff.analysis import diff_runs
+    from trace_analyzer.questions.gaps.analysis import gaps_runs
 
     def runs(result):
         return ta.RunResults(str(folder), (result,))
@@ -313,7 +313,7 @@ def every_analysis(p, folder: Path, min_gap_ns: int = 0) -> dict:
 def gaps_doc(profiles, path, **options) -> dict:
     """Return what ``traceana gaps PATH --format json`` says of these profiles, as data."""
     import trace_analyzer as ta
-    from trace_analyzer.analyses.gaps import gaps_runs
+    from trace_analyzer.questions.gaps.analysis import gaps_runs
 
     results = [ta.gaps(p, **options) for p in profiles]
     return gaps_runs(results, str(path), min_gap_ns=options.get("min_gap_ns", 0)).to_json()
@@ -342,7 +342,7 @@ class Reads:
 @pytest.fixture
 def reads(monkeypatch) -> Reads:
     """The sources read by loads in the test, counted (``Reads``)."""
-    from trace_analyzer.core import profile
+    from trace_analyzer.loading import profile
 
     counter = Reads(profile.read_source)
     monkeypatch.setattr(profile, "read_source", counter)

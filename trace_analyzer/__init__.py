@@ -27,61 +27,68 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trace_analyzer._version import __version__
+from trace_analyzer.questions import QUESTIONS
 
 if TYPE_CHECKING:
-    from trace_analyzer.analyses.chain import ChainResult, chains
-    from trace_analyzer.analyses.diff import DiffResult, diff
-    from trace_analyzer.analyses.distributed import RanksResult, ranks
-    from trace_analyzer.analyses.engines import EnginesResult, engines
-    from trace_analyzer.analyses.gaps import GapsResult, Window, gaps
-    from trace_analyzer.analyses.info import InfoResult, info
-    from trace_analyzer.analyses.kernels import KernelsResult, kernels
-    from trace_analyzer.analyses.launches import LaunchesResult, launches
-    from trace_analyzer.analyses.ops import OpsResult, ops
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.cache import Cache
-    from trace_analyzer.core.device import DeviceRun
-    from trace_analyzer.core.profile import Profile
-    from trace_analyzer.core.schema import EVENTS_SCHEMA, LANE_KINDS
     from trace_analyzer.errors import InputError, TraceanaError, UsageError
     from trace_analyzer.inputs.discover import discover
+    from trace_analyzer.loading.profile import Profile
+    from trace_analyzer.model.device import DeviceRun
+    from trace_analyzer.model.schema import EVENTS_SCHEMA, LANE_KINDS
+    from trace_analyzer.questions.chain.analysis import ChainResult, chains
+    from trace_analyzer.questions.diff.analysis import DiffResult, diff
+    from trace_analyzer.questions.engines.analysis import EnginesResult, engines
+    from trace_analyzer.questions.gaps.analysis import GapsResult, Window, gaps
+    from trace_analyzer.questions.info.analysis import InfoResult, info
+    from trace_analyzer.questions.kernels.analysis import KernelsResult, kernels
+    from trace_analyzer.questions.launches.analysis import LaunchesResult, launches
+    from trace_analyzer.questions.ops.analysis import OpsResult, ops
+    from trace_analyzer.questions.ranks.analysis import RanksResult, ranks
+    from trace_analyzer.questions.report.analysis import ReportResult, report
+    from trace_analyzer.questions.tables.analysis import tables
+    from trace_analyzer.questions.trend.analysis import TrendResult, trend
     from trace_analyzer.readers.device_profile import load_device
 
 # The face, imported on first use (PEP 562): ``import trace_analyzer`` (and so the
 # ``traceana`` command, which lives in this package) loads no polars until a name needs it.
+# Each question's names come from the questions' registry (``face``, from its analysis).
 _LAZY = {
-    "ChainResult": "analyses.chain", "chains": "analyses.chain",
-    "DiffResult": "analyses.diff", "diff": "analyses.diff",
-    "EnginesResult": "analyses.engines", "engines": "analyses.engines",
-    "GapsResult": "analyses.gaps", "Window": "analyses.gaps", "gaps": "analyses.gaps",
-    "InfoResult": "analyses.info", "info": "analyses.info",
-    "KernelsResult": "analyses.kernels", "kernels": "analyses.kernels",
-    "LaunchesResult": "analyses.launches", "launches": "analyses.launches",
-    "OpsResult": "analyses.ops", "ops": "analyses.ops",
-    "RanksResult": "analyses.distributed", "ranks": "analyses.distributed",
-    "RunResults": "analyses.results", "Cache": "cache", "Profile": "core.profile",
-    "EVENTS_SCHEMA": "core.schema", "LANE_KINDS": "core.schema",
+    "RunResults": "analyses.results", "Cache": "cache", "Profile": "loading.profile",
+    "EVENTS_SCHEMA": "model.schema", "LANE_KINDS": "model.schema",
     "InputError": "errors", "TraceanaError": "errors", "UsageError": "errors",
     "discover": "inputs.discover",
-    "DeviceRun": "core.device", "load_device": "readers.device_profile",
+    "DeviceRun": "model.device", "load_device": "readers.device_profile",
 }  # fmt: skip
+_LAZY = {name: f"{__name__}.{where}" for name, where in _LAZY.items()}
 
+# The names above and each question's (the registry's ``face``), as first registered.
 __all__ = [
     "EVENTS_SCHEMA", "LANE_KINDS", "Cache", "ChainResult", "DiffResult", "GapsResult",
     "InfoResult", "InputError", "KernelsResult", "LaunchesResult", "OpsResult", "Profile",
     "RanksResult", "RunResults", "TraceanaError", "UsageError", "Window", "__version__",
     "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
-    "load_runs", "ops", "ranks",
+    "load_runs", "ops", "ranks", "report", "ReportResult", "tables", "trend", "TrendResult",
     "EnginesResult", "engines", "DeviceRun", "load_device",
 ]  # fmt: skip
 
 
+def _where(name: str) -> str | None:
+    """The module offering the face's ``name``: one of ``_LAZY``, else a question's analysis
+    that the registry says offers it (a question registered later is found too)."""
+    found = _LAZY.get(name)
+    if found is None:
+        found = next((q.analysis for q in QUESTIONS if q.analysis and name in q.face), None)
+    return found
+
+
 def __getattr__(name: str) -> Any:
     """Import a name of the face on first use (PEP 562), then keep it here."""
-    where = _LAZY.get(name)
+    where = _where(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
+    value = getattr(importlib.import_module(where), name)
     globals()[name] = value
     return value
 
@@ -104,7 +111,7 @@ def load(
     Several runs under ``path`` are a UsageError that names them: use ``load_runs``.
     """
     from trace_analyzer.cache import as_cache
-    from trace_analyzer.core import profile as _profile
+    from trace_analyzer.loading import profile as _profile
 
     store = as_cache(cache)
     if store is None:
@@ -125,7 +132,7 @@ def load_runs(
     ``args``, ``strict``, ``max_bytes`` and ``cache`` are those of ``load``.
     """
     from trace_analyzer.cache import as_cache
-    from trace_analyzer.core import profile as _profile
+    from trace_analyzer.loading import profile as _profile
 
     store = as_cache(cache)
     if store is None:
@@ -141,8 +148,8 @@ def export(
     ``output``: also write it there (``.json``, or ``.json.gz`` compressed). ``source``: the
     trace's name (default: the run's root). Load with ``args=True`` to keep the events' args.
     """
-    from trace_analyzer.analyses.gaps import gaps
-    from trace_analyzer.render import perfetto
+    from trace_analyzer.questions.export import perfetto
+    from trace_analyzer.questions.gaps.analysis import gaps
 
     doc = perfetto.build(profile, gaps(profile), source=source)
     if output is not None:
@@ -152,4 +159,4 @@ def export(
 
 def __dir__() -> list[str]:
     """``dir(trace_analyzer)``: the library's face, not the subpackages it is made of."""
-    return sorted(__all__)
+    return sorted({*__all__, *(name for q in QUESTIONS for name in q.face)})

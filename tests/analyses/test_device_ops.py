@@ -1,4 +1,4 @@
-"""From an op down to its engines (analyses/device_ops.py; `gaps` and `ops` show it): on the
+"""From an op down to its engines (questions/engines/below.py; `gaps` and `ops` show it): on the
 RMSNorm fixtures, each op's NEFF and that NEFF's figures, against the fixture builder's truth
 record (fixtures/<variant>/device_profiles/truth.json: which op each execution ran, each
 NEFF's engines and roofline)."""

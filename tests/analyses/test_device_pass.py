@@ -1,4 +1,4 @@
-"""The device pass takes the lanes' gaps where they must be the same (analyses/causes.py
+"""The device pass takes the lanes' gaps where they must be the same (questions/gaps/causes.py
 lanes_are_devices): each device one hardware lane, no communication lane, and every copy and
 sync counted alike at the device and at its lane. Where that holds, every table of the result
 equals the one the device pass computes for itself; where a copy runs on another stream of
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from conftest import X, kineto, write_trace
 
-from trace_analyzer.analyses import gaps as gaps_module
-from trace_analyzer.analyses.causes import lanes_are_devices
-from trace_analyzer.core.profile import load
+from trace_analyzer.loading.profile import load
+from trace_analyzer.questions.gaps import analysis as gaps_module
+from trace_analyzer.questions.gaps.causes import lanes_are_devices
 
 TABLES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import X, kineto, run_cli, write_trace
 
-from trace_analyzer.analyses.diff_stats import T975, Spread, t_critical, welch
+from trace_analyzer.questions.diff.stats import T975, Spread, t_critical, welch
 
 BASE_NS = 1_793_620_800_000_000_000
 HOST, GPU, STREAM = 4242, 0, 7

@@ -1,4 +1,4 @@
-"""`traceana ranks` (analyses/distributed.py) on real multi-rank traces, against figures this
+"""`traceana ranks` (questions/ranks/analysis.py) on real multi-rank traces, against figures this
 test computes itself from the raw JSON: kernels by stream and kind, their step by their
 launch's time, the unions and intersections of their intervals in each window, the ranks'
 collectives' ends. Nothing here is taken from traceana's own output.
@@ -16,7 +16,7 @@ import pytest
 from conftest import run_cli
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.distributed import ranks
+from trace_analyzer.questions.ranks.analysis import ranks
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 DLRM = SHARED / "real/param/dlrm_kineto"

@@ -18,8 +18,8 @@ import pytest
 from conftest import run_cli
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.causes import LATENCY_NS
 from trace_analyzer.inputs.discover import discover
+from trace_analyzer.questions.gaps.causes import LATENCY_NS
 from trace_analyzer.readers.neuron import worker_ranks
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "allreduce_2nc"

@@ -1,4 +1,4 @@
-"""`traceana engines` (analyses/engines.py) on small device profiles built in memory, with every
+"""`traceana engines` (questions/engines/analysis.py) on small device profiles built in memory, with every
 expected figure worked out by hand here (docs/device.md has the same worked example).
 
 The example: one NEFF, ``rms.neff``, one execution from 1,000 to 11,000 ns on physical core 0
@@ -23,8 +23,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from trace_analyzer.analyses.engines import EnginesResult, engines
-from trace_analyzer.core.device import (
+from trace_analyzer.errors import UsageError
+from trace_analyzer.model.device import (
     ACTIVE_COLUMNS,
     DMA_COLUMNS,
     EXECUTION_COLUMNS,
@@ -33,7 +33,7 @@ from trace_analyzer.core.device import (
     DeviceProfile,
     DeviceRun,
 )
-from trace_analyzer.errors import UsageError
+from trace_analyzer.questions.engines.analysis import EnginesResult, engines
 
 NEFF = "rms.neff"
 METADATA = {

@@ -1,4 +1,4 @@
-"""`traceana engines HEAD --base BASE` as an analysis (analyses/engines_diff.py): the naive
+"""`traceana engines HEAD --base BASE` as an analysis (questions/engines/diff.py): the naive
 RMSNorm export against itself (every change 0), against a slowed copy (conftest.slowed_export:
 TensorEngine twice as long, the first execution 10 % longer), and the fused export against the
 compiled one (no NEFF in common). Expected figures come from the Parquet files, in plain
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import NAIVE_EXPORT, slowed_export
-from trace_analyzer.analyses.engines import engines
-from trace_analyzer.analyses.engines_diff import ENGINES_DIFF_METRICS, engines_diff, gate
-from trace_analyzer.analyses.engines_diff import pct_delta as pct
+
+from trace_analyzer.questions.engines.analysis import engines
+from trace_analyzer.questions.engines.diff import ENGINES_DIFF_METRICS, engines_diff, gate
+from trace_analyzer.questions.engines.diff import pct_delta as pct
 from trace_analyzer.readers.device_profile import load_device
 from trace_analyzer.units import parse_condition
 

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 import trace_analyzer as ta
-from conftest import run_cli
 
 DLRM = Path(__file__).resolve().parents[2].parent / "shared/corpus/real/param/dlrm_kineto"
 HARDWARE = ("kernel", "gpu_memset")

@@ -1,4 +1,4 @@
-"""`traceana kernels` (analyses/kernels.py) on real traces and the Neuron fixtures, against
+"""`traceana kernels` (questions/kernels/analysis.py) on real traces and the Neuron fixtures, against
 figures this test computes itself: per kernel name, the count and summed duration of the raw
 JSON's device records, the median, 95th percentile and maximum of the top kernel's durations
 (Python's statistics), the NEFFs of truth.json. Nothing here is taken from traceana's output.
@@ -19,7 +19,7 @@ import pytest
 from conftest import run_cli
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.kernels import kernels
+from trace_analyzer.questions.kernels.analysis import kernels
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "corpus"
@@ -228,7 +228,7 @@ def test_cli_top_per_rank() -> None:
 def test_compile_cache_neffs_are_told_apart_by_their_folder() -> None:
     import polars as pl
 
-    from trace_analyzer.analyses.kernels import named
+    from trace_analyzer.questions.kernels.analysis import named
 
     cache = "/var/tmp/neuron-compile-cache/neuronxcc-2.1/MODULE_{}/model.neff"
     done = pl.DataFrame({

@@ -1,4 +1,4 @@
-"""`traceana launches` (analyses/launches.py) against figures this test computes itself: on
+"""`traceana launches` (questions/launches/analysis.py) against figures this test computes itself: on
 real CUDA and ROCm traces from the raw JSON (launches paired with their device work by
 ``correlation``, per stream), on the Neuron fixture from its generator's constants, and on a
 tiny trace whose queue passes CUDA's bound. Nothing here is taken from traceana's output.
@@ -17,7 +17,7 @@ import pytest
 from conftest import run_cli
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.launches import POINTS, launches
+from trace_analyzer.questions.launches.analysis import POINTS, launches
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "corpus"

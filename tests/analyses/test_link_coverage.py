@@ -36,8 +36,8 @@ import polars as pl
 import pytest
 
 import trace_analyzer as ta
-from trace_analyzer.core.profile import Profile, load_run, refuse_untimed
 from trace_analyzer.inputs.discover import Run, discover
+from trace_analyzer.loading.profile import Profile, load_run, refuse_untimed
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TOPS = ("real", "hta")

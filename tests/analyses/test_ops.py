@@ -7,9 +7,8 @@ inline traces written here.
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 from pathlib import Path
 
 import pytest

@@ -9,9 +9,9 @@ import orjson
 import polars as pl
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.gaps import gaps
-from trace_analyzer.render.json import dumps
 from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.questions.gaps.analysis import gaps
+from trace_analyzer.render.json import dumps
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

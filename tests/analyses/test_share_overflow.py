@@ -11,9 +11,10 @@ import json
 from datetime import UTC, datetime
 
 import polars as pl
-import trace_analyzer as ta
 from conftest import X, kineto, run_cli, write_trace
-from trace_analyzer.analyses.trend import trend
+
+import trace_analyzer as ta
+from trace_analyzer.questions.trend.analysis import trend
 from trace_analyzer.units import MAX_DURATION_NS
 
 US = 1_000  # ns per µs: Kineto writes µs

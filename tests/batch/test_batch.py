@@ -14,12 +14,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import run_cli
 
 from trace_analyzer import batch as batch_mod
 from trace_analyzer.inputs.archive import MemberPath, open_archive
 from trace_analyzer.inputs.discover import discover
-
-from conftest import run_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KINDS = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled", "rmsnorm_naive_lnc2"]

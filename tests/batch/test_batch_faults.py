@@ -28,9 +28,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from batch_faults import dies_or_hangs
 from conftest import X, kineto, run_cli, write_trace
+
 from trace_analyzer import batch as batch_mod
 from trace_analyzer.errors import InputError
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from batch_faults import dies_or_hangs, greedy
 from conftest import X, kineto, run_cli, write_trace
+
 from trace_analyzer import batch as batch_mod
 
 VOLATILE = ["analysed_at", "analysis_s"]

@@ -171,7 +171,7 @@ def test_the_lock_is_held_while_the_batch_runs_and_removed_when_it_is_stopped(ro
 # one write as the batch ends (after the last run: nothing else would raise it again).
 SWALLOWED = """
 import os, signal, sys
-import trace_analyzer.core.profile as profile
+import trace_analyzer.loading.profile as profile
 import trace_analyzer.batch.table as table
 import polars as pl
 MODE = sys.argv[1]

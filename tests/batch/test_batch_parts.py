@@ -1,5 +1,5 @@
 """The parts `traceana batch` shares with the rest of traceana (issue 14): the run fingerprint
-of the analysis cache, the one atomic write, the per-device figures of analyses/devices.py,
+of the analysis cache, the one atomic write, the per-device figures of questions/batch/devices.py,
 and the inflation cap, which reaches the worker processes as an argument, not through the
 environment."""
 
@@ -15,11 +15,11 @@ import pytest
 from conftest import X, kineto, write_trace
 
 from trace_analyzer import batch as batch_mod
-from trace_analyzer.analyses.devices import linked_pct, top_idle_ops
-from trace_analyzer.analyses.gaps import gaps
-from trace_analyzer.core.profile import load_run
+from trace_analyzer.questions.batch.devices import linked_pct, top_idle_ops
 from trace_analyzer.inputs.discover import discover
 from trace_analyzer.inputs.fingerprint import fingerprint
+from trace_analyzer.loading.profile import load_run
+from trace_analyzer.questions.gaps.analysis import gaps
 
 
 def _two_gpus() -> dict:

@@ -23,7 +23,7 @@ from conftest import X, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
 from trace_analyzer import cache
-from trace_analyzer.core import profile
+from trace_analyzer.loading import profile
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import run_cli
 
 import trace_analyzer as ta
-from conftest import run_cli
 
 torch = pytest.importorskip("torch", reason="capture tests need torch (requirements-test.txt)")
 

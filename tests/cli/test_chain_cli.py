@@ -21,7 +21,7 @@ import pytest
 from conftest import X, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
-from trace_analyzer.core.link import link
+from trace_analyzer.loading.link import link
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 VARIANTS = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled", "rmsnorm_naive_lnc2"]

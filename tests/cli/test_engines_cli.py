@@ -11,9 +11,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import run_cli
-from trace_analyzer.core.device import (
+
+from trace_analyzer.model.device import (
     ACTIVE_COLUMNS,
     EXECUTION_COLUMNS,
     INSTRUCTION_COLUMNS,

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import polars as pl
-
 from conftest import NAIVE_EXPORT, one_line_error, run_cli, slowed_export
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import X, kineto, write_trace
 
 NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"
@@ -154,8 +153,8 @@ def test_a_reader_that_goes_away_ends_it_quietly_with_141():
 # one step of the command made to ask for 64 GiB: a real MemoryError from the allocator.
 CAPPED = """
 import resource, sys
-import trace_analyzer.core.profile as profile
-import trace_analyzer.analyses.ops as ops  # the command imports it when it runs
+import trace_analyzer.loading.profile as profile
+import trace_analyzer.questions.ops.analysis as ops  # the command imports it when it runs
 from trace_analyzer.cli import main
 where = sys.argv.pop(1)
 def hungry(real):

@@ -1,4 +1,4 @@
-"""`--rank N|GLOB` on every analysing command (core/select.py, docs/distributed.md): on the
+"""`--rank N|GLOB` on every analysing command (loading/select.py, docs/distributed.md): on the
 8-rank DLRM run, what a rank's selection holds is checked against that rank's own raw file
 (its pid, its ops' calls, its kernels), counted here in a few plain lines.
 """
@@ -15,8 +15,8 @@ import pytest
 from conftest import run_cli
 
 import trace_analyzer as ta
-from trace_analyzer.core.select import rank_matches, ranks_of, select_ranks
 from trace_analyzer.errors import UsageError
+from trace_analyzer.loading.select import rank_matches, ranks_of, select_ranks
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 DLRM = SHARED / "real/param/dlrm_kineto"

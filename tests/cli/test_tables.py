@@ -18,8 +18,8 @@ from conftest import X, kineto, one_line_error, run_cli, union_of, write_trace
 from polars.testing import assert_frame_equal
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.hints import cause_hint
-from trace_analyzer.analyses.tables import GAP_SCHEMA, NAMES
+from trace_analyzer.questions.gaps.hints import cause_hint
+from trace_analyzer.questions.tables.analysis import GAP_SCHEMA, NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -248,7 +248,7 @@ def test_a_bad_input_path_is_refused_and_nothing_is_written(tmp_path):
 
 
 def test_a_failed_write_leaves_the_folder_as_it_was(tmp_path, monkeypatch):
-    from trace_analyzer.render import parquet
+    from trace_analyzer.questions.tables import parquet
 
     def full(self, file, **kwargs):
         if Path(file).name.startswith(".gaps.parquet"):

@@ -1,6 +1,6 @@
 """Clocks within one run (issue 18): an Explorer export off its trace.json's clock is aligned
-onto it, and a few events far outside the run's span are excluded (core/offsets.py,
-core/clocks.py, docs/formats.md "Layouts and runs")."""
+onto it, and a few events far outside the run's span are excluded (loading/offsets.py,
+loading/clocks.py, docs/formats.md "Layouts and runs")."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import X, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
-from conftest import X, kineto, run_cli, write_trace
-from trace_analyzer.core.clocks import FAR_REASON
 from trace_analyzer.errors import InputError
+from trace_analyzer.loading.clocks import FAR_REASON
 
 NAIVE = Path(__file__).resolve().parents[2] / "fixtures" / "rmsnorm_naive"
 S = 1_000_000_000  # ns in a second

@@ -1,5 +1,5 @@
 """Traces far apart in time in one folder are refused, not merged into one window (issue 16;
-core/clocks.py, docs/formats.md "Layouts and runs")."""
+loading/clocks.py, docs/formats.md "Layouts and runs")."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import X, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
-from conftest import X, kineto, run_cli, write_trace
-from trace_analyzer.core.clocks import FAR_APART_NS
-from trace_analyzer.core.profile import read_run
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import discover
+from trace_analyzer.loading.clocks import FAR_APART_NS
+from trace_analyzer.loading.profile import read_run
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 DLRM = SHARED / "real/param/dlrm_kineto"

@@ -14,7 +14,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trace_analyzer.core.intervals import enclosing, innermost
+from trace_analyzer.model.intervals import enclosing, innermost
 
 
 def nested(draw, lo: int, hi: int, depth: int, out: list) -> None:
@@ -55,7 +55,7 @@ def both(ranges, points, sweep_allowed=True):
     if sweep_allowed:
         got = dict(innermost(r, p, ["g"]).iter_rows())
     else:  # nested ranges never need the (slow) sweep
-        with mock.patch("trace_analyzer.core.intervals.enclosing", side_effect=AssertionError("sweep")):
+        with mock.patch("trace_analyzer.model.intervals.enclosing", side_effect=AssertionError("sweep")):
             got = dict(innermost(r, p, ["g"]).iter_rows())
     return got, ref
 

@@ -13,8 +13,8 @@ import polars as pl
 from conftest import X, kineto, run_cli, write_parquet, write_trace
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.chain import chain_table, coverage
-from trace_analyzer.core.link import link
+from trace_analyzer.loading.link import link
+from trace_analyzer.questions.chain.analysis import chain_table, coverage
 
 BASE = 1_793_620_800_000_000_000  # baseTimeNanoseconds
 HOST = 4242
@@ -406,7 +406,7 @@ def test_chain_cli_reports_unlinked_kernel(tmp_path):
 
 
 def test_a_table_numbered_its_own_way_links_as_the_profile_does():
-    """``link`` works on row positions (core/link.py); a table whose ids are not its rows (a
+    """``link`` works on row positions (loading/link.py); a table whose ids are not its rows (a
     user's own frame: ids offset, rows in another order) gets the same edges, in its ids."""
     p = ta.load("fixtures/rmsnorm_naive", cache=False)
     expected = link(p.events)

@@ -7,7 +7,7 @@ import random
 
 import polars as pl
 
-from trace_analyzer.core.schema import numbered
+from trace_analyzer.model.schema import numbered
 
 
 def test_numbered_sorts_as_a_sort_by_start_then_end_and_numbers_in_that_order():

@@ -11,9 +11,8 @@ import difflib
 import shutil
 from pathlib import Path
 
-import pytest
-
 import make_golden as mg
+import pytest
 
 CASES = mg.cases()
 TREND = [name for name in sorted(p.name for p in mg.CASES_DIR.iterdir()) if name.startswith("trend.")]

@@ -30,10 +30,9 @@ from typing import Callable
 
 import polars as pl
 import pytest
+from conftest import X, kineto, one_line_error, run_cli
 
 from trace_analyzer.inputs.archive import open_archive
-
-from conftest import X, kineto, one_line_error, run_cli
 
 NO_PROFILE = "no profile found (no trace JSON, Explorer export or Neuron capture)"
 

@@ -15,7 +15,6 @@ import zipfile
 
 from conftest import X, kineto, run_cli
 
-
 DOC = kineto([X("kernel", "k", 1.0, 2.0, pid=0, tid=7, device=0, stream=7)],
              baseTimeNanoseconds=1_000_000_000)
 

@@ -26,8 +26,8 @@ import shutil
 import tarfile
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 from conftest import X, kineto, one_error, run_cli, run_process, write_parquet
 

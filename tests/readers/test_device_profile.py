@@ -12,14 +12,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from trace_analyzer.core.device import (
+from trace_analyzer.errors import InputError
+from trace_analyzer.model.device import (
     ACTIVE_COLUMNS,
     DMA_COLUMNS,
     EXECUTION_COLUMNS,
     INSTRUCTION_COLUMNS,
     THROTTLE_COLUMNS,
 )
-from trace_analyzer.errors import InputError
 from trace_analyzer.readers.device_profile import load_device, read_device_profile
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -41,8 +41,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.diff import diff_runs
-from trace_analyzer.analyses.gaps import gaps_runs
+from trace_analyzer.questions.diff.analysis import diff_runs
+from trace_analyzer.questions.gaps.analysis import gaps_runs
 from trace_analyzer.render import RENDERERS, View
 
 T0 = 1_793_620_800_000_000_000  # epoch ns (docs/neuron-formats.md §4.4)

@@ -20,7 +20,7 @@ import pytest
 from conftest import X, kineto, one_line_error, run_cli, write_trace
 
 import trace_analyzer as ta
-from trace_analyzer.core.link import link
+from trace_analyzer.loading.link import link
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"

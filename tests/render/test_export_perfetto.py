@@ -20,8 +20,8 @@ import pytest
 from conftest import run_cli
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.gaps import device_of
-from trace_analyzer.analyses.hints import cause_hint
+from trace_analyzer.questions.gaps.analysis import device_of
+from trace_analyzer.questions.gaps.hints import cause_hint
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "corpus"

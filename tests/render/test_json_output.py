@@ -131,7 +131,7 @@ def test_a_large_json_output_is_written_without_holding_it_whole(tmp_path):
         "    after = open('/proc/self/status').read()\n"
         f"    open({str(measured)!r}, 'w').write(before + '@@' + after)\n"
         "c.emit = emit\n"
-        "import trace_analyzer.cli.analyse as an\n"
+        "import trace_analyzer.questions.gaps.command as an\n"
         "an.emit = emit\n" + PEAK_ENTRY.replace("atexit.register", "(lambda f: f)")
     )
     proc = subprocess.run([sys.executable, "-c", entry, "gaps", path, "--no-cache", "-o", out],

@@ -17,10 +17,10 @@ from conftest import X, kineto, run_cli, write_trace
 from markdown_it import MarkdownIt
 
 import trace_analyzer as ta
-from trace_analyzer.analyses.gaps import gaps_runs
+from trace_analyzer.questions.gaps.analysis import gaps_runs
 from trace_analyzer.render import View
+from trace_analyzer.render.blocks import Column, Items, Table
 from trace_analyzer.render.budget import BUDGET, fit
-from trace_analyzer.render.tables import Column, Items, Table
 from trace_analyzer.render.text import render_markdown
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"

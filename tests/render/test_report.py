@@ -24,10 +24,10 @@ from conftest import X, gaps_doc, kineto, run_cli, write_trace
 from PIL import Image  # matplotlib's own dependency
 
 from trace_analyzer import load
-from trace_analyzer.analyses import timeline as timeline_module
-from trace_analyzer.analyses.timeline import TOP_GAPS
-from trace_analyzer.render import plots
 from trace_analyzer.numbers import duration, instant
+from trace_analyzer.questions.report import plots
+from trace_analyzer.questions.report import timeline as timeline_module
+from trace_analyzer.questions.report.timeline import TOP_GAPS
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
@@ -367,8 +367,8 @@ def test_without_matplotlib_it_says_how_to_install(tmp_path, monkeypatch):
 
 
 def test_matplotlib_is_imported_only_to_draw():
-    code = ("import sys, trace_analyzer, trace_analyzer.cli, trace_analyzer.render.report, "
-            "trace_analyzer.render.plots, trace_analyzer.render.html; "
+    code = ("import sys, trace_analyzer, trace_analyzer.cli, trace_analyzer.questions.report.files, "
+            "trace_analyzer.questions.report.plots, trace_analyzer.questions.report.page; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

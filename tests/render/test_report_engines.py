@@ -18,7 +18,7 @@ from PIL import Image  # matplotlib's own dependency
 from test_report import parse, png_size
 
 import trace_analyzer as ta
-from trace_analyzer.render import plots, plots_more
+from trace_analyzer.questions.report import plots, plots_more
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILED = ROOT / "fixtures" / "rmsnorm_compiled"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
+from trace_analyzer.render.blocks import Column, Table, draw, num_col, text_col
 from trace_analyzer.render.safe import TABLE
-from trace_analyzer.render.tables import Column, Table, draw, num_col, text_col
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import builder  # noqa: E402
 
 import trace_analyzer as ta  # noqa: E402
-from trace_analyzer.analyses.chain import chain_table  # noqa: E402
+from trace_analyzer.questions.chain.analysis import chain_table  # noqa: E402
 
 CASES = [
     (shape, lnc, export, with_trace)

@@ -18,8 +18,8 @@ from typing import cast
 
 import polars as pl
 
-from trace_analyzer.core.schema import text
 from trace_analyzer.errors import UsageError
+from trace_analyzer.model.schema import text
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,13 @@ class RunResult:
         """Return (label, value) pairs: the summary a notebook shows."""
         raise NotImplementedError
 
+    def shown(self, top: int, markdown: bool) -> tuple[RunResult, dict[str, int]]:
+        """Return the result as a text report lays it out, its long tables cut to the ``top``
+        rows shown before any row is made a dict, and their counts in all by JSON key (the
+        layouts say "… and N more"); ``markdown``: for a Markdown report (a terminal table
+        shows more). Most results are shown whole."""
+        return self, {}
+
     def to_pandas(self) -> Any:
         """Return ``main_frame()`` as a pandas DataFrame (needs pandas and pyarrow)."""
         return self.main_frame().to_pandas()

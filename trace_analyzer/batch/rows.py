@@ -3,7 +3,7 @@
 ``analyse_run(spec)`` is module-level and picklable, so a process pool and a Dask cluster run
 the very same code. It returns one row per device; any failure is one row with ``error`` set
 and the identity columns filled. The numbers are those of ``traceana gaps``; the top idle op
-and link coverage per device come from ``trace_analyzer.analyses.devices``.
+and link coverage per device come from ``trace_analyzer.questions.batch.devices``.
 """
 
 from __future__ import annotations
@@ -117,11 +117,16 @@ def analyse_run(spec: RunSpec) -> list[Row]:
 
 
 def _analyse(spec: RunSpec, base: Row) -> list[Row]:
-    from trace_analyzer.analyses.chain import chain_table
-    from trace_analyzer.analyses.devices import device_key, linked_pct, rank_figures, top_idle_ops
-    from trace_analyzer.analyses.distributed import ranks
-    from trace_analyzer.analyses.gaps import gaps
-    from trace_analyzer.core.profile import load_run
+    from trace_analyzer.loading.profile import load_run
+    from trace_analyzer.questions.batch.devices import (
+        device_key,
+        linked_pct,
+        rank_figures,
+        top_idle_ops,
+    )
+    from trace_analyzer.questions.chain.analysis import chain_table
+    from trace_analyzer.questions.gaps.analysis import gaps
+    from trace_analyzer.questions.ranks.analysis import ranks
 
     if spec.run is None:
         raise InputError(spec.path, "no run found")

@@ -61,8 +61,8 @@ def _worker_main(conn: Connection[Any, Any], analyse: Analyse, memory: int | Non
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     if memory is not None:
         quiet_panics()  # before polars: a backtrace under the cap can hang it (limits.py)
-    from trace_analyzer.analyses import chain, devices, gaps  # noqa: F401  (before READY)
-    from trace_analyzer.core import profile  # noqa: F401
+    from trace_analyzer.loading import profile  # noqa: F401
+    from trace_analyzer.questions.gaps import analysis as gaps  # noqa: F401  (before READY)
 
     if memory is not None:  # after the imports: they are the worker's, not a run's
         cap_memory(memory)

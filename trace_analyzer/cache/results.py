@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import orjson
 import polars as pl
 
-from trace_analyzer.analyses.gaps import FRAMES, GapsResult, Window
 from trace_analyzer.cache.folder import Folder, Linked
 from trace_analyzer.cache.spelling import mentions
+from trace_analyzer.questions.gaps.analysis import FRAMES, GapsResult, Window
 
 if TYPE_CHECKING:
     from trace_analyzer.cache.store import Entry

@@ -7,7 +7,7 @@ set of options, under the same key. An entry is keyed by the run's fingerprint
 file the run is made of), plus traceana's version and this format's; any change to one of
 them is a miss, and the entry is rebuilt.
 
-The cache sits at the edge: loading (``core.profile``) and analysing (``analyses``) know
+The cache sits at the edge: loading (``loading.profile``) and analysing (``analyses``) know
 nothing of it; a ``Cache`` wraps them for the CLI (and for a library user who asks:
 ``ta.load(path, cache=True)``).
 
@@ -38,12 +38,14 @@ import orjson
 import polars as pl
 
 from trace_analyzer._version import __version__
-from trace_analyzer.analyses.causes import LATENCY_NS
-from trace_analyzer.analyses.gaps import GapsResult, gaps
 from trace_analyzer.cache import spelling
 from trace_analyzer.cache.folder import TAG, Folder, Linked
 from trace_analyzer.cache.results import as_bytes, read_gaps, write_gaps
-from trace_analyzer.core.profile import (
+from trace_analyzer.inputs.archive import MemberPath
+from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
+from trace_analyzer.inputs.discover import Run, Source, discover
+from trace_analyzer.inputs.fingerprint import fingerprint
+from trace_analyzer.loading.profile import (
     Profile,
     ReadResult,
     check_strict,
@@ -51,10 +53,8 @@ from trace_analyzer.core.profile import (
     read_run,
     refuse_untimed,
 )
-from trace_analyzer.inputs.archive import MemberPath
-from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
-from trace_analyzer.inputs.discover import Run, Source, discover
-from trace_analyzer.inputs.fingerprint import fingerprint
+from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
+from trace_analyzer.questions.gaps.causes import LATENCY_NS
 
 # Raised whenever what is stored, or what a stored result would hold, changes within one
 # traceana version (2: zero-length executions at the window's edges counted by gaps;
@@ -123,7 +123,7 @@ class Cache:
         strict: bool = False,
         max_bytes: int | None = None,
     ) -> list[Profile]:
-        """``core.profile.load_runs`` through the cache."""
+        """``loading.profile.load_runs`` through the cache."""
         folder = self.folder_for(path)
         return refuse_untimed(
             [
@@ -140,7 +140,7 @@ class Cache:
         strict: bool = False,
         max_bytes: int | None = None,
     ) -> Profile:
-        """``core.profile.load`` through the cache."""
+        """``loading.profile.load`` through the cache."""
         run = one_run(path, discover(path, max_bytes=max_bytes))
         folder = self.folder_for(path)
         profile = self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
@@ -191,7 +191,8 @@ class Cache:
         lanes: str | None = None,
         latency_ns: int = LATENCY_NS,
     ) -> GapsResult:
-        """``analyses.gaps.gaps`` with its result kept beside the run's entry, per options."""
+        """``questions.gaps.analysis.gaps`` with its result kept beside the run's entry, per
+        options."""
         options = {
             "step": step,
             "span": span,

@@ -35,7 +35,7 @@ from trace_analyzer.units import parse_size
 if TYPE_CHECKING:
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.cache import Cache
-    from trace_analyzer.core.profile import Profile
+    from trace_analyzer.loading.profile import Profile
     from trace_analyzer.render.view import View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,7 +67,7 @@ class Loading:
     cache: Cache
     strict: bool = False
     max_bytes: int | None = None
-    ranks: str | None = None  # --rank N|GLOB: only those ranks' processes (core/select.py)
+    ranks: str | None = None  # --rank N|GLOB: only those ranks' processes (loading/select.py)
 
     def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
         """Every run under ``path`` (their files kept as this command's inputs); with
@@ -83,7 +83,7 @@ class Loading:
             warn_dropped(read_from(p))
         if self.ranks is None:
             return profiles
-        from trace_analyzer.core.select import select_in_runs
+        from trace_analyzer.loading.select import select_in_runs
 
         return select_in_runs(profiles, self.ranks)
 
@@ -100,7 +100,7 @@ class Loading:
         """``profile`` with only the ranks ``--rank`` names (all without it)."""
         if self.ranks is None:
             return profile
-        from trace_analyzer.core.select import select_ranks
+        from trace_analyzer.loading.select import select_ranks
 
         return select_ranks(profile, self.ranks)
 
@@ -189,6 +189,34 @@ def refuse_inputs(path: Path) -> None:
             f"-o {path}: that file is an input of this command; traceana never replaces what "
             "it reads: name another file"
         )
+
+
+MARKDOWN_TOP = 10  # rows of an ops or chain Markdown report without --top
+
+
+def top_option(what: str) -> Callable[[F], F]:
+    """--top N (its old name --limit still taken) of ops and chain: only the first N rows, in
+    every format; without it every row, the Markdown report showing the first 10."""
+    return click.option(
+        "--top",
+        "--limit",
+        "top",
+        type=ROWS,
+        metavar="N",
+        help=f"Only the first N {what} (every format; without it all of them, Markdown "
+        f"showing the first {MARKDOWN_TOP}).",
+    )
+
+
+def output_file(help_text: str) -> Callable[[F], F]:
+    """The required -o/--output of a command that writes a file, with its help text."""
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        required=True,
+        help=help_text,
+    )
 
 
 def output_options(fn: F) -> F:

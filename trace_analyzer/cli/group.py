@@ -1,13 +1,13 @@
 """The ``traceana`` group, which imports a command's module only when that command runs.
 
-``traceana --help`` and ``traceana --version`` import no polars and none of the analyses:
-the group lists its commands from ``COMMANDS`` (module and summary line, held equal to each
-command's own help by tests/cli/test_startup.py) and imports a command's module the first
-time the command is looked up. The modules register their commands on this group as before
-(``@cli.command()``), and import the analyses and renderers only inside each command, when
-it runs: so a command's own ``--help`` and its usage errors (an unknown option, a bad choice
-or number, a missing argument), which click says before the command runs, import no polars
-either (tests/cli/test_startup.py).
+``traceana --help`` and ``traceana --version`` import no polars and none of the analyses: the
+group lists its commands from the questions' registry (``questions.QUESTIONS``: module and
+summary line, held equal to each command's own help by tests/cli/test_startup.py) and imports a
+command's module the first time the command is looked up. The modules register their commands
+on this group as before (``@cli.command()``), and import the analyses and renderers only inside
+each command, when it runs: so a command's own ``--help`` and its usage errors (an unknown
+option, a bad choice or number, a missing argument), which click says before the command runs,
+import no polars either (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations
@@ -17,42 +17,10 @@ import importlib
 import click
 
 from trace_analyzer._version import __version__
+from trace_analyzer.questions import QUESTIONS
 
-# command -> (its module under trace_analyzer.cli, the first paragraph of its help)
-COMMANDS = {
-    "baseline": ("baseline", "Save a profile's summary (the numbers diff compares), to compare "
-                 "against later."),
-    "batch": ("runs", "Analyse every run under ROOTS into one Parquet table, one row per run × "
-              "device."),
-    "chain": ("analyse", "The dependency chain of every hardware execution: op, dispatch, "
-              "schedule, hardware."),
-    "diff": ("compare", "Compare two sides (BASE, then HEAD): window, device time, idle, gaps, "
-             "ops, causes."),
-    "engines": ("engines", "Per NEFF and physical core: each engine's busy time, DMA, "
-                "MFU/HFU/MBU and roofline."),
-    "export": ("outputs", "Export one run as a trace for the Perfetto UI, with links and gaps "
-               "drawn in."),
-    "gaps": ("analyse", "Every idle gap on the hardware lanes, attributed to the op that ended "
-             "it and a cause."),
-    "graph": ("outputs", "Export the dependency graph of one run: framework op → runtime → "
-              "hardware."),
-    "info": ("analyse", "Show what PATH holds: sources and formats, processes, lanes by kind, "
-             "NEFF/NTFF files."),
-    "kernels": ("kernels", "Per rank, the kernels (Neuron: NEFFs) by total device time, with "
-                "their kind and spread."),
-    "launches": ("launches", "Per lane: launch latency and delay, queue length over time, time "
-                 "blocked on a full queue."),
-    "ops": ("analyse", "The offline key_averages(): per op, calls, self CPU, device time and "
-            "device %."),
-    "ranks": ("distributed", "Per rank and step: compute against communication, clock offsets, "
-              "each step's straggler."),
-    "report": ("outputs", "One page for one run: timeline, gap histogram, summary, ops and "
-               "gaps; with --base, the diff."),
-    "tables": ("tables", "Write one run's tables as Parquet: events, edges, chains, gaps and "
-               "ops."),
-    "trend": ("runs", "Idle % and device time over capture time, per group, from a `traceana "
-              "batch` table."),
-}  # fmt: skip
+# command -> (its module, the first paragraph of its help), from the questions' registry
+COMMANDS = {q.name: (q.command, q.summary) for q in QUESTIONS}
 
 
 class LazyGroup(click.Group):
@@ -63,7 +31,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
-            importlib.import_module(f"trace_analyzer.cli.{COMMANDS[cmd_name][0]}")
+            importlib.import_module(COMMANDS[cmd_name][0])
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -25,7 +25,7 @@ from trace_analyzer.errors import TraceanaError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from trace_analyzer.core.profile import Profile
+    from trace_analyzer.loading.profile import Profile
 
 
 def plain(text: object) -> str:

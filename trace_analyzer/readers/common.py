@@ -12,11 +12,11 @@ from typing import Any
 import orjson
 import polars as pl
 
-from trace_analyzer.core.schema import conform, empty_events, matching, text
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.inputs.limits import PARAM, too_large
+from trace_analyzer.model.schema import conform, empty_events, matching, text
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 

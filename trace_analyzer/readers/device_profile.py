@@ -1,5 +1,5 @@
 """Device-profile exports: the Explorer Parquet tables of one NTFF and its NEFFs, read into
-core/device.py's ``DeviceProfile`` (docs/formats.md, "Device profiles").
+model/device.py's ``DeviceProfile`` (docs/formats.md, "Device profiles").
 
 Every table is read by column name (``<Table>.parquet``, or its parts ``<Table>_<n>.parquet``
 concatenated), never by position, so that an export of another schema version reads as far as
@@ -15,16 +15,6 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.core import device as contract
-from trace_analyzer.core.device import (
-    BYTE_COLUMNS,
-    FLOP_COLUMNS,
-    KNOWN_MAJORS,
-    OPTIONAL_TABLES,
-    WAIT_OPCODE_PREFIX,
-    DeviceProfile,
-    DeviceRun,
-)
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import is_archive
 from trace_analyzer.inputs.device import (
@@ -36,6 +26,16 @@ from trace_analyzer.inputs.device import (
     table_files,
     table_pattern,
     unexported,
+)
+from trace_analyzer.model import device as contract
+from trace_analyzer.model.device import (
+    BYTE_COLUMNS,
+    FLOP_COLUMNS,
+    KNOWN_MAJORS,
+    OPTIONAL_TABLES,
+    WAIT_OPCODE_PREFIX,
+    DeviceProfile,
+    DeviceRun,
 )
 
 _I, _S, _F = pl.Int64(), pl.String(), pl.Float64()
@@ -282,7 +282,7 @@ def _dma(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
 
 
 def _order(df: pl.DataFrame, columns: dict[str, type[pl.DataType]]) -> pl.DataFrame:
-    """The contract's columns, in its order (core/device.py)."""
+    """The contract's columns, in its order (model/device.py)."""
     return df.select(list(columns))
 
 

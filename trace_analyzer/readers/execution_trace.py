@@ -3,7 +3,7 @@
 An execution trace (``ExecutionTraceObserver``, ``*_et.json[.gz]``) is a JSON object with
 ``nodes`` and ``schema``: the graph of ops a step ran, without their times. It often sits
 beside the Kineto trace of the same run; it is a source skipped with a note, not an error,
-unless nothing else under the path is a trace (core/profile.py).
+unless nothing else under the path is a trace (loading/profile.py).
 """
 
 from __future__ import annotations

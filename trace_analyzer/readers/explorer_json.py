@@ -18,9 +18,9 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.core.schema import conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
+from trace_analyzer.model.schema import conform
 from trace_analyzer.readers.common import (
     I64_MAX,
     I64_MIN,

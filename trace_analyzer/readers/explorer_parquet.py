@@ -16,11 +16,11 @@ from itertools import pairwise
 
 import polars as pl
 
-from trace_analyzer.core.schema import Text, conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.inputs.limits import refuse_inflating_parquet
+from trace_analyzer.model.schema import Text, conform
 from trace_analyzer.readers import neuron
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.explorer_keys import lifted_keys

@@ -13,11 +13,11 @@ from typing import Any
 import polars as pl
 from polars._typing import PolarsDataType
 
-from trace_analyzer.core.schema import EVENTS_SCHEMA, conform
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import cap_for
 from trace_analyzer.inputs.capture import capture_backend
 from trace_analyzer.inputs.discover import Source
+from trace_analyzer.model.schema import EVENTS_SCHEMA, conform
 from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
@@ -108,7 +108,7 @@ def read_fast(
     return None
 
 
-# The top-level key of traceana's own export (render/perfetto.py), which names it as such.
+# The top-level key of traceana's own export (questions/export/perfetto.py), which names it as such.
 OWN_EXPORT = "traceana"
 
 

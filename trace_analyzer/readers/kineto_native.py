@@ -26,9 +26,9 @@ import orjson
 import polars as pl
 
 import trace_analyzer.readers.kineto_stream as stream
-from trace_analyzer.core.schema import Text
 from trace_analyzer.errors import UsageError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
+from trace_analyzer.model.schema import Text
 from trace_analyzer.readers.common import out_of_memory
 from trace_analyzer.readers.kineto_records import RAW_SCHEMA
 from trace_analyzer.readers.kineto_stream import NotFast

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.core.schema import Text
+from trace_analyzer.model.schema import Text
 from trace_analyzer.readers.common import as_i64, json_text
 
 # Args that become columns: a record's arg -> its column (the first of two spellings wins).

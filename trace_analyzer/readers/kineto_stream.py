@@ -29,10 +29,10 @@ from typing import IO, Any
 import orjson
 import polars as pl
 
-from trace_analyzer.core.schema import Text
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, MemberPath, cap_for
 from trace_analyzer.inputs.limits import PARAM, too_large
+from trace_analyzer.model.schema import Text
 from trace_analyzer.readers.common import out_of_memory
 from trace_analyzer.readers.kineto_records import ARG_COLUMNS, RAW_SCHEMA, collect
 

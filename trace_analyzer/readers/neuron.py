@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.core.intervals import enclosing
-from trace_analyzer.core.schema import text
+from trace_analyzer.model.intervals import enclosing
+from trace_analyzer.model.schema import text
 
 # Runtime events that move data between host and device (docs/neuron-formats.md §3.3, §2.1).
 TRANSFERS = ("dmem_buf_copyin", "dmem_buf_copyout", "nrt_tensor_write", "nrt_tensor_read")

@@ -2,7 +2,7 @@
 
 AMD's rocprofiler writes its own trace format, not a Kineto trace; traceana reads the
 Kineto traces ``torch.profiler`` writes on ROCm. A path that holds nothing but such files
-is refused with a line naming the format (core/profile.py).
+is refused with a line naming the format (loading/profile.py).
 """
 
 from __future__ import annotations

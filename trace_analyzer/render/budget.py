@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from trace_analyzer.numbers import count
+from trace_analyzer.render.blocks import Block, Items, Table, draw, plural, rows_in
 from trace_analyzer.render.safe import MARKDOWN, clip
-from trace_analyzer.render.tables import Block, Items, Table, draw, plural, rows_in
 
 BUDGET = 60_000
 FEWEST = 3  # rows per table and list before runs are left out

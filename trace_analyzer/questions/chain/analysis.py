@@ -1,0 +1,264 @@
+"""Dependency chains: for every hardware execution, the op, dispatch, runtime and hardware times.
+
+This is Neuron Explorer's dependency chain view as a table, for every execution at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.loading.link import METHODS, link
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import text
+from trace_analyzer.questions.chain.paths import CALLERS, nearest, positions, walk
+from trace_analyzer.units import glob_regex
+
+GRAPH_REPLAY = CALLERS["graph"]  # the op of kernels replayed from a graph no op launched
+PYTHON_LAUNCH = CALLERS["python"]  # the op of kernels launched from Python outside every op
+SCHEDULE, SUBMIT = "nrta_execute_schedule", "nrt_model_submit"
+
+CHAIN_COLUMNS = [
+    "hw_event_id",
+    "hw_name",
+    "lane",
+    "step",
+    "op",
+    "op_event_id",
+    "link_method",
+    "runtime",
+    "op_start_ns",
+    "dispatch_start_ns",
+    "schedule_start_ns",
+    "submit_start_ns",
+    "hw_start_ns",
+    "hw_end_ns",
+    "dispatch_to_schedule_us",
+    "schedule_to_hw_us",
+    "dispatch_to_hw_us",
+    "hw_duration_us",
+]
+
+
+def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Return one row per hardware execution of ``events`` with its chain back to a framework
+    op (the columns of ``CHAIN_COLUMNS``), by time.
+
+    ``edges``: the events' edges table (``loading.link.link``), linked here when not given.
+    ``link_method`` is the least trusted method on the path to the op; it and ``op`` are
+    null for an execution that reaches no op (unlinked, still listed).
+    """
+    edges = link(events) if edges is None else edges
+    ids, by_row = positions(events, edges)
+    # the columns a chain shows, not the whole width (at 1 million executions, 0.3 GB)
+    hw = (
+        events.lazy()
+        .with_row_index("_row")
+        .filter(pl.col("lane_kind") == "hardware")
+        .select(
+            "step",
+            "lane",
+            hw_event_id="event_id",
+            hw_name="name",
+            hw_start_ns="start_ns",
+            hw_end_ns="end_ns",
+            _row=pl.col("_row").cast(pl.Int64),
+        )
+        .collect()
+    )
+    out = hw.hstack(nearest(walk(events, hw["_row"], by_row), ids).drop("hw"))
+    # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
+    launched = (
+        edges.filter(pl.col("hop") == "launch")
+        .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
+        .group_by(op_event_id="src")
+        .agg(op_dispatch_ns=pl.col("start_ns").min())
+    )
+    out = (
+        out.join(_runtime_starts(events, edges), on="rt_event_id", how="left")
+        .join(launched, on="op_event_id", how="left")
+        .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
+    )
+    out = out.with_columns(
+        dispatch_to_schedule_us=us("dispatch_start_ns", "schedule_start_ns"),
+        schedule_to_hw_us=us("schedule_start_ns", "hw_start_ns"),
+        dispatch_to_hw_us=us("dispatch_start_ns", "hw_start_ns"),
+        hw_duration_us=us("hw_start_ns", "hw_end_ns"),
+    )
+    return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
+
+
+def us(start: str, end: str) -> pl.Expr:
+    """Return the time from column ``start`` to column ``end`` in µs (ns resolution)."""
+    return ((pl.col(end) - pl.col(start)) / 1000).round(3)
+
+
+def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return per Neuron runtime event when the runtime scheduled and submitted its execution.
+
+    The runtime events of one execution are those that link to the same framework event, or,
+    where none links (a capture without the framework side), share an ``nrt_sequence_id``.
+    """
+    up = edges.lazy().filter(pl.col("hop").is_in(["runtime", "runtime_op"]))
+    rt = (
+        events.lazy()
+        .filter(pl.col("source") == "neuron_rt")
+        .select("event_id", "pid", "seq_id", "name", "start_ns")
+        .join(up.select(event_id="dst", framework="src"), on="event_id", how="left")
+    )
+    start = pl.col("start_ns")
+    firsts = [  # per execution, each call's first start
+        start.filter(pl.col("name") == name).min().alias(col)
+        for col, name in (("schedule_start_ns", SCHEDULE), ("submit_start_ns", SUBMIT))
+    ]
+
+    # the execution a runtime event belongs to: its framework event, else (pid, sequence id)
+    # (two passes, each keyed by integers: one key per row, not three with nulls); each
+    # execution's firsts found once (a group), then given to its events (a join)
+    def by(part: pl.LazyFrame, execution: list[str]) -> pl.LazyFrame:
+        found = part.group_by(execution).agg(firsts)
+        return part.select("event_id", *execution).join(found, on=execution, how="left")
+
+    linked = by(rt.filter(pl.col("framework").is_not_null()), ["framework"])
+    alone = by(
+        rt.filter(
+            pl.col("framework").is_null()
+            & pl.col("seq_id").is_not_null()
+            & pl.col("pid").is_not_null()
+        ),
+        ["pid", "seq_id"],
+    )
+    return pl.concat(
+        [
+            part.select("schedule_start_ns", "submit_start_ns", rt_event_id="event_id")
+            for part in (linked, alone)
+        ]
+    ).collect()
+
+
+def coverage(chain: pl.DataFrame) -> dict[str, Any]:
+    """Return how many hardware executions of ``chain`` (``chain_table``) reach a framework
+    op, in all and by method."""
+    total = chain.height
+    linked = chain.filter(pl.col("op").is_not_null())
+    by_method = {m: n for m, n in linked.group_by("link_method").len().rows()}
+    return {
+        "hardware_executions": total,
+        "linked": linked.height,
+        "linked_pct": round(100 * linked.height / total, 2) if total else None,
+        "by_method": {m: by_method[m] for m in METHODS if m in by_method},
+        "unlinked": total - linked.height,
+    }
+
+
+def select(
+    chain: pl.DataFrame, *, op: str | None = None, step: int | None = None, unlinked: bool = False
+) -> pl.DataFrame:
+    """Return the rows of ``chain`` of one ``op`` (a name or a glob such as ``aten::*``), one
+    ``step``, or, with ``unlinked``, only the executions that reach no op."""
+    if op is not None:
+        chain = chain.filter(text("op").str.contains(glob_regex(op)))
+    if step is not None:
+        chain = chain.filter(pl.col("step") == step)
+    if unlinked:
+        chain = chain.filter(pl.col("op").is_null())
+    return chain
+
+
+def group_by_op(chain: pl.DataFrame) -> pl.DataFrame:
+    """Return one row per op of ``chain``: executions, the least trusted link method, and
+    the mean of each hop, in µs."""
+    hops = ["dispatch_to_schedule_us", "schedule_to_hw_us", "dispatch_to_hw_us", "hw_duration_us"]
+    trust = pl.col("link_method").replace_strict(
+        METHODS, list(range(len(METHODS))), default=None, return_dtype=pl.Int64
+    )
+    return (
+        chain.group_by("op")
+        .agg(
+            pl.len().alias("executions"),
+            trust.max().alias("worst"),
+            *(pl.col(h).mean().round(3) for h in hops),
+        )
+        .with_columns(
+            link_method=pl.col("worst").replace_strict(
+                list(range(len(METHODS))), METHODS, default=None, return_dtype=pl.String
+            )
+        )
+        .select("op", "executions", "link_method", *hops)
+        .sort("hw_duration_us", "op", descending=[True, False], nulls_last=True)
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class ChainResult(RunResult):
+    """The dependency chains of one run's hardware executions.
+
+    ``table``: the selected rows, one per execution (or per op with ``by_op``): op, hardware
+    event, lane, link method and the hops in µs (docs/graph.md). ``coverage``: how many of
+    the run's executions reach an op, in all and by method (of the whole run, not only the
+    selection). ``start_ns``: the first execution's start, what the text tables count from.
+    """
+
+    root: str
+    start_ns: int | None
+    coverage: dict[str, Any]
+    table: pl.DataFrame
+
+    def shown(self, top: int, markdown: bool) -> tuple[ChainResult, dict[str, int]]:
+        """Return the result with the ``top`` rows a Markdown report shows (a terminal table
+        shows them all), and their count in all: a chain over a large trace has a row per
+        hardware execution, and a Markdown report shows ten of them."""
+        if not markdown:
+            return self, {}
+        return replace(self, table=self.table.head(top)), {"rows": self.table.height}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "start_ns": self.start_ns,
+            "coverage": self.coverage,
+            "rows": self.table.to_dicts(),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.table
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        return [("run", self.root), ("rows", self.table.height), *self.coverage.items()]
+
+    def __repr__(self) -> str:
+        return frame_repr("ChainResult", run=self.root, rows=self.table, **_linked(self.coverage))
+
+
+def _linked(cov: dict[str, Any]) -> dict[str, object]:
+    return {"linked_pct": cov["linked_pct"]}
+
+
+def chains(
+    profile: Profile,
+    *,
+    op: str | None = None,
+    step: int | None = None,
+    unlinked: bool = False,
+    by_op: bool = False,
+    limit: int | None = None,
+) -> ChainResult:
+    """Return the chain of every hardware execution of one run (``profile``) back to its
+    framework op.
+
+    ``op``: only this op (a name or a glob such as ``aten::*``). ``step``: only executions
+    in ProfilerStep#N. ``unlinked``: only those that reach no op. ``by_op``: one row per op
+    (executions and the mean of each hop). ``limit``: the first N rows only.
+    """
+    chain = chain_table(profile.keyed, profile.edges)
+    rows = select(chain, op=op, step=step, unlinked=unlinked)
+    rows = group_by_op(rows) if by_op else rows
+    return ChainResult(
+        root=str(profile.root),
+        start_ns=chain["hw_start_ns"].min(),  # type: ignore[arg-type]
+        coverage=coverage(chain),
+        table=rows.head(limit) if limit else rows,
+    )

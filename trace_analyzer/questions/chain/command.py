@@ -1,0 +1,70 @@
+"""`traceana chain`: each hardware execution's chain to its op (questions/chain/analysis.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.cli.common import (
+    MARKDOWN_TOP,
+    Loading,
+    check_output,
+    cli,
+    emit,
+    handle_errors,
+    load_options,
+    output_options,
+    top_option,
+)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--op", "op_name", metavar="NAME", help="Only this op (a name or a glob: 'aten::*').")
+@click.option("--step", type=int, help="Only executions in ProfilerStep#N.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["execution", "op"]),
+    default="execution",
+    show_default=True,
+    help="One row per hardware execution, or per op.",
+)
+@click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
+@top_option("rows")
+@output_options
+@load_options
+@handle_errors
+def chain(
+    path: Path,
+    op_name: str | None,
+    step: int | None,
+    by: str,
+    unlinked: bool,
+    top: int | None,
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """The dependency chain of every hardware execution: op, dispatch, schedule, hardware.
+
+    Hops in µs: dispatch→schedule, schedule→hardware start, dispatch→hardware start, and the
+    hardware duration, with the link method (the least trusted one on the chain).
+
+    \b
+    Example:
+        traceana chain ./profile_out --op 'aten::mul' --top 10
+    """
+    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.questions.chain.analysis import chains
+    from trace_analyzer.render import View
+
+    check_output(fmt, output)
+    profiles = loading.runs(path)
+    results = tuple(
+        chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=top)
+        for p in profiles
+    )
+    result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
+    emit(result, fmt, output, View(top=top or MARKDOWN_TOP))

@@ -1,0 +1,126 @@
+"""The path of each hardware execution up its links, found by row position
+(questions/chain/analysis.py).
+
+Every event has at most one parent (loading/link.py), so an execution's ancestors are one path:
+its parent, the parent's parent, ... up to ``MAX_DEPTH`` hops. The path is walked for every
+execution at once by gathering from two arrays over the events' rows (the parent of each row
+and the method of that link), so no join is made per hop; the nearest op, dispatch, runtime
+event and runtime call are then the first hop on the path that is one.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.loading.link import METHODS
+from trace_analyzer.model.schema import by_row
+
+MAX_DEPTH = 8  # hardware -> runtime -> stream -> dispatch -> op is 4 hops; margin for more
+RANK = {m: i for i, m in enumerate(METHODS)}  # a method's place: the higher, the less trusted
+# link methods whose parent is a Python caller, not an op: the op is named after it
+CALLERS = {"graph": "graph replay", "python": "python launch"}
+
+
+def positions(events: pl.DataFrame, edges: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
+    """Return the events' ids by row, and ``edges`` as (src, dst, rank) row positions: the
+    profile's table is numbered by row already (``schema.numbered``); another is mapped. An
+    edge naming an event the table lacks is left out, as a join would.
+    A child given two parents (edges not made by ``link``) keeps the first, by parent id."""
+    ids = events["event_id"]
+    rank = pl.col("link_method").cast(pl.String).replace_strict(RANK, return_dtype=pl.Int64)
+    e = edges.select("src", "dst", rank=rank)
+    if by_row(events):  # edges of other events (another table's) link nothing here
+        e = e.filter(
+            pl.col("src").is_between(0, len(ids) - 1), pl.col("dst").is_between(0, len(ids) - 1)
+        )
+    else:
+        at = pl.DataFrame({"_id": ids, "_row": pl.int_range(len(ids), dtype=pl.Int64, eager=True)})
+        e = (
+            e.join(at, left_on="src", right_on="_id")
+            .join(at, left_on="dst", right_on="_id", suffix="_d")
+            .select(src="_row", dst="_row_d", rank="rank")
+        )
+    if e["dst"].n_unique() != e.height:
+        e = e.sort("dst", "src").unique("dst", keep="first", maintain_order=True)
+    return ids, e
+
+
+def walk(events: pl.DataFrame, hw_rows: pl.Series, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return per hardware row (``hw``) each hop of its path by depth ``d``: the ancestor's
+    row ``a<d>``, the rank of the method of the link to it ``m<d>``, and its kind, source,
+    name and start (``k<d>``, ``s<d>``, ``n<d>``, ``t<d>``); null past the path's top (one
+    depth at least, all null where nothing links)."""
+
+    def by_child(values: pl.Series) -> pl.Series:  # a new array (scatter writes in place)
+        none = pl.Series([None], dtype=pl.Int64).new_from_index(0, events.height)
+        return none.scatter(edges["dst"], values)
+
+    parent, method = by_child(edges["src"]), by_child(edges["rank"])
+    kind, source = (events[c].cast(pl.String) for c in ("lane_kind", "source"))
+    name, start = events["name"], events["start_ns"]
+    cols: list[pl.Series] = [hw_rows.alias("hw")]
+    at = hw_rows
+    for d in range(1, MAX_DEPTH + 1):
+        up = parent.gather(at)
+        if d > 1 and up.null_count() == up.len():
+            break
+        cols += [
+            up.alias(f"a{d}"),
+            method.gather(at).alias(f"m{d}"),
+            kind.gather(up).alias(f"k{d}"),
+            source.gather(up).alias(f"s{d}"),
+            name.gather(up).alias(f"n{d}"),
+            start.gather(up).alias(f"t{d}"),
+        ]
+        at = up
+    return pl.DataFrame(cols)
+
+
+def nearest(path: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
+    """Return per hardware row of ``path`` (``walk``) what ``chain_table`` shows of its hops:
+    the op (``op``, ``op_event_id``, ``op_start_ns``), the nearest dispatch's start
+    (``dispatch_start_ns``), the runtime event (``rt_event_id``), the runtime call's name
+    (``runtime``) and the least trusted link method up to the op (``link_method``).
+
+    The op is the nearest framework op, or the Python function a launch was linked to by
+    the graph or python rule (named ``graph replay (<function>)``, ``python launch (...)``)."""
+    levels = range(1, sum(c.startswith("a") for c in path.columns) + 1)
+
+    def first(rule: str) -> pl.Expr:  # the depth of the nearest hop the rule holds at
+        return pl.coalesce(*(pl.when(_rule(rule, d)).then(pl.lit(d, pl.Int32)) for d in levels))
+
+    def at(depth: str, col: str) -> pl.Expr:  # column ``col`` at that depth
+        return pl.coalesce(*(pl.when(pl.col(depth) == d).then(pl.col(f"{col}{d}")) for d in levels))
+
+    found = path.with_columns(**{f"_{r}": first(r) for r in ("op", "dispatch", "rt", "call")})
+    worst = pl.max_horizontal(*(pl.when(pl.col("_op") >= d).then(pl.col(f"m{d}")) for d in levels))
+    caller, op = at("_op", "m"), at("_op", "n")
+    named = op
+    for method, label in CALLERS.items():
+        named = (
+            pl.when(caller == RANK[method]).then(pl.format(f"{label} ({{}})", op)).otherwise(named)
+        )
+    out = found.select(
+        "hw",
+        op=named,
+        op_row=at("_op", "a"),
+        op_start_ns=at("_op", "t"),
+        dispatch_start_ns=at("_dispatch", "t"),
+        rt_row=at("_rt", "a"),
+        runtime=at("_call", "n"),
+        link_method=worst.replace_strict(list(RANK.values()), list(RANK), return_dtype=pl.String),
+    )
+    return out.with_columns(
+        op_event_id=ids.gather(out["op_row"]), rt_event_id=ids.gather(out["rt_row"])
+    ).drop("op_row", "rt_row")
+
+
+def _rule(rule: str, d: int) -> pl.Expr:
+    """Whether the hop at depth ``d`` is the op, a dispatch, a runtime event, a runtime call."""
+    kind, src, m = pl.col(f"k{d}"), pl.col(f"s{d}"), pl.col(f"m{d}")
+    return {
+        "op": (kind == "framework_op") | m.is_in([RANK[c] for c in CALLERS]),
+        "dispatch": kind.is_in(["framework_dispatch", "runtime"]) & (src != "neuron_rt"),
+        "rt": src == "neuron_rt",
+        "call": kind == "runtime",
+    }[rule].fill_null(False)

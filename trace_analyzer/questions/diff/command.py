@@ -1,0 +1,261 @@
+"""``traceana diff``: compare two sides, base then head, and gate on the change.
+
+Each side is one run or several (samples): a profile folder or trace file, a folder of
+runs, a quoted glob, or a saved summary (``traceana gaps --format json`` or ``traceana
+baseline save``). A side with no hardware executions, or far fewer than the other, is
+refused (exit 2) unless ``--allow-empty`` (docs/diff.md).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from trace_analyzer.cli.common import (
+    ROWS,
+    Loading,
+    check_output,
+    cli,
+    emit,
+    exit_on_failures,
+    handle_errors,
+    load_options,
+    output_options,
+)
+from trace_analyzer.errors import InputError, UsageError
+from trace_analyzer.units import parse_condition, parse_duration
+
+# The analyses are imported when a side is loaded: declaring diff imports no polars, so that
+# its --help and usage errors are said without it (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from trace_analyzer.questions.diff.sides import Sample, Side
+
+F = TypeVar("F", bound=Callable[..., Any])
+MIN_EXECUTIONS_SHARE = 10.0  # % of the other side's hardware executions
+ALLOW_EMPTY = "--allow-empty to compare anyway"
+
+
+def expand(spec: Path, role: str) -> list[Path]:
+    """Return the paths a side names: the path itself, or the matches of a glob in it
+    (sorted; none is a usage error naming the side)."""
+    text = str(spec)
+    if spec.exists() or not any(c in text for c in "*?["):
+        return [spec]
+    matches = sorted(glob.glob(text))
+    if not matches:
+        raise UsageError(f"{role} {text!r}: no path matches")
+    return [Path(m) for m in matches]
+
+
+def is_summary(path: Path) -> bool:
+    """True for a .json file that holds traceana's own JSON rather than a trace (by its
+    first bytes: ``questions.diff.sides.looks_like_summary``)."""
+    from trace_analyzer.questions.diff.sides import looks_like_summary
+
+    if not (path.suffix.lower() == ".json" and path.is_file()):
+        return False
+    try:
+        with path.open("rb") as f:
+            return looks_like_summary(f.read(4096))
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from e
+
+
+def _saved(path: Path, step: int | None, min_gap_ns: int) -> list[Sample]:
+    """The runs of a summary file, measured as the diff measures (else exit 2)."""
+    import orjson
+
+    from trace_analyzer.questions.diff.sides import read_summary
+
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except OSError as e:
+        raise InputError(path, f"cannot read: {e.strerror or e}") from e
+    except orjson.JSONDecodeError as e:
+        raise InputError(path, f"not valid JSON: {e}") from e
+    saved = read_summary(doc, str(path))
+
+    def window(s: int | None) -> str:
+        return "the hardware span" if s is None else f"--step {s}"
+
+    if saved.step != step:
+        raise InputError(
+            path, f"measured over {window(saved.step)}, not {window(step)}: give the same --step"
+        )
+    if saved.min_gap_ns != min_gap_ns:
+        raise InputError(
+            path,
+            f"measured with --min-gap {saved.min_gap_ns}ns, not {min_gap_ns}ns: "
+            "give the same --min-gap",
+        )
+    return [replace(s, root=f"{path}: {s.root}") for s in saved.samples]
+
+
+def load_side(
+    spec: Path, role: str, loading: Loading, *, step: int | None, min_gap_ns: int
+) -> Side:
+    """Return the side ``spec`` names (``role``: base or head, for the messages): every run
+    under each path it names, each summary file's runs, measured with ``step`` and
+    ``min_gap_ns``."""
+    from trace_analyzer.questions.diff.sides import Side, sample_of
+
+    samples: list[Sample] = []
+    for path in expand(spec, role):
+        if is_summary(path):
+            samples += _saved(path, step, min_gap_ns)
+            continue
+        for profile in loading.runs(path):
+            try:
+                g = loading.cache.gaps(profile, step=step, min_gap_ns=min_gap_ns)
+            except UsageError as e:  # e.g. no ProfilerStep#N: name the run
+                raise InputError(str(profile.root), e.template, param=e.param) from e
+            samples.append(sample_of(profile, g))
+    return Side(str(spec), tuple(samples))
+
+
+def refuse(sides: dict[str, Side], *, min_runs: int, min_share: float, allow_empty: bool) -> None:
+    """Raise a UsageError when a side has fewer than ``min_runs`` runs, or (unless
+    ``allow_empty``) a run without hardware executions, or fewer executions than
+    ``min_share`` % of the other side's."""
+    n = {role: len(side.samples) for role, side in sides.items()}
+    if min(n.values()) < min_runs:
+        raise UsageError(
+            f"--min-runs {min_runs}: "
+            + ", ".join(
+                f"{r} ({s.label}) has {n[r]} run{'s' * (n[r] != 1)}" for r, s in sides.items()
+            )
+        )
+    if allow_empty:
+        return
+    mean = {}
+    for role, side in sides.items():
+        for s in side.samples:
+            if not s.metrics["executions"]:
+                run = "" if n[role] == 1 else f", run {s.root},"
+                raise UsageError(
+                    f"{role} ({side.label}){run} has no hardware executions: nothing to "
+                    f"compare ({ALLOW_EMPTY})"
+                )
+        mean[role] = sum(s.metrics["executions"] or 0 for s in side.samples) / n[role]
+    for role, other in (("base", "head"), ("head", "base")):
+        if 100 * mean[role] < min_share * mean[other]:
+            raise UsageError(
+                f"{role} ({sides[role].label}) has {mean[role]:g} hardware executions, "
+                f"{100 * mean[role] / mean[other]:.1f} % of {other}'s {mean[other]:g}, under "
+                f"--min-executions-share {min_share:g}: not the same work? ({ALLOW_EMPTY})"
+            )
+
+
+def side_options(fn: F) -> F:
+    """--step and --min-gap: how each run of a side is measured."""
+    fn = click.option(
+        "--min-gap",
+        default="0ns",
+        show_default=True,
+        metavar="DURATION",
+        help="Leave shorter gaps out of the gap counts.",
+    )(fn)
+    return click.option("--step", type=int, help="Compare ProfilerStep#N of each run.")(fn)
+
+
+@cli.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("head", type=click.Path(path_type=Path))
+@side_options
+@click.option(
+    "--top",
+    type=ROWS,
+    default=10,
+    show_default=True,
+    help="How many changed ops the text reports show.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="EXPR",
+    help="Exit 1 when EXPR holds or cannot be measured, e.g. 'idle_pct_delta>2'.",
+)
+@click.option(
+    "--min-runs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Each side needs at least N runs (else exit 2); from 2, a _delta or _pct_delta "
+    "gate holds only when the change is also significant (Welch's t-test, 95 %).",
+)
+@click.option(
+    "--min-executions-share",
+    type=click.FloatRange(0, 100),
+    default=MIN_EXECUTIONS_SHARE,
+    show_default=True,
+    metavar="PCT",
+    help="Refuse (exit 2) a side with fewer hardware executions than PCT % of the other's.",
+)
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Compare even a side with no hardware executions, or too few; the verdict is then "
+    "inconclusive.",
+)
+@output_options
+@load_options
+@handle_errors
+def diff(
+    base: Path,
+    head: Path,
+    step: int | None,
+    min_gap: str,
+    top: int,
+    fail_on: tuple[str, ...],
+    min_runs: int,
+    min_executions_share: float,
+    allow_empty: bool,
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """Compare two sides (BASE, then HEAD): window, device time, idle, gaps, ops, causes.
+
+    Each side is a profile folder or trace file (one run), a folder of runs or a quoted glob
+    ('runs/base-*': each run one sample), or a summary saved by `traceana gaps --format
+    json` or `traceana baseline save`. With two runs or more per side, changes are tested
+    for significance (Welch's t-test, 95 %). --fail-on metrics: every compared metric
+    (idle_pct, device_time, window_us, step_time_us, idle_us, executions, gap_count,
+    gap_p50_us, gap_p90_us, gap_max_us, idle_<cause>_us) alone (head's value) or with
+    _delta (head − base; pp for idle_pct), _pct_delta (relative %), _base or _head. Exit 1
+    after printing when one holds or its metric is undefined.
+
+    \b
+    Example:
+        traceana diff base/ head/ --format markdown --fail-on 'idle_pct_delta>2'
+        traceana diff 'runs/main-*' 'runs/pr-*' --min-runs 3 --fail-on 'idle_pct_delta>2'
+    """
+    from trace_analyzer.questions.diff.analysis import (
+        DIFF_METRICS,
+        DIFF_METRICS_HINT,
+        diff_runs,
+        diff_sides,
+    )
+    from trace_analyzer.questions.diff.analysis import gate as gate_diff
+    from trace_analyzer.render import View
+
+    check_output(fmt, output)
+    conditions = [parse_condition(c, DIFF_METRICS, DIFF_METRICS_HINT) for c in fail_on]
+    min_gap_ns = parse_duration(min_gap)
+    sides = {
+        role: load_side(spec, role, loading, step=step, min_gap_ns=min_gap_ns)
+        for role, spec in (("base", base), ("head", head))
+    }
+    refuse(sides, min_runs=min_runs, min_share=min_executions_share, allow_empty=allow_empty)
+    compared = diff_sides(
+        sides["base"], sides["head"], step=step, min_executions_share=min_executions_share
+    )
+    result = diff_runs(gate_diff(compared, conditions, significant=min_runs >= 2))
+    emit(result, fmt, output, View(top=top))
+    exit_on_failures(result)

@@ -1,0 +1,162 @@
+"""The table and Markdown layout of a ``diff`` result (base against head).
+
+The verdict first (with the failed gates), then how changes were judged (one run per side, or
+Welch's test over several), what a side's source lacks, the key numbers (with each side's
+spread when it has two runs or more), and the ops that changed most (docs/diff.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_analyzer.numbers import DASH, duration
+from trace_analyzer.render.blocks import (
+    MARKDOWN,
+    Block,
+    Column,
+    Items,
+    Style,
+    Table,
+    first,
+    heading,
+    num_col,
+    text_col,
+)
+from trace_analyzer.render.safe import shown
+from trace_analyzer.render.view import View
+
+
+def _diff(run: dict[str, Any], style: Style, top: int = 10) -> list[Block]:
+    failed = "FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else ""
+    verdict = shown(failed + _verdict(run), style)
+    blocks: list[Block] = [
+        heading(f"diff: {shown(run['root'], style)}", style),
+        "",
+        f"**{verdict}**" if style == MARKDOWN else verdict,
+        "",
+        run["noise"] + ".",
+    ]
+    blocks += [shown(f"Not compared: {n}.", style) for n in run["not_compared"]]
+    blocks += [shown(f"Gate: {n}.", style) for n in run["gate_notes"]]
+    blocks.append(_metrics(run["metrics"]))
+    changed = [
+        o
+        for o in run["ops"]
+        if o["device_us_delta"] or o["calls_delta"] or o["idle_before_us_delta"]
+    ]
+    if changed:
+        blocks.append(_op_changes(changed, top))
+    for title, ops in (
+        ("ops added in head", run["added"]),
+        ("ops removed in head", run["removed"]),
+    ):
+        names = [
+            f"{shown(o['name'], style)} ({_us(first(o['device_us_head'], o['device_us_base']))})"
+            for o in ops
+        ]
+        if names:
+            blocks.append(Items(title, names[:top], noun="ops"))
+            if len(names) > top:
+                option = "`--top N`" if style == MARKDOWN else "--top N"
+                blocks.append(f"… and {len(names) - top} more ({option} shows more)")
+    return blocks
+
+
+def _verdict(run: dict[str, Any]) -> str:
+    """The verdict line, as the analysis words it (durations auto-scaled, ``numbers``)."""
+    return str(run["verdict_text"])
+
+
+def _us(v: float | None) -> str:
+    return DASH if v is None else duration(v * 1000)
+
+
+def _is_time(metric: str) -> bool:
+    return metric == "device_time" or metric.endswith("_us")
+
+
+def _value(metric: str, v: float | None) -> str:
+    """A metric's value as people read it: durations auto-scaled, idle % with its sign."""
+    if v is None:
+        return DASH
+    if _is_time(metric):
+        return _us(v)
+    if metric == "idle_pct":
+        return f"{v:g} %"
+    return f"{v:,g}" if isinstance(v, float) else f"{v:,}"
+
+
+def _delta(metric: str, d: float | None) -> str:
+    if d is None:
+        return DASH
+    sign = "+" if d > 0 else ""
+    if _is_time(metric):
+        return sign + _us(d) if d else "0"
+    return f"{d:+g} pp" if metric == "idle_pct" else f"{d:+g}"
+
+
+def _metrics(metrics: list[dict[str, Any]]) -> Table:
+    """The key numbers: every metric either side has, with each side's sd where it has two
+    runs or more, and whether the change is significant where it was tested."""
+    listed = [m for m in metrics if m["base"] or m["head"]]
+    spread = {side: any(m[f"{side}_sd"] is not None for m in listed) for side in ("base", "head")}
+    tested = any(m["significant"] is not None for m in listed)
+    columns = [text_col("metric", cut=16)]
+    for side in ("base", "head"):
+        columns.append(num_col(side))
+        if spread[side]:
+            columns.append(num_col(f"{side} sd", drop=2))
+    columns += [num_col("change"), num_col("change %", drop=1)]
+    if tested:
+        columns.append(Column("significant"))
+    rows = []
+    for m in listed:
+        name = m["metric"]
+        row = [m["what"].replace(" (µs)", "").replace(", µs)", ")")]
+        for side in ("base", "head"):
+            row.append(_value(name, m[side]))
+            if spread[side]:
+                row.append(_value(name, m[f"{side}_sd"]).replace(" %", " pp"))
+        row.append(_delta(name, m["delta"]))
+        row.append(DASH if m["pct_delta"] is None else f"{m['pct_delta']:+g} %")
+        if tested:
+            sig = m["significant"]
+            row.append(DASH if sig is None else "yes" if sig else "no")
+        rows.append(row)
+    return Table("key numbers (head − base)", tuple(columns), rows, noun="metrics")
+
+
+def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
+    def calls(v: float | None) -> str:
+        return DASH if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+    return Table(
+        "ops that changed most",
+        (
+            text_col("op"),
+            num_col("calls", drop=1),
+            num_col("device base", drop=2),
+            num_col("device head", drop=2),
+            num_col("device Δ"),
+            num_col("idle before Δ"),
+        ),
+        [
+            [
+                o["name"],
+                f"{calls(o['calls_base'])} → {calls(o['calls_head'])}",
+                _us(o["device_us_base"]),
+                _us(o["device_us_head"]),
+                _delta("device_time", o["device_us_delta"]),
+                _delta("device_time", o["idle_before_us_delta"]),
+            ]
+            for o in ops[:top]
+        ],
+        total=len(ops),
+        noun="changed ops",
+        more="`--top N` shows more, `--format json` has them all",
+    )
+
+
+def diff_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+    """Return the blocks of `traceana diff` (its JSON ``run``)."""
+    return _diff(run, style, view.top)

@@ -1,0 +1,209 @@
+"""The text and Markdown layout of `traceana engines` (questions/engines/analysis.py): per device
+profile
+and NEFF, its utilisation and roofline line, the engines of each core, the DMA, the top
+opcodes, HLO ops and NKI source lines, the HLO ops on the roofline and the hints; then the
+export's Summary beside traceana's figures, mismatches marked; then the pairs not exported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.render.blocks import (
+    Block,
+    Items,
+    Style,
+    Table,
+    heading,
+    num_col,
+    plural,
+    text_col,
+)
+from trace_analyzer.render.safe import plain, shown
+from trace_analyzer.render.view import View
+
+SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def _ns(value: float | None) -> str:
+    return DASH if value is None else duration(value)
+
+
+def _si(value: float | None, unit: str) -> str:
+    """``8.19 TFLOP/s``, ``409.6 GB/s``: a rate or count in SI prefixes (None: a dash)."""
+    if value is None:
+        return DASH
+    for size, prefix in SI:
+        if abs(value) >= size:
+            return f"{number(round(value / size, 2))} {prefix}{unit}"
+    return f"{number(round(value, 2))} {unit}"
+
+
+def _bytes(n: float | None) -> str:
+    """A byte count: ``512 B``, ``3.33 KiB``, ``1.2 MiB`` (None: a dash)."""
+    if n is None:
+        return DASH
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{number(round(n / size, 2))} {unit}"
+    return f"{number(round(n, 2))} B"
+
+
+def _of(rows: list[dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
+    return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+
+
+def engines_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+    """Return the blocks of one path's device profiles."""
+    blocks: list[Block] = [heading(f"engines: {shown(run['root'], style)}", style), ""]
+    if not run["profiles"]:
+        blocks.append("no device-profile export under this path")
+    if run["notes"]:
+        blocks += [Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"), ""]
+    for p in run["profiles"]:
+        blocks += _profile(run, p, style)
+    commands = [plain(u["command"]) for u in run["unexported"] if u.get("command")]
+    if commands:
+        title = f"{plural(len(commands), 'NEFF/NTFF pair')} not exported: export it with"
+        blocks.append(Items(title, commands, noun="commands", code=True))
+    return blocks
+
+
+def _profile(run: dict[str, Any], p: dict[str, Any], style: Style) -> list[Block]:
+    name = p["profile"]
+    blocks: list[Block] = [heading(f"device profile {shown(name, style)}", style, 3), ""]
+    peaks = (
+        f"peak {_si(p['peak_flops'], 'FLOP/s')}, HBM {_si(p['hbm_bw'], 'B/s')}, ridge "
+        f"{number(p['ridge'])} FLOP/byte"
+        if p["no_peaks"] is None
+        else f"no peaks: {shown(p['no_peaks'], style)}"
+    )
+    missing = f"; tables missing: {', '.join(p['missing'])}" if p["missing"] else ""
+    schema = f"schema {shown(p['schema_version'], style)}; " if p["schema_version"] else ""
+    blocks += [f"{schema}{peaks}{missing}", "", _use_line("all NEFFs", p), ""]
+    for n in _of(run["neffs"], profile=name):
+        blocks += _neff(run, name, n, style)
+    blocks += _comparison(_of(run["comparison"], profile=name), p["summary"])
+    return blocks
+
+
+def _use_line(what: str, r: dict[str, Any]) -> str:
+    """MFU, HFU, MBU, intensity and the roofline verdict of a NEFF or a whole profile."""
+    verdict = r["verdict"] or "not placed on the roofline"
+    head = (
+        f", {number(r['headroom'])}× under the roof ({_si(r['roof_flops'], 'FLOP/s')})"
+        if r["headroom"] is not None
+        else ""
+    )
+    return (
+        f"{what}: window {_ns(r['window_ns'])}; MFU {percent(r['mfu_pct'])}, HFU "
+        f"{percent(r['hfu_pct'])}, MBU {percent(r['mbu_pct'])}; intensity "
+        f"{number(r['intensity'])} FLOP/byte; {verdict}, achieved "
+        f"{_si(r['achieved_flops'], 'FLOP/s')}{head}"
+    )
+
+
+def _neff(run: dict[str, Any], profile: str, n: dict[str, Any], style: Style) -> list[Block]:
+    where = {"profile": profile, "neff": n["neff"]}
+    ran = "" if n["executions"] is None else f" ({plural(n['executions'], 'execution')})"
+    blocks: list[Block] = [
+        heading(f"NEFF {shown(n['neff'], style)}{ran}", style, 3),
+        "",
+        _use_line("all cores", n),
+        "",
+        _engines(_of(run["engines"], **where)),
+        "",
+    ]
+    blocks += [_dma_line(c) for c in _of(run["cores"], **where)]
+    tops = _of(run["tops"], **where)
+    for kind, title in (("opcode", "opcode"), ("hlo", "HLO op"), ("nki", "NKI source")):
+        blocks += ["", _tops(_of(tops, kind=kind), title, run["top"])]
+    blocks += ["", _roofline(_of(run["roofline"], level="hlo", **where))]
+    hints = [shown(h["text"], style) for h in _of(run["hints"], **where)]
+    if hints:
+        blocks += ["", Items("hints", hints, noun="hints")]
+    return [*blocks, ""]
+
+
+def _engines(rows: list[dict[str, Any]]) -> Table:
+    cells = [
+        [
+            count(r["pcore"]), r["engine"], _ns(r["active_ns"]), percent(r["active_pct"]),
+            count(r["instructions"]), _ns(r["instruction_ns"]), _ns(r["idle_ns"]),
+            f"{_ns(r['wait_ns'])} ({count(r['waits'])})",
+        ]
+        for r in rows
+    ]  # fmt: skip
+    columns = (
+        num_col("core"), text_col("engine"), num_col("active"), num_col("active %"),
+        num_col("instructions", drop=3), num_col("instruction time", drop=2),
+        num_col("idle between"), num_col("waits", drop=1),
+    )  # fmt: skip
+    return Table("engines (active: ActiveTime in the window; waits: semaphore)", columns, cells)
+
+
+def _dma_line(c: dict[str, Any]) -> str:
+    small = "" if c["dma_small_pct"] is None else f", {percent(c['dma_small_pct'])} under 4 KiB"
+    throttle = "" if c["throttle_ns"] is None else f"; throttled {_ns(c['throttle_ns'])}"
+    return (
+        f"core {c['pcore']}: DMA active {_ns(c['dma_active_ns'])}, "
+        f"{plural(c['dma_count'], 'transfer')}, {_bytes(c['dma_bytes'])}, mean "
+        f"{_bytes(c['dma_mean_bytes'])}{small}{throttle}; spilled {_bytes(c['spill_bytes'])}; "
+        f"{plural(c['short_gaps'], 'TensorEngine gap')} under 3 µs"
+    )
+
+
+def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
+    opcode = title == "opcode"
+    cells = [
+        [count(r["pcore"]), *([r["engine"]] if opcode else []), r["name"], count(r["count"]),
+         _ns(r["ns"])]
+        for r in rows
+    ]  # fmt: skip
+    columns = (
+        num_col("core"), *((text_col("engine"),) if opcode else ()),
+        text_col(title, cut=24), num_col("count"), num_col("time"),
+    )  # fmt: skip
+    return Table(f"top {top} by {title} (instruction time)", columns, cells)
+
+
+def _roofline(rows: list[dict[str, Any]]) -> Table:
+    cells = [
+        [r["name"], _si(r["flops"], "FLOP"), _bytes(r["hbm_bytes"]), _ns(r["time_ns"]),
+         number(r["intensity"]), _si(r["achieved_flops"], "FLOP/s"), r["verdict"] or DASH,
+         DASH if r["headroom"] is None else f"{number(r['headroom'])}×"]
+        for r in rows
+    ]  # fmt: skip
+    columns = (
+        text_col("HLO op", cut=24), num_col("FLOPs"), num_col("HBM", drop=2),
+        num_col("time"), num_col("FLOP/byte", drop=1), num_col("achieved", drop=3),
+        text_col("verdict"), num_col("headroom"),
+    )  # fmt: skip
+    return Table("the top HLO ops on the roofline", columns, cells)
+
+
+def _value(v: float | None, unit: str) -> str:
+    if v is None:
+        return "absent"
+    if unit == "ns":
+        return duration(v)
+    if unit == "%":
+        return percent(v)
+    return _bytes(v) if unit == "byte" else number(v)
+
+
+def _comparison(rows: list[dict[str, Any]], has_summary: bool) -> list[Block]:
+    if not has_summary:
+        return ["the export has no Summary table: nothing to compare", ""]
+    bad = sum(r["mismatch"] for r in rows)
+    cells = [
+        [r["figure"], _value(r["ours"], r["unit"]), _value(r["export"], r["unit"]),
+         percent(r["difference_pct"]), "MISMATCH" if r["mismatch"] else "ok"]
+        for r in rows
+    ]  # fmt: skip
+    columns = (
+        text_col("figure", cut=20), num_col("traceana"), num_col("Summary"), num_col("apart"),
+        text_col("match"),
+    )  # fmt: skip
+    title = f"traceana against the export's Summary ({plural(bad, 'mismatch', 'mismatches')})"
+    return [Table(title, columns, cells), ""]

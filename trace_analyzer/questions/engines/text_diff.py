@@ -1,0 +1,123 @@
+"""The text and Markdown layout of `traceana engines HEAD --base BASE`
+(questions/engines/diff.py): the gates first, then each side's window and MFU/HFU/MBU over all
+its profiles, the NEFFs on both sides (window, utilisation, verdict), each one's engines and
+DMA base against head, and the NEFFs on one side only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_analyzer.numbers import DASH, change, duration, number, percent, signed_percent
+from trace_analyzer.questions.engines.text import _bytes
+from trace_analyzer.render.blocks import (
+    MARKDOWN,
+    Block,
+    Items,
+    Style,
+    Table,
+    heading,
+    num_col,
+    text_col,
+)
+from trace_analyzer.render.safe import shown
+from trace_analyzer.render.view import View
+
+
+def _ns(v: float | None) -> str:
+    return DASH if v is None else duration(v)
+
+
+def _pp(v: float | None) -> str:
+    """A change of a percentage, in percentage points: ``+0.25 pp``."""
+    if v is None:
+        return DASH
+    return ("+" if v > 0 else "") + f"{percent(v).removesuffix(' %')} pp"
+
+
+def _arrow(base: str, head: str) -> str:
+    return base if base == head else f"{base} → {head}"
+
+
+def engines_diff_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+    """Return the blocks of one comparison of two device profiles."""
+    title = f"engines: {shown(run['head'], style)} against {shown(run['base'], style)}"
+    blocks: list[Block] = [heading(title, style), ""]
+    if run["failed"]:
+        text = shown("FAILED " + "; ".join(run["failed"]), style)
+        blocks += [f"**{text}**" if style == MARKDOWN else text, ""]
+    if run["gate_notes"]:
+        blocks += [*(shown(f"Gate: {n}.", style) for n in run["gate_notes"]), ""]
+    blocks += [_overall(run["overall"]), ""]
+    common = [n for n in run["neffs"] if n["status"] == "common"]
+    if common:
+        blocks += [_neffs(common), ""]
+    else:
+        blocks += ["no NEFF is on both sides: nothing compared NEFF by NEFF", ""]
+    for n in common:
+        blocks += _neff(n, [e for e in run["engines"] if e["neff"] == n["neff"]], style)
+    for title, names in (("NEFFs added in head", run["added"]),
+                         ("NEFFs removed in head", run["removed"])):  # fmt: skip
+        if names:
+            blocks += [Items(title, [shown(n, style) for n in names], noun="NEFFs"), ""]
+    if run["notes"]:
+        blocks.append(Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"))
+    return blocks
+
+
+def _overall(o: dict[str, Any]) -> str:
+    uses = "; ".join(
+        f"{k.upper()} {_arrow(percent(o[f'{k}_pct_base']), percent(o[f'{k}_pct_head']))} "
+        f"({_pp(o[f'{k}_pct_delta'])})"
+        for k in ("mfu", "hfu", "mbu")
+    )
+    return (
+        f"all profiles: window {_ns(o['window_ns_base'])} → {_ns(o['window_ns_head'])} "
+        f"({change(o['window_ns_delta'])}, {signed_percent(o['window_pct_delta'])}); {uses}"
+    )
+
+
+def _neffs(rows: list[dict[str, Any]]) -> Table:
+    cells = [
+        [r["neff"], _ns(r["window_ns_base"]), _ns(r["window_ns_head"]),
+         change(r["window_ns_delta"]), signed_percent(r["window_pct_delta"]),
+         _pp(r["mfu_pct_delta"]), _pp(r["hfu_pct_delta"]), _pp(r["mbu_pct_delta"]),
+         _arrow(r["verdict_base"] or DASH, r["verdict_head"] or DASH)]
+        for r in rows
+    ]  # fmt: skip
+    columns = (
+        text_col("NEFF", cut=24), num_col("base"), num_col("head"), num_col("change"),
+        num_col("change %"), num_col("MFU", drop=1), num_col("HFU", drop=3),
+        num_col("MBU", drop=2), text_col("verdict", drop=4),
+    )  # fmt: skip
+    return Table("NEFFs on both sides: window (head − base)", columns, cells)
+
+
+def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> list[Block]:
+    intensity = _arrow(number(n["intensity_base"]), number(n["intensity_head"]))
+    dma = (
+        f"DMA active {_ns(n['dma_active_ns_base'])} → {_ns(n['dma_active_ns_head'])} "
+        f"({signed_percent(n['dma_active_pct_delta'])}), bytes "
+        f"{_bytes(n['dma_bytes_base'])} → {_bytes(n['dma_bytes_head'])}; intensity "
+        f"{intensity} FLOP/byte"
+    )
+    cells = [
+        [e["engine"], _ns(e["active_ns_base"]), _ns(e["active_ns_head"]),
+         signed_percent(e["active_pct_delta"]), _ns(e["instruction_ns_base"]),
+         _ns(e["instruction_ns_head"]), change(e["instruction_ns_delta"]),
+         signed_percent(e["instruction_pct_delta"])]
+        for e in engines
+    ]  # fmt: skip
+    columns = (
+        text_col("engine"), num_col("active base"), num_col("active head"),
+        num_col("active %"), num_col("instr. base", drop=2), num_col("instr. head", drop=2),
+        num_col("instr. change", drop=1), num_col("instr. %"),
+    )  # fmt: skip
+    title = "engines, summed over cores (active: ActiveTime; instr.: instruction time)"
+    return [
+        heading(f"NEFF {shown(n['neff'], style)}", style, 3),
+        "",
+        dma,
+        "",
+        Table(title, columns, cells),
+        "",
+    ]

@@ -1,0 +1,47 @@
+"""`traceana export`: one run as a Perfetto trace (questions/export/perfetto.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.cli.common import (
+    Loading,
+    cli,
+    handle_errors,
+    load_options,
+    output_file,
+    writing,
+)
+from trace_analyzer.cli.messages import plain
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@output_file("File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
+@load_options
+@handle_errors
+def export(path: Path, output: Path, loading: Loading) -> None:
+    """Export one run as a trace for the Perfetto UI, with links and gaps drawn in.
+
+    Every lane is a track, every link a flow arrow, every idle gap a slice named by its
+    cause, on a track beside its hardware lane (docs/graph.md). Write it outside the
+    profile folder: traceana would read it there as another trace of the run.
+
+    \b
+    Example:
+        traceana export ./profile_out -o annotated.json
+    """
+    from trace_analyzer.questions.export import perfetto
+
+    profile = loading.one(path, args=True)
+    doc = perfetto.build(profile, loading.cache.gaps(profile), source=str(path))
+    with writing(output):
+        perfetto.write(doc, output)
+    n = doc["traceana"]
+    click.echo(
+        f"wrote {plain(output)}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
+        f"{n['tracks']} tracks",
+        err=True,
+    )

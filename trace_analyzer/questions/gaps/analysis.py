@@ -1,0 +1,404 @@
+"""Idle gaps on the hardware lanes, each attributed to the op that ended it and to a cause.
+
+The arithmetic (window, busy intervals merged per lane and device, gap statistics) is in
+``busy.py``; the attribution and ``cause()`` in ``causes.py``; this module puts them
+together into ``GapsResult`` and evaluates ``--fail-on`` conditions (docs/gaps.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.analyses.busy import Window, between, device_of, merge, stats, window_of
+from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
+from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.errors import UsageError
+from trace_analyzer.loading.link import link
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import text
+from trace_analyzer.questions.chain.analysis import chain_table
+from trace_analyzer.questions.gaps.causes import (
+    CAUSES,
+    LATENCY_NS,
+    RESOLUTION_NS,
+    UNLINKED,
+    attribute,
+    by_op,
+    by_step,
+    comm_lanes,
+    lanes_are_devices,
+)
+from trace_analyzer.questions.gaps.hints import hints
+from trace_analyzer.units import Condition, failed, glob_regex
+
+__all__ = [
+    "CAUSES", "FRAMES", "METRICS", "UNLINKED", "GapsResult", "Window", "between", "device_of",
+    "gaps", "gaps_runs", "gate", "merge", "metrics", "stats", "window_of",
+]  # fmt: skip
+
+FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
+
+
+@dataclass(frozen=True, repr=False)
+class GapsResult(RunResult):
+    """The gaps of one run.
+
+    ``window``: what was measured (None when nothing ran on hardware). ``lanes`` and
+    ``devices``: busy, idle, leading and trailing idle, idle %, executions and gap statistics
+    per hardware lane and per device. ``gaps``: every gap per lane, attributed (the
+    executions around it, the next op, its cause and evidence); ``device_gaps``: the same per
+    device (all its lanes idle). ``ops``: the idle before each op, in all and by cause.
+    ``summary``: the totals over devices, what ``--fail-on`` and diff read. ``chain``: the
+    chains the gaps were attributed with (``questions.chain.analysis.chain_table``). ``root``: the
+    run.
+    ``failed``: the ``--fail-on`` conditions that held (``gate``). ``engines``: where the run
+    has device-profile exports, per op and NEFF the NEFF's engines and roofline
+    (``device_ops.op_engines``; the CLI sets it), else None.
+    """
+
+    window: Window | None
+    lanes: pl.DataFrame
+    devices: pl.DataFrame
+    gaps: pl.DataFrame
+    device_gaps: pl.DataFrame
+    ops: pl.DataFrame
+    summary: dict[str, Any]
+    chain: pl.DataFrame | None = None
+    steps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    root: str | None = None
+    failed: tuple[str, ...] = ()
+    hints: tuple[dict[str, Any], ...] = ()
+    engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
+
+    csv_table = "gaps"
+
+    def shown(self, top: int, markdown: bool) -> tuple[GapsResult, dict[str, int]]:
+        """Return the result with the ``top`` ops a text report lists, and their count in all."""
+        return replace(self, ops=self.ops.head(top)), {"ops": self.ops.height}
+
+    def to_json(self) -> dict[str, Any]:
+        """Return one run's gaps as plain data: the JSON output's shape (docs/gaps.md)."""
+        w = self.window
+        return {
+            "root": self.root,
+            "window": None
+            if w is None
+            else {
+                "start_ns": w.start_ns,
+                "end_ns": w.end_ns,
+                "duration_ns": w.duration_ns,
+                "origin": w.origin,
+            },
+            "summary": self.summary,
+            "devices": self.devices.to_dicts(),
+            "lanes": self.lanes.to_dicts(),
+            "gaps": Rows(self.gaps),
+            "device_gaps": Rows(self.device_gaps),
+            "ops": self.ops.to_dicts(),
+            "steps": self.steps.to_dicts(),
+            "hints": list(self.hints),
+            "failed": list(self.failed),
+            **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.gaps
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        s = self.summary
+        origin = self.window.origin if self.window else None
+        return [("window", origin), *((k, v) for k, v in s.items() if k != "idle_by_cause_ns")] + [
+            (f"idle from {c} (ns)", ns) for c, ns in s["idle_by_cause_ns"].items()
+        ]
+
+    def __repr__(self) -> str:
+        return frame_repr(
+            "GapsResult",
+            run=self.root,
+            idle_pct=self.summary["idle_pct"],
+            gaps=self.gaps,
+            devices=self.devices,
+        )
+
+
+def gaps(
+    profile: Profile | pl.DataFrame,
+    *,
+    step: int | None = None,
+    span: tuple[int, int] | None = None,
+    min_gap_ns: int = 0,
+    lanes: str | None = None,
+    latency_ns: int = LATENCY_NS,
+) -> GapsResult:
+    """Return the idle gaps of one run.
+
+    ``profile``: a loaded Profile, or its events table. ``step``: measure ProfilerStep#N
+    only. ``span``: (start, end) in ns after the run's first event. ``min_gap_ns``: leave
+    shorter gaps out of the gap lists and counts (their time stays idle). ``lanes``: a glob;
+    only the hardware lanes it matches. Without step or span the window is the hardware span.
+    ``latency_ns``: a queued execution starting within this of the previous end waited only
+    for the launch latency (cause ``launch_latency``).
+    """
+    events = profile.events if isinstance(profile, Profile) else profile
+    root = str(profile.root) if isinstance(profile, Profile) else None
+    hw = (  # the columns the gaps need, not the whole width (a copy of every execution)
+        events.lazy()
+        .filter(pl.col("lane_kind") == "hardware")
+        .select("event_id", "lane", "lane_kind", "pid", "name", "source", "start_ns", "end_ns")
+        .collect()
+    )
+    for name, value in (("min_gap_ns", min_gap_ns), ("latency_ns", latency_ns)):
+        if value < 0:
+            raise UsageError("{param} must not be negative", param=name)
+    if lanes:
+        hw = hw.filter(text("lane").str.contains(glob_regex(lanes)))
+        if hw.is_empty():
+            raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
+    w = window_of(events, step=step, span=span)
+    if w is None or hw.is_empty():
+        return _empty(w, root)
+    edges = profile.edges if isinstance(profile, Profile) else link(events)
+    keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
+    chain = chain_table(keyed, edges)
+    return _measure(keyed, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
+
+
+def _in_window(w: Window) -> pl.Expr:
+    """An execution overlapping the window, or a zero-length one inside it (edges too)."""
+    overlaps = (pl.col("end_ns") > w.start_ns) & (pl.col("start_ns") < w.end_ns)
+    point = (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(
+        w.start_ns, w.end_ns
+    )
+    return overlaps | point
+
+
+def _measure(
+    events: pl.DataFrame,
+    hw: pl.DataFrame,
+    w: Window,
+    links: tuple[pl.DataFrame, pl.DataFrame],
+    limits: tuple[int, int],
+    root: str | None,
+) -> GapsResult:
+    """Return the gaps of ``hw`` in ``w``: ``links`` the chains and edges, ``limits`` the
+    --min-gap and --latency in ns. Communication lanes are gaps of their own and take no part
+    in their device's idle (docs/gaps.md)."""
+    chain, (min_gap_ns, latency_ns) = links[0], limits
+    comm = comm_lanes(hw)["lane"].implode()
+    clipped = (
+        hw.filter(_in_window(w))
+        .select(
+            "event_id",
+            "lane",
+            "pid",
+            start_ns=pl.col("start_ns").clip(w.start_ns),
+            end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
+        )
+        .with_columns(device=device_of(pl.col("lane")))
+    )
+    keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
+    parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = {}
+    same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
+    merged = pl.DataFrame()
+    for key in ("lane", "device"):
+        if key == "device" and same:  # the lanes' busy time and gaps, named by device
+            merged, every = _as_devices(merged), _as_devices(parts["lane"][2])
+        else:  # the device pass leaves the communication lanes out
+            part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
+            merged, every = _pass(key, [part], events, links, latency_ns)
+            del part
+        kept = _long_enough(every, min_gap_ns)
+        parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), kept, every)
+        clipped = clipped.clear() if same else clipped  # the device pass takes the lanes'
+    lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
+    devices_t, device_gaps, all_device_gaps = parts["device"]
+    # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
+    return GapsResult(
+        window=w,
+        lanes=lanes_t,
+        devices=devices_t,
+        gaps=parts["lane"][1],
+        device_gaps=device_gaps,
+        ops=by_op(all_device_gaps),
+        steps=by_step(all_device_gaps, events),
+        summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
+        chain=chain,
+        root=root,
+        hints=tuple(hints(all_device_gaps, bool(hw["source"].eq("neuron_hw").any()))),
+    )
+
+
+def _pass(
+    key: str,
+    held: list[pl.DataFrame],
+    events: pl.DataFrame,
+    links: tuple[pl.DataFrame, pl.DataFrame],
+    latency_ns: int,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return the busy intervals per ``key`` of the executions in ``held`` (a one-item list,
+    emptied: core/schema.numbered) and their gaps with causes and evidence, sorted."""
+    chain, edges = links
+    part = held.pop()
+    merged = merge(part.select(key, "pid", "event_id", "start_ns", "end_ns"), key, RESOLUTION_NS)
+    del part
+    found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
+    if key == "lane":  # a column, not a join: a join copies the whole table
+        found = found.with_columns(device=device_of(pl.col("lane")))
+    every = found.sort("start_ns", key)
+    del found  # no copy held beside the sorted one (5 million events: 250 MB)
+    return merged, every
+
+
+def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
+    """Return a lane pass's table (busy intervals, gaps) as the device pass lays out its own
+    (``lanes_are_devices``): each lane named by its device."""
+    named = (
+        lanes_table
+        if "device" in lanes_table.columns
+        else lanes_table.with_columns(device=device_of(pl.col("lane")))
+    )
+    return named.select(
+        ("device" if c == "lane" else c) for c in lanes_table.columns if c != "device"
+    )
+
+
+def _long_enough(every: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
+    """Return the gaps that are listed: every gap counts in the idle sums, the ones at least
+    --min-gap long are listed, and they are the same table when none is shorter."""
+    long_enough = pl.col("duration_ns") >= max(min_gap_ns, 1)
+    return every if every.select(long_enough.all()).item() else every.filter(long_enough)
+
+
+TOTALS = (
+    "busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "active_ns", "executions",
+    "gap_count",
+)  # fmt: skip
+
+
+def _summary(
+    devices: pl.DataFrame, device_gaps: pl.DataFrame, all_gaps: pl.DataFrame, n_lanes: int
+) -> dict[str, Any]:
+    """Return the totals over devices: what --fail-on and the verdict read."""
+    # Python's integers: the devices' windows, each up to int64, may add up past it.
+    total = {c: _sum(devices[c]) for c in TOTALS}
+    d = device_gaps["duration_ns"]
+
+    def q(p: float) -> int | None:
+        value = d.quantile(p, "linear")
+        return int(round(float(value))) if len(d) and value is not None else None
+
+    spans = all_gaps.select("cause", "duration_ns")  # two columns, not a copy of every one
+    by_cause = {c: _sum(spans.filter(pl.col("cause") == c)["duration_ns"]) for c in CAUSES}
+    window, active = total["window_ns"], total["active_ns"]
+    return {
+        **total,
+        "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
+        "active_idle_pct": round(100 * total["idle_ns"] / active, 2) if active else None,
+        "gap_p50_ns": q(0.5),
+        "gap_p90_ns": q(0.9),
+        "gap_p99_ns": q(0.99),
+        "gap_max_ns": int(d.max()) if len(d) else None,  # type: ignore[arg-type]
+        "idle_by_cause_ns": by_cause,
+        "devices": devices.height,
+        "lanes": n_lanes,
+    }
+
+
+def _sum(values: pl.Series) -> int:
+    """Return the exact sum of a column of ns (polars' Int64 sum wraps past 2**63)."""
+    return sum(v for v in values.to_list() if v is not None)
+
+
+def _empty(w: Window | None, root: str | None) -> GapsResult:
+    none = pl.DataFrame()
+    summary: dict[str, Any] = dict.fromkeys(TOTALS, 0)  # the window × 0 devices
+    summary.update(dict.fromkeys(("idle_pct", "active_idle_pct"), None))
+    summary.update(dict.fromkeys(("gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
+    summary.update(gap_max_ns=None, idle_by_cause_ns=dict.fromkeys(CAUSES, 0), devices=0, lanes=0)
+    return GapsResult(
+        window=w,
+        lanes=none,
+        devices=none,
+        gaps=none,
+        device_gaps=none,
+        ops=by_op(none),
+        steps=by_step(none, none),
+        summary=summary,
+        root=root,
+    )
+
+
+# --fail-on metrics, read from a run's summary (µs for people, like the reports).
+METRICS = {
+    "idle_pct": "idle % of the window (gaps only; leading and trailing idle apart)",
+    "active_idle_pct": "idle % of the devices' own active spans (first to last execution)",
+    "busy_us": "busy time",
+    "idle_us": "idle time in gaps",
+    "leading_us": "leading idle",
+    "trailing_us": "trailing idle",
+    "active_us": "the devices' active spans, added up",
+    "gap_count": "number of gaps",
+    "executions": "executions",
+    "gap_p50_us": "median gap",
+    "gap_p90_us": "90th percentile gap",
+    "gap_p99_us": "99th percentile gap",
+    "gap_max_us": "longest gap",
+    **{f"idle_{c}_us": f"idle time in gaps caused by {c}" for c in CAUSES},
+}
+
+
+def metrics(summary: dict[str, Any]) -> dict[str, float | None]:
+    """Return the --fail-on metrics of a summary (None where there is nothing to measure)."""
+
+    def us(ns: int | None) -> float | None:
+        return None if ns is None else ns / 1000
+
+    out: dict[str, float | None] = {
+        "idle_pct": summary["idle_pct"],
+        "active_idle_pct": summary["active_idle_pct"],
+        "gap_count": summary["gap_count"],
+        "executions": summary["executions"],
+    }
+    for name in (
+        "busy", "idle", "leading", "trailing", "active", "gap_p50", "gap_p90", "gap_p99", "gap_max",
+    ):  # fmt: skip
+        out[f"{name}_us"] = us(summary[f"{name}_ns"])
+    for c, ns in summary["idle_by_cause_ns"].items():
+        out[f"idle_{c}_us"] = us(ns)
+    return out
+
+
+GAP_STATS = ("gap_p50_us", "gap_p90_us", "gap_p99_us", "gap_max_us")
+
+
+def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
+    """Return ``result`` with ``failed``: the conditions (``units.parse_condition``) that
+    hold, and those on a metric that is undefined, which fail too: with no hardware
+    executions every metric but ``executions`` is. A run with executions and no gaps has
+    gap statistics of 0 here (no gap is longer)."""
+    measured = metrics(result.summary)
+    why: dict[str, str] = {}
+    if not result.summary["executions"]:
+        measured = {k: (v if k == "executions" else None) for k, v in measured.items()}
+        why = dict.fromkeys(METRICS, "no hardware executions")
+    elif not result.summary["gap_count"]:
+        measured.update(dict.fromkeys(GAP_STATS, 0.0))
+    return replace(result, failed=tuple(failed(conditions, measured, why)))
+
+
+def gaps_runs(
+    results: list[GapsResult],
+    path: str,
+    *,
+    min_gap_ns: int = 0,
+    warnings: Sequence[Sequence[str]] | None = None,
+) -> RunResults[GapsResult]:
+    """Return what ``traceana gaps`` prints: every run's gaps, ``results``, under ``path``,
+    with the ``min_gap_ns`` they were computed with and each run's ``warnings``."""
+    return RunResults(
+        str(path), tuple(results), header={"min_gap_ns": min_gap_ns}, warnings=warnings
+    )

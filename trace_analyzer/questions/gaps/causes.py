@@ -1,0 +1,275 @@
+"""Why the hardware was idle: each gap's neighbours, its next op, and one cause.
+
+Every gap's cause comes from ``cause()``, the one place the rules live (docs/gaps.md, "The gap
+model"); the numbers that decide it are columns of the gap row (``gap_evidence.py`` adds the
+host's time split and the sentence that says it).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.analyses.busy import device_of
+from trace_analyzer.model.schema import by_row, matching, text
+from trace_analyzer.questions.gaps.evidence import covered, host_split, launches, sentence
+
+CAUSES = (
+    "host_dispatch",
+    "launch_latency",
+    "transfer",
+    "sync",
+    "graph",
+    "collective",
+    "runtime",
+    "uncorrelated",
+    "other",
+)
+# A transfer or sync explains a gap when it covers at least this share of it.
+COVER_SHARE = 0.5
+UNLINKED = "(unlinked)"
+# A kernel queued before the previous one ended that starts within this much of its end
+# waited only for the device's own launch latency (HTA's kernel_wait). Set from the corpus:
+# docs/gaps.md, "launch_latency".
+LATENCY_NS = 5_000
+# Gaps of at most this many ns are not gaps: below the clock's resolution (docs/gaps.md).
+RESOLUTION_NS = 1
+# Communication kernels: NCCL/RCCL, and Neuron's collectives on the hardware lane.
+COLLECTIVE_NAMES = r"(?i)(nccl|rccl|^cc_running$)"
+# Where a gap's copies and syncs must run to explain it: its own stream, or its NeuronCore
+# (Neuron's host-side copies sit on the runtime lane of the core they feed).
+NEURON_CORE = r"/neuron_(?:hw|rt)/NC:?(\d+)(?::\d+)?$"
+
+
+def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
+    """Return the cause of each gap; every rule is here, in order of precedence.
+
+    Columns used: ``comm_lane`` (the gap's lane carries communication kernels),
+    ``neuron`` (the next execution is a Neuron one), ``transfer_ns`` and ``sync_ns`` (how much
+    of the gap a copy or a device-side synchronisation on the gap's own stream or core
+    covers), ``launch_ns`` (when the host launched the next execution: its runtime launch or
+    PrivateUse1 dispatch, else its op's start), ``same_graph`` (both executions come from one
+    graph launch), ``next_collective`` (the next execution is a communication kernel).
+    """
+    gap = pl.col("duration_ns")
+    covers = pl.col("transfer_ns") >= COVER_SHARE * gap
+    return (
+        pl.when(pl.col("comm_lane"))
+        .then(pl.lit("collective"))
+        # On Neuron the runtime copies host tensors on the host while it submits the next
+        # execution (nrt_tensor_write between schedule and submit): the copy is the wait.
+        .when(pl.col("neuron") & covers)
+        .then(pl.lit("transfer"))
+        .when(pl.col("launch_ns").is_null())
+        .then(pl.lit("uncorrelated"))
+        .when(pl.col("launch_ns") >= pl.col("start_ns"))
+        .then(pl.lit("host_dispatch"))
+        .when(pl.col("same_graph"))
+        .then(pl.lit("graph"))
+        .when(gap <= latency_ns)
+        .then(pl.lit("launch_latency"))
+        .when(covers)
+        .then(pl.lit("transfer"))
+        .when(pl.col("sync_ns") >= COVER_SHARE * gap)
+        .then(pl.lit("sync"))
+        .when(pl.col("next_collective"))
+        .then(pl.lit("collective"))
+        .otherwise(pl.lit("runtime"))
+    )
+
+
+def core_of(lane: pl.Expr) -> pl.Expr:
+    """Return the place a lane's copies and syncs count for: a GPU stream lane as it is, a
+    Neuron lane (runtime or hardware) as its process and NeuronCore."""
+    return lane.cast(pl.String).str.replace(NEURON_CORE, "/NC$1")
+
+
+def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
+    """Return the hardware lanes that carry communication: most of their executions are
+    NCCL/RCCL kernels or Neuron collectives (one column, ``lane``)."""
+    hw = events.lazy().filter(pl.col("lane_kind") == "hardware").select("lane", "name").collect()
+    share = hw.group_by("lane").agg(comm=text("name").str.contains(COLLECTIVE_NAMES).mean())
+    return share.filter(pl.col("comm") >= 0.5).select("lane")
+
+
+def lanes_are_devices(events: pl.DataFrame) -> bool:
+    """Whether every device's gaps are its lane's, causes and evidence included, so that the
+    device pass can take the lane pass's: each device has one hardware lane and there is no
+    communication lane, and each copy or sync counts at a device exactly when it counts at
+    that device's lane (``attribute`` places them by ``core_of``)."""
+    kind = pl.col("lane_kind")
+    lanes = events.lazy().filter(kind == "hardware").select("lane").unique().collect()
+    lanes = lanes.with_columns(device=device_of(pl.col("lane")))
+    if lanes["device"].n_unique() != lanes.height or not comm_lanes(events).is_empty():
+        return False
+    marks = events.lazy().filter(kind.is_in(["transfer", "sync"])).select("lane").unique()
+    at = marks.collect().select(
+        by_device=core_of(device_of(pl.col("lane"))), by_lane=core_of(pl.col("lane"))
+    )
+    own = lanes.select(by_device=core_of(pl.col("device")), by_lane=core_of(pl.col("lane")))
+    # a mark that counts at a device must count at its lane, and the other way round
+    at_device = at.join(own, on="by_device", suffix="_own")
+    at_lane = at.join(own, on="by_lane", suffix="_own")
+    return bool(
+        (at_device["by_lane"] == at_device["by_lane_own"]).all()
+        and (at_lane["by_device"] == at_lane["by_device_own"]).all()
+    )
+
+
+def attribute(
+    gaps: pl.DataFrame,
+    events: pl.DataFrame,
+    chain: pl.DataFrame,
+    edges: pl.DataFrame,
+    key: str = "lane",
+    latency_ns: int = LATENCY_NS,
+) -> pl.DataFrame:
+    """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
+    next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
+    their chains (``chain.chain_table``), ``edges``: their links."""
+    out = _neighbours(gaps, events, chain, launches(events, edges))
+    out = out.with_columns(_at=core_of(pl.col(key)))
+    kind = pl.col("lane_kind")
+    place = core_of(pl.col("lane") if key == "lane" else device_of(pl.col("lane")))
+    copies = events.filter(kind == "transfer").with_columns(_at=place)
+    syncs = events.filter(kind == "sync").with_columns(_at=place)
+    out = covered(out, copies, "transfer", by="_at")
+    out = covered(out, syncs, "sync", by="_at")
+    comm = comm_lanes(events)["lane"]
+    on_comm = pl.col(key).is_in(comm.implode()) if key == "lane" else pl.lit(False)
+    out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
+    return sentence(host_split(out, events), latency_ns).drop("_at")
+
+
+def _neighbours(
+    gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame, launch: pl.DataFrame
+) -> pl.DataFrame:
+    """Return ``gaps`` with the names, ops, runtime calls and launches of the executions
+    before and after each."""
+    nxt = chain.select(
+        next_event="hw_event_id",
+        next_op="op",
+        next_runtime="runtime",
+        link_method="link_method",
+        next_dispatch_ns=pl.coalesce("dispatch_start_ns", "op_start_ns"),
+        next_op_event="op_event_id",
+    )
+    out = (
+        _names(gaps, events)
+        .join(nxt, on="next_event", how="left")
+        .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left")
+        .join(launch.rename({"event_id": "next_event"}), on="next_event", how="left")
+        .join(
+            launch.select(prev_event="event_id", prev_launch="launch_event"),
+            on="prev_event",
+            how="left",
+        )
+    )
+    return out.with_columns(
+        launch_ns=pl.coalesce("launch_start_ns", "next_dispatch_ns"),
+        neuron=(pl.col("next_source") == "neuron_hw").fill_null(False),
+        same_graph=(
+            pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
+        ).fill_null(False),
+        next_collective=text("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
+    ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
+
+
+def _names(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with the names of the executions around each (``prev_name``,
+    ``next_name``) and the next one's source: found by row where the events are numbered by
+    row (a gather, not a join against every event), else joined."""
+    if by_row(events):
+        name, source = events["name"], events["source"]
+        prev, nxt = gaps["prev_event"], gaps["next_event"]
+        return gaps.with_columns(
+            prev_name=name.gather(prev), next_name=name.gather(nxt), next_source=source.gather(nxt)
+        )
+    names = events.select("event_id", "name", "source")
+    return gaps.join(
+        names.select(prev_event="event_id", prev_name="name"), on="prev_event", how="left"
+    ).join(
+        names.select(next_event="event_id", next_name="name", next_source="source"),
+        on="next_event",
+        how="left",
+    )
+
+
+def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
+    """Return per op the idle time before its executions (``device_gaps``, attributed), in
+    all and by cause."""
+    if device_gaps.is_empty():
+        return pl.DataFrame(
+            schema={
+                "op": pl.String,
+                "idle_before_ns": pl.Int64,
+                "gaps": pl.UInt32,
+                **{f"{c}_ns": pl.Int64 for c in CAUSES},
+                "transfers": pl.String,
+            }
+        )
+    per_cause = [
+        pl.col("duration_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
+    ]
+    evidence = (
+        pl.col("transfer_event")
+        .filter(pl.col("cause") == "transfer")
+        .drop_nulls()
+        .unique()
+        .sort()
+        .cast(pl.String)
+        .str.join(", ")
+        .alias("transfers")
+    )
+    return (
+        device_gaps.group_by(op=pl.col("next_op").fill_null(UNLINKED))
+        .agg(
+            pl.col("duration_ns").sum().alias("idle_before_ns"),
+            pl.len().alias("gaps"),
+            *per_cause,
+            evidence,
+        )
+        .sort("idle_before_ns", "op", descending=[True, False])
+    )
+
+
+STEP = r"^ProfilerStep#(\d+)$"
+
+
+def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return per ProfilerStep the device gaps before the executions it launched (a gap
+    belongs to the step its next execution was launched in; the device may run behind the
+    host, past the step's end): ``idle_ns``, ``gaps`` and the idle per cause
+    (``--by step``). Gaps whose next execution no step launched are left out."""
+    schema = {
+        "step": pl.Int64,
+        "idle_ns": pl.Int64,
+        "gaps": pl.UInt32,
+        **{f"{c}_ns": pl.Int64 for c in CAUSES},
+    }
+    if device_gaps.is_empty():
+        return pl.DataFrame(schema=schema)
+    steps = (
+        events.filter(matching(events["name"], STEP))
+        .select(
+            "start_ns",
+            step_end="end_ns",
+            step=text("name").str.extract(STEP).cast(pl.Int64, strict=False),
+        )
+        .drop_nulls("step")
+        .sort("start_ns")
+    )
+    if steps.is_empty():
+        return pl.DataFrame(schema=schema)
+    placed = (
+        device_gaps.select("duration_ns", "cause", start_ns=pl.coalesce("launch_ns", "start_ns"))
+        .sort("start_ns")
+        .join_asof(steps, on="start_ns", strategy="backward")
+        .filter(pl.col("start_ns") < pl.col("step_end"))
+    )
+    per_cause = [
+        pl.col("duration_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
+    ]
+    out = placed.group_by("step").agg(
+        pl.col("duration_ns").sum().alias("idle_ns"), pl.len().alias("gaps"), *per_cause
+    )
+    return out.sort("step").cast(schema)  # type: ignore[arg-type]

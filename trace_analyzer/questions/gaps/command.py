@@ -1,0 +1,150 @@
+"""`traceana gaps`: every idle gap, its cause and evidence (questions/gaps/analysis.py).
+
+One option name per meaning (docs/output.md): ``--top N`` is how many rows a command shows.
+The analyses and renderers are imported inside the command, when it runs: declaring it
+imports no polars, so that its ``--help`` and usage errors are said without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.cli.common import (
+    ROWS,
+    Loading,
+    check_output,
+    cli,
+    emit,
+    exit_on_failures,
+    handle_errors,
+    load_options,
+    output_options,
+)
+from trace_analyzer.errors import UsageError
+from trace_analyzer.units import parse_condition, parse_duration
+
+TOP = click.option(
+    "--top",
+    type=ROWS,
+    default=10,
+    show_default=True,
+    help="How many gaps and ops the text reports show (JSON and CSV have them all).",
+)
+
+
+def parse_window(text: str | None) -> tuple[int, int] | None:
+    """Return --window START:END as (start, end) ns after the run's first event (each a
+    duration with its unit, or 0)."""
+    if text is None:
+        return None
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise UsageError("--window wants START:END, e.g. 0:2ms or 0.5ms:2ms")
+    return parse_duration(start), parse_duration(end)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--step", type=int, help="Window: ProfilerStep#N only.")
+@click.option(
+    "--window",
+    "span",
+    metavar="START:END",
+    help="Window: from START to END after the run's first event, e.g. 0:100ms, 0.5ms:2ms.",
+)
+@click.option(
+    "--min-gap",
+    default="0ns",
+    show_default=True,
+    metavar="DURATION",
+    help="Leave shorter gaps out of the gap list and counts (their time stays idle).",
+)
+@click.option(
+    "--latency",
+    default="5us",
+    show_default=True,
+    metavar="DURATION",
+    help="A kernel queued before the previous ended that starts within this of its end waited "
+    "only for the launch latency (cause launch_latency).",
+)
+@TOP
+@click.option("--lane", "lane_glob", metavar="GLOB", help="Only hardware lanes matching GLOB.")
+@click.option(
+    "--by",
+    type=click.Choice(["device", "lane", "op", "step"]),
+    default="device",
+    show_default=True,
+    help="The table the text reports lead with (step: one row per ProfilerStep).",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    metavar="EXPR",
+    help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500' (the "
+    "metric's unit is in its name: gap_max_us is in µs).",
+)
+@output_options
+@load_options
+@handle_errors
+def gaps(
+    path: Path,
+    step: int | None,
+    span: str | None,
+    min_gap: str,
+    latency: str,
+    top: int,
+    lane_glob: str | None,
+    by: str,
+    fail_on: tuple[str, ...],
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """Every idle gap on the hardware lanes, attributed to the op that ended it and a cause.
+
+    Causes: host_dispatch, launch_latency, transfer, sync, graph, collective, runtime,
+    uncorrelated (docs/gaps.md), each with its evidence and a next step.
+    Durations take units: 5us, 1.2ms, 300ns (0 needs none). --fail-on metrics: idle_pct, gap_max_us,
+    gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
+    leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.
+
+    \b
+    Example:
+        traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
+    """
+    from trace_analyzer.questions.gaps.analysis import METRICS, gaps_runs, gate
+    from trace_analyzer.render import View
+
+    check_output(fmt, output)
+    conditions = [parse_condition(c, METRICS) for c in fail_on]
+    window, min_gap_ns = parse_window(span), parse_duration(min_gap)
+    latency_ns = parse_duration(latency)
+    profiles = loading.runs(path)
+    from trace_analyzer.questions.engines.attach import with_engines
+
+    results = [
+        with_engines(
+            gate(
+                loading.cache.gaps(
+                    p,
+                    step=step,
+                    span=window,
+                    min_gap_ns=min_gap_ns,
+                    lanes=lane_glob,
+                    latency_ns=latency_ns,
+                ),
+                conditions,
+            ),
+            p,
+            path,
+            loading,
+        )
+        for p in profiles
+    ]
+    warned = [p.warnings for p in profiles]
+    result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns, warnings=warned)
+    emit(result, fmt, output, View(by=by, top=top))
+    exit_on_failures(result)

@@ -1,0 +1,219 @@
+"""The evidence of each gap: the next execution's launch, what the host did while it was late,
+and the sentence that says why (docs/gaps.md, "Evidence").
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.analyses.busy import merge
+from trace_analyzer.loading.link import GRAPH_LAUNCH
+from trace_analyzer.model.schema import matching, text
+from trace_analyzer.numbers import duration, duration_expr
+
+SYNC_NAMES = r"(?i)synchroni[sz]e"
+# What a host thread records, by what it was doing (the first that holds wins, nested calls
+# inside an op count for the call): a synchronize, a runtime or driver call (or a Neuron
+# host-side copy), a framework op. Python frames and nothing recorded are "untraced".
+HOST_KINDS = ("framework_op", "framework_dispatch", "runtime", "transfer")
+
+
+def covered(
+    gaps: pl.DataFrame,
+    marks: pl.DataFrame,
+    name: str,
+    by: str | list[str] = "pid",
+    end: str = "end_ns",
+    last_event: bool = True,
+    presorted: bool = False,
+) -> pl.DataFrame:
+    """Return ``gaps`` with ``<name>_ns``: how much of each gap, from ``start_ns`` to
+    ``end`` (a column), the intervals of ``marks`` with the same ``by`` value cover, and
+    ``<name>_event``: the name of the last mark that starts before that end. ``by`` may
+    name several columns (a thread: its pid and tid). ``presorted``: ``marks`` are sorted by
+    ``by``, start and end already."""
+    if marks.is_empty():
+        return gaps.with_columns(
+            pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
+        )
+    keys = [by] if isinstance(by, str) else by
+    keyed = marks.select(*keys, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
+    m = merge(keyed, by, presorted=presorted)  # in the key's and start's order, as made
+    m = m.with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
+    m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over(by))
+
+    def upto(t: str) -> pl.Series:  # covered time from the key's first mark up to t
+        probe = gaps.with_row_index("_g").select("_g", *keys, t=pl.col(t)).sort("t")
+        hit = probe.join_asof(
+            m.sort("start_ns"), left_on="t", right_on="start_ns", by=by, check_sortedness=False
+        )
+        value = pl.col("before") + (pl.col("t") - pl.col("start_ns")).clip(0, pl.col("length"))
+        return hit.select("_g", value.fill_null(0).alias("c")).sort("_g")["c"]
+
+    cover = (upto(end) - upto("start_ns")).clip(lower_bound=0).alias(f"{name}_ns")
+    if not last_event:
+        return gaps.with_columns(cover)
+    last = (
+        gaps.with_row_index("_g")
+        .sort(end)
+        .join_asof(
+            marks.select(*keys, "start_ns", "name", end_m="end_ns").sort("start_ns"),
+            left_on=end,
+            right_on="start_ns",
+            by=by,
+            suffix="_m",
+            check_sortedness=False,
+        )
+        .sort("_g")
+        .select(
+            pl.when(pl.col("end_m") > pl.col("start_ns"))
+            .then(pl.col("name"))
+            .alias(f"{name}_event")
+        )
+    )
+    return gaps.with_columns(cover, last.to_series())
+
+
+def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return per hardware event its launch (the runtime call its ``device`` link names):
+    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread."""
+    found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
+    calls = (
+        events.select("event_id", "start_ns", "name", "pid", "tid")
+        .join(found.select(event_id="launch_event").unique(), on="event_id", how="semi")
+        .select(
+            launch_event="event_id",
+            launch_start_ns="start_ns",
+            launch_is_graph=text("name").str.contains(GRAPH_LAUNCH),
+            launch_pid="pid",
+            launch_tid="tid",
+        )
+    )  # the launches alone: the regex on their names, not on every event's
+    return found.join(calls, on="launch_event")
+
+
+def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with, for each ``host_dispatch`` gap, how the host's late time (from
+    the gap's start to the next launch) went on the launching thread: ``host_sync_ns``,
+    ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns`` (null for other causes).
+
+    The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
+    its op's thread)."""
+    dispatch = pl.col("cause") == "host_dispatch"
+    late_rows = (
+        gaps.lazy()
+        .with_row_index("_r")
+        .filter(dispatch)
+        .select(
+            "_r", "next_op_event", "launch_pid", "launch_tid", "launch_ns", "start_ns", "end_ns"
+        )
+        .collect()
+    )
+    if late_rows.is_empty():
+        return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
+    ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
+    g = late_rows.join(ops, on="next_op_event", how="left").with_columns(
+        *_thread(pl.coalesce("launch_pid", "op_pid"), pl.coalesce("launch_tid", "op_tid")),
+        _late_end=pl.min_horizontal("launch_ns", "end_ns"),
+    )
+    thread = ["_pid", "_tid"]
+    # only the columns the marks need: the whole host side of a wide table is a copy of most
+    # of it (at 5 million events, 1.3 GB more at the peak)
+    host = (
+        events.lazy()
+        .filter(
+            pl.col("lane_kind").is_in(HOST_KINDS)
+            & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
+        )
+        .select("event_id", "start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
+        .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
+        .sort(*thread, "start_ns", "end_ns")
+        .collect()
+    )  # only the threads that launch late (the others' marks cover no late time), sorted once
+    synchronizes = matching(host["name"], SYNC_NAMES)
+    sync = host.filter(synchronizes)
+    calls = host.filter(pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes)
+    late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
+    for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
+        g = covered(g, marks, name, by=thread, end="_late_end", last_event=False, presorted=True)
+    split = {
+        "host_sync_ns": pl.col("_s_ns"),
+        "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
+        "host_framework_ns": pl.col("_a_ns") - pl.col("_c_ns"),
+        "host_untraced_ns": late - pl.col("_a_ns"),
+    }
+    found = g.select("_r", **{k: v.clip(lower_bound=0) for k, v in split.items()})
+    return (
+        gaps.with_row_index("_r").join(found, on="_r", how="left", maintain_order="left").drop("_r")
+    )
+
+
+def _thread(pid: pl.Expr | str, tid: pl.Expr | str) -> list[pl.Expr]:
+    """Return a thread's key, ``_pid`` and ``_tid``: both null where either is (no thread)."""
+    pid, tid = (pl.col(c) if isinstance(c, str) else c for c in (pid, tid))
+    known = pid.is_not_null() & tid.is_not_null()
+    return [pl.when(known).then(pid).alias("_pid"), pl.when(known).then(tid).alias("_tid")]
+
+
+def span(ns: pl.Expr) -> pl.Expr:
+    """Return a duration in ns as words, as every text output writes one: ``850 ns``,
+    ``12.3 µs``, ``1.73 ms`` (``numbers.duration_expr``)."""
+    return duration_expr(ns)
+
+
+HOST_SPLIT = ("host_framework_ns", "host_runtime_ns", "host_sync_ns", "host_untraced_ns")
+
+
+def _texts(latency_ns: int) -> dict[str, pl.Expr]:
+    """Return per cause the expression of its gaps' evidence, durations in words."""
+    start, launch, end = pl.col("start_ns"), pl.col("launch_ns"), pl.col("end_ns")
+    share = {
+        c: 100 * pl.col(c).cast(pl.Float64) / pl.col("duration_ns")
+        for c in ("transfer_ns", "sync_ns")
+    }  # floats: 100 × ns overflows Int64
+    pct, spct = (share[c].round(0).cast(pl.Int64) for c in ("transfer_ns", "sync_ns"))
+    queued, after = span(start - launch), span(end - start)  # null where no launch is recorded
+    return {
+        "collective": pl.when(pl.col("comm_lane"))
+        .then(pl.lit("a communication lane: it waits for its peers, not for the host"))
+        .otherwise(pl.format("next is a collective, queued {} before: waiting for peers", queued)),
+        "transfer": pl.format(
+            "{} covers {} % of the gap ({})", "transfer_event", pct, span(pl.col("transfer_ns"))
+        ),
+        "uncorrelated": pl.lit("no launch recorded for the next execution"),
+        "host_dispatch": pl.format(
+            "next launched {} after the lane went idle (host: {} in framework ops, {} in "
+            "runtime calls, {} in synchronize, {} untraced)",
+            span(launch - start),
+            *(span(pl.col(c)) for c in HOST_SPLIT),
+        ),
+        "graph": pl.lit("between two kernels of one graph replay"),
+        "launch_latency": pl.format(
+            "queued {} before, started {} after the previous (≤ {})",
+            queued,
+            after,
+            pl.lit(duration(latency_ns)),
+        ),
+        "sync": pl.format("{} covers {} % of the gap", "sync_event", spct),
+        "runtime": pl.format(
+            "launched {} before the lane went idle, started {} after it", queued, after
+        ),
+    }
+
+
+def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
+    """Return ``gaps`` with ``evidence``: the numbers that decided each cause, in words.
+
+    Each cause's sentences are made from its own gaps only: a ``when`` chain builds every
+    cause's sentence for every gap before it chooses one (at 750,000 gaps, 0.15 GB more at
+    the peak, and twice the time)."""
+    rows = gaps.lazy().with_row_index("_r")
+    found = pl.concat(
+        [
+            rows.filter(pl.col("cause") == cause).select("_r", evidence=text)
+            for cause, text in _texts(latency_ns).items()
+        ]
+    ).collect()
+    order = pl.DataFrame({"_r": pl.int_range(gaps.height, dtype=pl.UInt32, eager=True)})
+    evidence = order.join(found, on="_r", how="left", maintain_order="left")["evidence"]
+    return gaps.with_columns(evidence=evidence)

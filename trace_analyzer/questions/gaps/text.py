@@ -1,0 +1,218 @@
+"""The table and Markdown layouts of ``gaps`` and ``trend`` results (one run each).
+
+A gaps report, in either style (docs/output.md): the verdict, a summary table (the ``--by``
+table: devices, lanes, ops or steps), the ``--top`` longest gaps, the ``--top`` ops by the
+idle before them, and the next steps; a table that leaves rows out says how many.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.numbers import DASH, count, duration, instant
+from trace_analyzer.questions.gaps.causes import CAUSES
+from trace_analyzer.render.below import engines_below
+from trace_analyzer.render.blocks import (
+    MARKDOWN,
+    Block,
+    Column,
+    Items,
+    Style,
+    Table,
+    heading,
+    num_col,
+    plural,
+    text_col,
+    total,
+)
+from trace_analyzer.render.idle import IDLE_COLUMNS, bare_percent, idle_cells, idle_phrase
+from trace_analyzer.render.safe import shown
+from trace_analyzer.render.view import View
+
+MORE = "`--top N` shows more, `--format json` has them all"
+
+
+def _verdict(run: dict[str, Any]) -> str:
+    s, w = run["summary"], run["window"]
+    if not s["lanes"]:
+        return "no hardware lanes: this profile records host activity only (no hardware executions)"
+    if not s["executions"]:
+        return "no hardware executions in the window: nothing to measure"
+    causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
+    top = max(causes, key=lambda c: causes[c]) if causes else None
+    longest = f", longest {duration(s['gap_max_ns'])}" if s["gap_count"] else ""
+    text = (
+        f"{plural(s['devices'], 'device')} {idle_phrase(s, w['origin'], bare_percent)} "
+        f"({duration(s['idle_ns'])} in {plural(s['gap_count'], 'gap')}{longest})"
+    )
+    if top:
+        text += f"; top cause {top}: {duration(causes[top])}"
+    return ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + text
+
+
+AGGREGATE = {  # --by: which table, and its first column
+    "device": ("devices", "device"),
+    "lane": ("lanes", "lane"),
+    "op": ("ops", "op"),
+    "step": ("steps", "step"),
+}
+
+
+def _aggregate(run: dict[str, Any], by: str, top: int) -> Table:
+    rows = run[AGGREGATE[by][0]]
+    if by == "op":
+        return _ops_idle(rows, top, "by op: idle before each op (by cause)", total(run, "ops"))
+    if by == "step":
+        return _steps_idle(rows)
+    key = AGGREGATE[by][1]
+    return Table(
+        f"by {key}",
+        (text_col(key, cut=16, keep_end=True), *(c for c, _ in IDLE_COLUMNS)),
+        [[r[key], *idle_cells(r)] for r in rows],
+        noun=AGGREGATE[by][0],
+    )
+
+
+def _cause_columns() -> tuple[Column, ...]:
+    """The idle-by-cause columns: hidden when no row has idle of the cause; a narrow terminal
+    drops them from the last cause (``other``) back."""
+    n = len(CAUSES)
+    return tuple(num_col(c, drop=2 + n - i, optional=True) for i, c in enumerate(CAUSES))
+
+
+def longest_rows(frame: pl.DataFrame, n: int, by: str) -> list[dict[str, Any]]:
+    """Return the ``n`` rows of ``frame`` with the largest ``by`` (never null), largest
+    first and in table order at equal values, as dicts: the rows are chosen on that one
+    column (``top_k``), so only they are gathered and made into dicts, not the whole table
+    sorted (800 thousand gaps at 1 GB of trace)."""
+    chosen = (
+        frame.select(by)
+        .with_row_index("row")
+        .top_k(n, by=[by, "row"], reverse=[False, True])
+        .sort([by, "row"], descending=[True, False])
+    )
+    return frame[chosen["row"]].to_dicts()
+
+
+def _ops_first(run: dict[str, Any], top: int) -> list[str]:
+    """The ``top`` ops of the engines table below: those with the most idle before them,
+    as the table above orders them, then the ops no gap ended (a run without gaps still
+    shows why its executions take the time they do)."""
+    idle = [r["op"] for r in run["ops"]]
+    rest = sorted({r["op"] for r in run["engines"]} - set(idle))
+    return [*idle, *rest][:top]
+
+
+def _ops_idle(rows: Sequence[dict[str, Any]], top: int, title: str, n: int) -> Table:
+    transfers = Column("transfers", cut=12, drop=1, optional=True)
+    return Table(
+        title,
+        (text_col("op"), num_col("idle before"), num_col("gaps"), *_cause_columns(), transfers),
+        [
+            [
+                r["op"],
+                duration(r["idle_before_ns"]),
+                count(r["gaps"]),
+                *(duration(r[f"{c}_ns"]) for c in CAUSES),
+                r["transfers"] or DASH,
+            ]
+            for r in rows[:top]
+        ],
+        total=n,
+        noun="ops",
+        more=MORE,
+    )
+
+
+def _steps_idle(rows: Sequence[dict[str, Any]]) -> Table:
+    return Table(
+        "by step",
+        (num_col("step"), num_col("idle"), num_col("gaps"), *_cause_columns()),
+        [
+            [
+                str(r["step"]),
+                duration(r["idle_ns"]),
+                count(r["gaps"]),
+                *(duration(r[f"{c}_ns"]) for c in CAUSES),
+            ]
+            for r in rows
+        ],
+        noun="steps",
+    )
+
+
+def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int, total: int) -> Table:
+    return Table(
+        "longest gaps (device idle; at = time after the window start)",
+        (
+            text_col(where, cut=12, keep_end=True),
+            num_col("at"),
+            num_col("gap"),
+            Column("cause"),
+            text_col("after op", cut=12, drop=1),
+            text_col("next op", cut=12),
+            text_col("evidence", cut=24, drop=2),
+        ),
+        [
+            [
+                g[where],
+                instant(g["start_ns"], origin),
+                duration(g["duration_ns"]),
+                g["cause"],
+                g["prev_op"] or f"({g['prev_name']})",
+                g["next_op"] or "(unlinked)",
+                g.get("evidence") or DASH,
+            ]
+            for g in gaps
+        ],
+        total=total,
+        noun="gaps",
+        more=MORE,
+    )
+
+
+def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) -> list[Block]:
+    verdict = shown(_verdict(run), style)
+    blocks: list[Block] = [
+        heading(f"gaps: {shown(run['root'], style)}", style),
+        "",
+        f"**{verdict}**" if style == MARKDOWN else verdict,
+    ]
+    if not run["summary"]["executions"]:
+        return blocks
+    blocks.append(_aggregate(run, by, top))
+    dg = run["device_gaps"]
+    longest = (
+        longest_rows(dg.frame, top, "duration_ns")
+        if isinstance(dg, Rows)
+        else sorted(dg, key=lambda g: -g["duration_ns"])[:top]
+    )
+    blocks.append(_gap_rows(longest, "device", run["window"]["start_ns"], len(dg)))
+    if by != "op" and total(run, "ops"):
+        title = "idle before each op (by cause)"
+        blocks.append(_ops_idle(run["ops"], top, title, total(run, "ops")))
+    if run.get("engines"):
+        blocks.append(engines_below(run["engines"], _ops_first(run, top) if by != "op" else None))
+    hints = run.get("hints") or []
+    blocks.append(Items("next steps", next_steps(hints, style), noun="next steps"))
+    return blocks
+
+
+def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
+    """Return the hints of a gaps result as list items (without the ``- ``): per cause, then
+    per op (names from the trace shown inert)."""
+    out = []
+    for h in hints:
+        where = h["cause"] if h["op"] is None else f"{shown(h['op'], style)} ({h['cause']})"
+        gaps = plural(h["gaps"], "gap")
+        out.append(f"{where}, {duration(h['idle_ns'])} in {gaps}: {shown(h['hint'], style)}")
+    return out
+
+
+def gaps_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+    """Return the blocks of one run of `traceana gaps` (its JSON ``run``), led by ``view.by``."""
+    return _gaps(run, style, view.by, view.top)

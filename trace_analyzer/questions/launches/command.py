@@ -1,0 +1,48 @@
+"""The command over the launches of a run: `traceana launches` (questions/launches/analysis.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.cli.common import (
+    Loading,
+    check_output,
+    cli,
+    emit,
+    handle_errors,
+    load_options,
+    output_options,
+)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--step", type=int, help="Only the launches made in ProfilerStep#N.")
+@output_options
+@load_options
+@handle_errors
+def launches(
+    path: Path, step: int | None, fmt: str | None, output: Path | None, loading: Loading
+) -> None:
+    """Per lane: launch latency and delay, queue length over time, time blocked on a full queue.
+
+    A launch is a runtime call (cudaLaunchKernel, hipLaunchKernel, Neuron's
+    nrta_execute_schedule) and the device work it launched. Latency is the work's start less
+    the call's start, delay less the call's end (HTA's launch delay); the queue holds what
+    was launched and has not finished; blocked is the time a CUDA stream's queue was at its
+    bound of 1024 (docs/launches.md). JSON holds each lane's queue over time, at most 500
+    points a lane.
+
+    \b
+    Example:
+        traceana launches ./trace_dir --format markdown
+    """
+    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.questions.launches.analysis import launches as launches_of
+
+    check_output(fmt, output)
+    profiles = loading.runs(path)
+    results = tuple(launches_of(p, step=step) for p in profiles)
+    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)

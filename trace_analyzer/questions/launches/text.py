@@ -1,0 +1,64 @@
+"""The text and Markdown layout of `traceana launches` (questions/launches/analysis.py): per lane,
+the
+launches, their latency and delay, the queue length and the time blocked on a full queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
+from trace_analyzer.render.safe import shown
+from trace_analyzer.render.view import View
+
+
+def _ns(value: int | None) -> str:
+    return DASH if value is None else duration(value)
+
+
+def launches_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+    """Return the blocks of one run's launches per lane."""
+    blocks: list[Block] = [heading(f"launches: {shown(run['root'], style)}", style), ""]
+    lanes = run["lanes"]
+    if lanes:
+        top = max(lanes, key=lambda r: r["queue_max"] or 0)
+        blocks += [
+            f"longest queue: {count(top['queue_max'])} launches on "
+            f"{shown(top['lane'], style)} (bound {count(run['queue_bound'])} on CUDA streams)",
+            "",
+        ]
+    if run["notes"]:
+        blocks += [Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"), ""]
+    if not lanes:
+        blocks.append("no launch linked to device work")
+        return blocks
+    cells = [
+        [
+            DASH if r["rank"] is None else number(r["rank"]),
+            r["lane"],
+            count(r["launches"]),
+            *(_ns(r[f"latency_{q}_ns"]) for q in ("p50", "p95", "max")),
+            *(_ns(r[f"delay_{q}_ns"]) for q in ("p50", "p95")),
+            DASH if r["queue_mean"] is None else number(r["queue_mean"]),
+            DASH if r["queue_max"] is None else count(r["queue_max"]),
+            percent(r["queue_zero_pct"]),
+            _ns(r["blocked_ns"]),
+        ]
+        for r in lanes
+    ]
+    columns = (
+        num_col("rank", drop=3), text_col("lane", cut=24, keep_end=True), num_col("launches"),
+        num_col("latency p50"), num_col("latency p95", drop=2), num_col("latency max"),
+        num_col("delay p50"), num_col("delay p95", drop=2), num_col("queue mean"),
+        num_col("queue max"), num_col("empty %", drop=1), num_col("blocked"),
+    )  # fmt: skip
+    blocks.append(
+        Table(
+            "per lane (latency: work start − launch call start; delay: − the call's end)",
+            columns,
+            cells,
+            noun="lanes",
+            more="`--format json` has every lane",
+        )
+    )
+    return blocks

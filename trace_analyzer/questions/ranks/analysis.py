@@ -1,0 +1,336 @@
+"""Many ranks: each device's time per step broken down, communication against compute, the
+ranks' clocks compared, and the rank the others wait for (docs/distributed.md).
+
+Definitions:
+- **Work** is every event on a device lane that keeps it occupied: hardware executions
+  (kernels, Neuron executions and collectives, memsets) and device copies. Its **kind** is
+  ``communication`` when its name is a collective's (``COLLECTIVE_NAMES``: NCCL and RCCL
+  kernels, Neuron's ``cc_running``), ``memory`` for copies (``gpu_memcpy``) and sets
+  (``gpu_memset``), else ``compute``.
+- A piece of work belongs to the **step** its launch ran in (the launching runtime call's
+  ProfilerStep, else its own start's): the device may run behind the host.
+- A device's **window** for a step is the step's span on its rank's host, extended to the
+  end of the last work launched in it. Without ProfilerStep annotations it is the device's
+  first start to its last end, step null.
+- In a window, each kind's intervals are merged (their union); **compute**, **communication**
+  and **memory** time are the union's lengths; **overlap** is the time both compute and
+  communication run; **exposed communication** is communication with no compute beside it.
+- The **breakdown** counts each instant once, in this order: compute, then exposed
+  communication, then memory with neither beside it, then idle; the four add up to the
+  window.
+- **Clocks**: a collective ends on every rank at once, so the n-th collective of a rank and
+  of the first rank, when both have the same name, end at the same instant; a rank's offset
+  is the median of those differences, and is taken off its times before ranks are compared
+  (``offset_from`` ``collectives``). Without collectives in common, ranks whose steps share
+  a number are compared on their own clocks, each offset measured on the step's start
+  (``steps``, applied only where the ranks' hosts differ: a shared host has one clock, and
+  a late start is what is to be found). Ranks with neither are not compared.
+- The **straggler** of a step is the rank the others wait for: with collectives, the one
+  that spent the least time in exposed communication; without, the one with the longest
+  window. ``behind_ns``: the other ranks' median wait (or window) less its own; it
+  ``computes more`` when its compute exceeds the others' median by more than its step
+  started after theirs, it ``started late`` when the other way round, and neither when it
+  has no more compute and no later start than they (its collectives took less, say).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.analyses.busy import device_of, window_of
+from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import matching
+from trace_analyzer.questions.gaps.causes import COLLECTIVE_NAMES
+from trace_analyzer.questions.ranks.clocks import clock_offsets
+
+KINDS = ("compute", "communication", "memory")
+STEP = r"^ProfilerStep#(\d+)$"
+# Offsets measured on step starts are applied only across hosts; on collectives always.
+STEP_COLUMNS = {
+    "rank": pl.Int64,
+    "pid": pl.Int64,
+    "device": pl.String,
+    "step": pl.Int64,
+    "start_ns": pl.Int64,
+    "window_ns": pl.Int64,
+    "compute_ns": pl.Int64,
+    "communication_ns": pl.Int64,
+    "overlap_ns": pl.Int64,
+    "exposed_communication_ns": pl.Int64,
+    "memory_ns": pl.Int64,
+    "idle_ns": pl.Int64,
+}
+
+
+@dataclass(frozen=True, repr=False)
+class RanksResult(RunResult):
+    """The ranks of one run: ``ranks`` (each with its clock offset), ``steps`` (per rank,
+    device and step: the window and its breakdown, ns), ``stragglers`` (per step) and
+    ``notes`` (what could not be compared, and why)."""
+
+    root: str
+    ranks: pl.DataFrame
+    steps: pl.DataFrame
+    stragglers: pl.DataFrame
+    notes: tuple[str, ...] = ()
+
+    csv_table = "steps"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "ranks": self.ranks.to_dicts(),
+            "steps": self.steps.to_dicts(),
+            "stragglers": self.stragglers.to_dicts(),
+            "notes": list(self.notes),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.steps
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        slow = self.stragglers.head(1).to_dicts()
+        return [
+            ("run", self.root),
+            ("ranks", self.ranks.height),
+            ("steps", self.steps["step"].n_unique() if self.steps.height else 0),
+            ("straggler", slow[0]["rank"] if slow else None),
+        ]
+
+    def __repr__(self) -> str:
+        return frame_repr("RanksResult", run=self.root, ranks=self.ranks, steps=self.steps)
+
+
+def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
+    """Return the ranks of one run (``profile``) compared; ``step``: that ProfilerStep only."""
+    events = profile.keyed  # ranks sharing a pid are numbered apart
+    if step is not None:
+        window_of(events, step=step)  # a step the run lacks is a usage error naming its steps
+    notes: list[str] = []
+    done = work(events, profile.edges)
+    windows = step_windows(events, done)
+    if step is not None:
+        windows = windows.filter(pl.col("step") == step)
+    table = breakdown(done, windows)
+    who = _who(events)
+    offsets = clock_offsets(done, windows, who, notes)
+    table = table.join(offsets.select("pid", "rank", "offset_ns", "applied"), on="pid", how="left")
+    shifted = pl.when(pl.col("applied")).then(pl.col("offset_ns")).otherwise(0).fill_null(0)
+    table = table.with_columns(start_ns=pl.col("start_ns") - shifted).drop("offset_ns", "applied")
+    return RanksResult(
+        root=str(profile.root),
+        ranks=offsets.sort("rank", "pid", nulls_last=True),
+        steps=table.select(*STEP_COLUMNS, *_shares()).sort("step", "rank", "device"),
+        stragglers=stragglers(table, notes),
+        notes=tuple(notes),
+    )
+
+
+def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """Return the device work of ``events``: its event_id, pid, device, name, start, end, kind
+    and step (of its launch); with its ``lane``, ``source`` and ``launch`` (the launching
+    event's id, null when none is linked)."""
+    device = pl.col("lane_kind").is_in(["hardware", "transfer"]) & ~pl.col("source").is_in(
+        ["framework", "neuron_rt"]
+    )
+    rows = events.filter(device)
+    if rows.is_empty():
+        return pl.DataFrame(
+            schema={"event_id": pl.Int64, "pid": pl.Int64, "device": pl.String, "name": pl.String,
+                    "start_ns": pl.Int64, "end_ns": pl.Int64, "kind": pl.String,
+                    "step": pl.Int64, "lane": pl.String, "source": pl.String,
+                    "launch": pl.Int64}
+        )  # fmt: skip
+    collective = matching(rows["name"], COLLECTIVE_NAMES)
+    memory = (pl.col("lane_kind") == "transfer") | (pl.col("category") == "gpu_memset")
+    launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
+        event_id="dst", launch="src"
+    )
+    launched = launch.join(
+        events.select(launch="event_id", launch_step="step"), on="launch", how="left"
+    )
+    return (
+        rows.join(launched, on="event_id", how="left")
+        .select(
+            "event_id",
+            "pid",
+            "start_ns",
+            "end_ns",
+            device=device_of(pl.col("lane")),
+            name=pl.col("name").cast(pl.String),
+            kind=pl.when(collective)
+            .then(pl.lit("communication"))
+            .when(memory)
+            .then(pl.lit("memory"))
+            .otherwise(pl.lit("compute")),
+            step=pl.coalesce("launch_step", "step"),
+            lane=pl.col("lane").cast(pl.String),
+            source=pl.col("source").cast(pl.String),
+            launch="launch",
+        )
+        .filter(pl.col("end_ns") > pl.col("start_ns"))
+    )
+
+
+def step_windows(events: pl.DataFrame, done: pl.DataFrame) -> pl.DataFrame:
+    """Return per pid, device and step the window: the step's span on the pid's host,
+    extended to its work's last end (``start_ns``, ``end_ns``); without steps, the device's
+    span (step null)."""
+    host = pl.col("source") == "framework"  # not a GPU's copy of the annotation
+    steps = events.filter(matching(events["name"], STEP) & host).select(
+        "pid",
+        step=pl.col("name").cast(pl.String).str.extract(STEP).cast(pl.Int64, strict=False),
+        s0="start_ns",
+        s1="end_ns",
+    )
+    spans = done.group_by("pid", "device", "step").agg(
+        w0=pl.col("start_ns").min(), w1=pl.col("end_ns").max()
+    )
+    stepped = spans.join(steps, on=["pid", "step"], how="inner").select(
+        "pid", "device", "step", start_ns="s0", end_ns=pl.max_horizontal("s1", "w1")
+    )
+    stepless = set(done["pid"].unique().to_list()) - set(steps["pid"].unique().to_list())
+    alone = (
+        done.filter(pl.col("pid").is_in(list(stepless)))
+        .group_by("pid", "device")
+        .agg(start_ns=pl.col("start_ns").min(), end_ns=pl.col("end_ns").max())
+        .with_columns(step=pl.lit(None, pl.Int64))
+        .select("pid", "device", "step", "start_ns", "end_ns")
+    )
+    return pl.concat([stepped, alone])
+
+
+def breakdown(done: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Return per window its compute, communication, overlap, exposed communication, memory
+    and idle time (ns; ``_shares`` adds the percentages)."""
+    key = ["pid", "device", "step"]
+    clipped = (
+        done.join(
+            windows.rename({"start_ns": "w0", "end_ns": "w1"}),
+            on=key,
+            how="inner",
+            nulls_equal=True,
+        )
+        .with_columns(
+            start_ns=pl.max_horizontal("start_ns", "w0"), end_ns=pl.min_horizontal("end_ns", "w1")
+        )
+        .filter(pl.col("end_ns") > pl.col("start_ns"))
+    )
+    flags = {k: pl.col("kind") == k for k in KINDS}
+    edges = pl.concat(
+        [
+            clipped.select(*key, t="start_ns", **{k: f.cast(pl.Int32) for k, f in flags.items()}),
+            clipped.select(*key, t="end_ns", **{k: -f.cast(pl.Int32) for k, f in flags.items()}),
+        ]
+    ).sort(*key, "t", nulls_last=True)
+    # A sweep: how many of each kind run from each boundary to the next.
+    running = edges.with_columns(
+        *(pl.col(k).cum_sum().over(key) for k in KINDS),
+        length=(pl.col("t").shift(-1).over(key) - pl.col("t")).fill_null(0),
+    )
+    c, m, x = (pl.col(k) > 0 for k in KINDS)
+    during = {
+        "compute_ns": c,
+        "communication_ns": m,
+        "overlap_ns": c & m,
+        "exposed_communication_ns": m & ~c,
+        "memory_ns": x & ~c & ~m,
+        "_busy_ns": c | m | x,
+    }
+    sums = running.group_by(key).agg(
+        **{name: pl.col("length").filter(cond).sum() for name, cond in during.items()}
+    )
+    out = windows.join(sums, on=key, how="left", nulls_equal=True).with_columns(
+        pl.col(*during).fill_null(0), window_ns=pl.col("end_ns") - pl.col("start_ns")
+    )
+    return out.with_columns(idle_ns=pl.col("window_ns") - pl.col("_busy_ns")).drop("_busy_ns")
+
+
+def _shares() -> list[pl.Expr]:
+    """The breakdown's parts as % of the window, and the overlap as % of communication (HTA's
+    comm/comp overlap)."""
+    of = pl.col("window_ns").cast(pl.Float64)
+    parts = ("compute", "exposed_communication", "memory", "idle")
+    comm = pl.col("communication_ns").cast(pl.Float64)
+    return [
+        *((100 * pl.col(f"{p}_ns") / of).round(2).alias(f"{p}_pct") for p in parts),
+        pl.when(comm > 0).then((100 * pl.col("overlap_ns") / comm).round(2)).alias("overlap_pct"),
+    ]
+
+
+def _who(events: pl.DataFrame) -> pl.DataFrame:
+    """Return per pid its rank and host."""
+    return (
+        events.filter(pl.col("pid").is_not_null())
+        .group_by("pid")
+        .agg(rank=pl.col("rank").drop_nulls().first(), host=pl.col("host").drop_nulls().first())
+        .with_columns(pl.col("host").cast(pl.String))
+    )
+
+
+def _why(extra_compute: int, late_start: int) -> str:
+    """Return why a straggler is behind: the larger of its extra compute and its late start,
+    or neither when it has no more of either than the others."""
+    if max(extra_compute, late_start) <= 0:
+        return "neither: no more compute, no later start"
+    return "computes more" if extra_compute >= late_start else "started late"
+
+
+def _median(column: pl.Series) -> int:
+    """Return a column's median as a whole number of ns (the lower of two middle values'
+    mean, rounded down), in integers: polars' median is a float, which holds an epoch time
+    in ns only to 256 ns (a step start 250 µs late came out 250.064 µs late)."""
+    values: list[int] = sorted(int(v) for v in column.to_list() if v is not None)
+    if not values:
+        return 0
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) // 2
+
+
+def stragglers(table: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """Return per step with two ranks or more the rank the others wait for (module doc)."""
+    schema = {
+        "step": pl.Int64, "rank": pl.Int64, "pid": pl.Int64, "ranks": pl.UInt32,
+        "wait_ns": pl.Int64, "others_wait_ns": pl.Int64, "behind_ns": pl.Int64,
+        "extra_compute_ns": pl.Int64, "late_start_ns": pl.Int64, "why": pl.String,
+    }  # fmt: skip
+    per = (
+        table.filter(pl.col("step").is_not_null())
+        .group_by("step", "rank", "pid")
+        .agg(
+            window_ns=pl.col("window_ns").max(),
+            compute_ns=pl.col("compute_ns").sum(),
+            wait_ns=pl.col("exposed_communication_ns").sum(),
+            comm_ns=pl.col("communication_ns").sum(),
+            start_ns=pl.col("start_ns").min(),
+        )
+    )
+    rows = []
+    for (step,), group in per.sort("step", "rank", "pid").group_by("step", maintain_order=True):
+        if group.height < 2:
+            continue
+        collectives = group["comm_ns"].sum() > 0
+        measure = "wait_ns" if collectives else "window_ns"
+        slow = group.sort(measure, descending=not collectives).row(0, named=True)
+        others = group.filter(pl.col("pid") != slow["pid"])
+        median = {c: _median(others[c]) for c in (measure, "compute_ns", "start_ns")}
+        extra, late = (
+            slow["compute_ns"] - median["compute_ns"],
+            slow["start_ns"] - median["start_ns"],
+        )
+        rows.append(
+            {
+                "step": step, "rank": slow["rank"], "pid": slow["pid"], "ranks": group.height,
+                "wait_ns": slow[measure], "others_wait_ns": median[measure],
+                "behind_ns": abs(median[measure] - slow[measure]),
+                "extra_compute_ns": extra, "late_start_ns": late,
+                "why": _why(extra, late),
+            }
+        )  # fmt: skip
+    if not rows and per["pid"].n_unique() > 1:
+        notes.append("no ProfilerStep is on two ranks: no straggler per step")
+    return pl.DataFrame(rows, schema=schema)

@@ -1,0 +1,107 @@
+"""The text and Markdown layout of `traceana ranks` (questions/ranks/analysis.py): the ranks and
+their clocks, each device's step broken down, and the straggler of each step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
+from trace_analyzer.render.safe import shown
+from trace_analyzer.render.view import View
+
+
+def _ns(value: int | None) -> str:
+    return DASH if value is None else duration(value)
+
+
+def _signed(value: int | None) -> str:
+    return DASH if value is None else ("-" if value < 0 else "+") + duration(abs(value))
+
+
+def _rank(value: int | None) -> str:
+    return DASH if value is None else f"rank {value}"
+
+
+def ranks_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+    """Return the blocks of one run's ranks, steps and stragglers."""
+    blocks: list[Block] = [heading(f"ranks: {shown(run['root'], style)}", style), ""]
+    slow = run["stragglers"]
+    if slow:
+        s = slow[0]
+        blocks += [
+            f"straggler of step {s['step']}: {_rank(s['rank'])}, {_ns(s['behind_ns'])} behind "
+            f"the others ({s['why']}: its step started {_signed(s['late_start_ns'])} after "
+            f"theirs, its compute {_signed(s['extra_compute_ns'])} against theirs)",
+            "",
+        ]
+    if run["notes"]:
+        blocks += [Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"), ""]
+    clocks = [
+        [_rank(r["rank"]), count(r["pid"]), r["host"] or DASH,
+         _signed(r["offset_ns"]), r["offset_from"] or DASH, "yes" if r["applied"] else "no"]
+        for r in run["ranks"]
+    ]  # fmt: skip
+    blocks.append(
+        Table(
+            "ranks and their clocks (offset after the first rank's)",
+            (
+                text_col("rank"),
+                num_col("pid"),
+                text_col("host", cut=12),
+                num_col("offset"),
+                text_col("measured on"),
+                text_col("applied"),
+            ),
+            clocks,
+        )  # fmt: skip
+    )
+    blocks += ["", _steps(run["steps"], view), ""]
+    if slow:
+        blocks.append(_stragglers(slow))
+    else:
+        blocks.append("stragglers: none (no step on two ranks or more)")
+    return blocks
+
+
+def _steps(rows: list[dict[str, Any]], view: View) -> Table:
+    cells = [
+        [
+            _rank(r["rank"]),
+            r["device"],
+            DASH if r["step"] is None else number(r["step"]),
+            *(_ns(r[c]) for c in ("window_ns", "compute_ns", "communication_ns")),
+            percent(r["overlap_pct"]),
+            *(_ns(r[c]) for c in ("exposed_communication_ns", "memory_ns", "idle_ns")),
+            percent(r["idle_pct"]),
+        ]
+        for r in rows
+    ]
+    columns = (
+        text_col("rank"), text_col("device", cut=16), num_col("step"), num_col("window"),
+        num_col("compute"), num_col("communication"), num_col("overlap %", drop=2),
+        num_col("exposed comm."), num_col("memory", drop=1), num_col("idle"),
+        num_col("idle %", drop=3),
+    )  # fmt: skip
+    return Table(
+        "per rank and step (overlap %: of communication, run beside compute)",
+        columns,
+        cells,
+        noun="rows",
+        more="`--format json` has every row",
+    )
+
+
+def _stragglers(rows: list[dict[str, Any]]) -> Table:
+    cells = [
+        [number(r["step"]), _rank(r["rank"]), count(r["ranks"]), _ns(r["wait_ns"]),
+         _ns(r["others_wait_ns"]), _ns(r["behind_ns"]), _signed(r["extra_compute_ns"]),
+         _signed(r["late_start_ns"]), r["why"]]
+        for r in rows
+    ]  # fmt: skip
+    columns = (
+        num_col("step"), text_col("straggler"), num_col("ranks"), num_col("its wait"),
+        num_col("others' wait"), num_col("behind"), num_col("extra compute"),
+        num_col("late start"), text_col("why"),
+    )  # fmt: skip
+    return Table("stragglers: the rank the others wait for, per step", columns, cells)

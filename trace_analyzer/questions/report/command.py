@@ -1,0 +1,77 @@
+"""`traceana report`: one page for one run (questions/report/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.cli.common import (
+    Loading,
+    cli,
+    handle_errors,
+    load_options,
+    output_file,
+    writing,
+)
+from trace_analyzer.cli.messages import plain
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--base",
+    type=click.Path(path_type=Path),
+    metavar="BASE",
+    help="Compare with this run (e.g. before a change): adds the diff and its timeline.",
+)
+@output_file(
+    "File to write: .html (one self-contained page) or .md (Markdown; the plots "
+    "go beside it as <name>.<plot>.png)."
+)
+@click.option(
+    "--images/--no-images",
+    default=True,
+    show_default=True,
+    help="Draw the PNG plots (matplotlib). --no-images: a .md of text alone (a PR comment "
+    "cannot show relative images), a page without the gap histogram.",
+)
+@load_options
+@handle_errors
+def report(path: Path, base: Path | None, output: Path, images: bool, loading: Loading) -> None:
+    """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.
+
+    The page embeds the JSON of `gaps`, `ops`, `ranks`, `kernels`, `launches` (and `diff`;
+    `engines` when PATH holds device-profile exports), their long lists cut, and shows
+    nothing else; its timeline zooms, and it needs no network (docs/report.md). The PNG
+    plots need matplotlib: pip install 'traceana[report]' (or --no-images).
+
+    \b
+    Example:
+        traceana report ./profile_out --base ./before -o report.html
+    """
+    from trace_analyzer.questions.report import files as report_page
+    from trace_analyzer.questions.report import plots
+    from trace_analyzer.questions.report.analysis import report as report_of
+
+    report_page.format_of(output)
+    if images:
+        plots.require()
+    from trace_analyzer.questions.engines.command import device_of
+    from trace_analyzer.questions.kernels.command import with_neffs
+
+    head = loading.one(path)  # several runs: a usage error naming them
+    head = with_neffs(head, path, loading)  # Neuron: its NEFFs, for the kernels section
+    before = None if base is None else with_neffs(loading.one(base), base, loading)
+    device, note = device_of(path)  # its device-profile exports, for the engines section
+    result = report_of(
+        head, before, path=str(path), base_path=None if base is None else str(base),
+        device=device, device_note=note,
+        base_device=None if base is None else device_of(base)[0],  # below the base's ops
+    )  # fmt: skip
+    written = report_page.files(result, output, images=images)
+    for target, content in written.items():
+        with writing(target):
+            target.write_bytes(content)
+    beside = f" and {len(written) - 1} plots beside it" if len(written) > 1 else ""
+    click.echo(f"wrote {plain(output)}{beside}", err=True)

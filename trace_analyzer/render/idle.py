@@ -1,0 +1,58 @@
+"""How the reports word a run's two idle percentages (docs/gaps.md, "Definitions").
+
+``idle_pct`` is idle in gaps over the window (the window times the devices, in a summary);
+``active_idle_pct`` is the same idle over the devices' own active spans (each device's first
+execution start to its last execution end). The verdict lines and the device and lane tables
+of every report word them here, so that they say the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trace_analyzer.numbers import count, duration, percent
+from trace_analyzer.render.blocks import Column, num, num_col
+
+
+def idle_phrase(summary: dict[str, Any], origin: str, fmt: Callable[[object], str] = num) -> str:
+    """Return ``idle 67.09 % of the hardware span, 92.25 % of the devices' active spans``
+    (``of its active span`` for one device): a summary's two idle percentages, ``origin``
+    naming the window; ``fmt`` writes a percentage without its ``%``."""
+    spans = "its active span" if summary["devices"] == 1 else "the devices' active spans"
+    return (
+        f"idle {fmt(summary['idle_pct'])} % of the {origin}, "
+        f"{fmt(summary['active_idle_pct'])} % of {spans}"
+    )
+
+
+def bare_percent(v: object) -> str:
+    """Return a percentage as ``numbers.percent`` writes it, without the ``%`` (``fmt`` of
+    ``idle_phrase`` in the text reports)."""
+    return percent(v if isinstance(v, int | float) else None).removesuffix(" %")
+
+
+# The columns of a device or lane row (``devices``/``lanes`` of the JSON) after its name; a
+# narrow terminal drops them in the order of ``drop`` (1 first).
+IDLE_COLUMNS: tuple[tuple[Column, Callable[[dict[str, Any]], str]], ...] = (
+    (num_col("busy", drop=9), lambda r: duration(r["busy_ns"])),
+    (num_col("idle"), lambda r: duration(r["idle_ns"])),
+    (num_col("idle %"), lambda r: percent(r["idle_pct"])),
+    (num_col("active idle %", drop=6), lambda r: percent(r["active_idle_pct"])),
+    (num_col("active span", drop=7), lambda r: duration(r["active_ns"])),
+    (num_col("leading", drop=4), lambda r: duration(r["leading_ns"])),
+    (num_col("trailing", drop=5), lambda r: duration(r["trailing_ns"])),
+    (num_col("executions", drop=8), lambda r: count(r["executions"])),
+    (num_col("gaps"), lambda r: count(r["gap_count"])),
+    (num_col("p50 gap", drop=2), lambda r: duration(r["gap_p50_ns"])),
+    (num_col("p90 gap", drop=3), lambda r: duration(r["gap_p90_ns"])),
+    (num_col("p99 gap", drop=1), lambda r: duration(r["gap_p99_ns"])),
+    (num_col("max gap"), lambda r: duration(r["gap_max_ns"])),
+)
+
+
+def idle_cells(row: dict[str, Any]) -> list[str]:
+    """Return the cells of ``IDLE_COLUMNS`` for a device or lane row: busy, idle, both idle
+    percentages, the active span, leading and trailing idle, executions, gaps and their
+    percentiles."""
+    return [cell(row) for _, cell in IDLE_COLUMNS]
