@@ -53,6 +53,8 @@ from trace_analyzer.loading.profile import (
     read_run,
     refuse_untimed,
 )
+from trace_analyzer.model.device import DeviceRun
+from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
 from trace_analyzer.questions.gaps.causes import LATENCY_NS
 
@@ -190,9 +192,22 @@ class Cache:
         min_gap_ns: int = 0,
         lanes: str | None = None,
         latency_ns: int = LATENCY_NS,
+        device: DeviceRun | None = None,
     ) -> GapsResult:
         """``questions.gaps.analysis.gaps`` with its result kept beside the run's entry, per
-        options."""
+        options; ``device``: as ``gaps``, the table below the ops added to the kept result."""
+        found = self._gaps(profile, step, span, min_gap_ns, lanes, latency_ns)
+        return with_engines(found, profile, device, found.chain)
+
+    def _gaps(
+        self,
+        profile: Profile,
+        step: int | None,
+        span: tuple[int, int] | None,
+        min_gap_ns: int,
+        lanes: str | None,
+        latency_ns: int,
+    ) -> GapsResult:
         options = {
             "step": step,
             "span": span,

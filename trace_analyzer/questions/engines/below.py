@@ -11,13 +11,18 @@ intensity and the roofline verdict and headroom.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TypeVar
+
 import polars as pl
 
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.questions.chain.analysis import chains
-from trace_analyzer.questions.engines.analysis import EnginesResult
+from trace_analyzer.questions.engines.analysis import EnginesResult, engines
 from trace_analyzer.questions.kernels.analysis import EXECUTION
 
+R = TypeVar("R")
 COLUMNS: dict[str, type[pl.DataType]] = {
     "op": pl.String,
     "neff": pl.String,
@@ -37,9 +42,10 @@ def _file_name(col: pl.Expr) -> pl.Expr:
     return col.str.replace_all(r"\\", "/").str.split("/").list.last()
 
 
-def op_neffs(profile: Profile) -> pl.DataFrame:
+def op_neffs(profile: Profile, chain: pl.DataFrame | None = None) -> pl.DataFrame:
     """Return per op (``(unlinked)`` for an execution reaching none) and NEFF file name the
-    number of its hardware executions (the profile read with its args: the NEFF is there)."""
+    number of its hardware executions (the executions' args name the NEFF); ``chain``: the
+    run's chain table when the caller has it (``GapsResult.chain``), else computed."""
     ev = profile.events
     hw = ev.filter(
         (pl.col("lane_kind").cast(pl.String) == "hardware")
@@ -50,7 +56,8 @@ def op_neffs(profile: Profile) -> pl.DataFrame:
     )
     if hw.is_empty():
         return pl.DataFrame(schema={"op": pl.String, "neff": pl.String, "executions": pl.Int64})
-    ops = chains(profile).table.select("hw_event_id", op=pl.col("op").cast(pl.String))
+    table = chains(profile).table if chain is None else chain
+    ops = table.select("hw_event_id", op=pl.col("op").cast(pl.String))
     return (
         hw.join(ops, on="hw_event_id", how="left")
         .drop_nulls("neff")
@@ -60,10 +67,12 @@ def op_neffs(profile: Profile) -> pl.DataFrame:
     )
 
 
-def op_engines(profile: Profile, result: EnginesResult) -> pl.DataFrame:
+def op_engines(
+    profile: Profile, result: EnginesResult, chain: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Return, per op and NEFF whose device profile ``result`` holds, the NEFF's engines and
-    roofline (``COLUMNS``); no rows when no op's NEFF has one."""
-    pairs = op_neffs(profile)
+    roofline (``COLUMNS``); no rows when no op's NEFF has one. ``chain``: as ``op_neffs``."""
+    pairs = op_neffs(profile, chain)
     if pairs.is_empty() or result.neffs.is_empty():
         return pl.DataFrame(schema=COLUMNS)
     name = _file_name(pl.col("neff"))
@@ -96,8 +105,22 @@ def op_engines(profile: Profile, result: EnginesResult) -> pl.DataFrame:
     )
 
 
-def below_the_ops(profile: Profile, result: EnginesResult) -> pl.DataFrame | None:
-    """Return ``op_engines`` for a run with Neuron executions (``profile`` read with its
-    args), None for one without (a GPU run has no NEFF to meet a device profile)."""
+def below_the_ops(
+    profile: Profile, result: EnginesResult, chain: pl.DataFrame | None = None
+) -> pl.DataFrame | None:
+    """Return ``op_engines`` for a run with Neuron executions, None for one without (a GPU
+    run has no NEFF to meet a device profile). ``chain``: as ``op_neffs``."""
     hardware = profile.events.filter(pl.col("source").cast(pl.String) == "neuron_hw")
-    return None if hardware.is_empty() else op_engines(profile, result)
+    return None if hardware.is_empty() else op_engines(profile, result, chain)
+
+
+def with_engines(
+    result: R, profile: Profile, device: DeviceRun | None, chain: pl.DataFrame | None = None
+) -> R:
+    """Return ``result`` (a gaps or ops result of ``profile``) with ``engines``, the table
+    below its ops, set from ``device`` (the run's device profiles, ``load_device``); as it is
+    without device profiles or Neuron executions. ``chain``: as ``op_neffs``."""
+    if device is None or not device.profiles:
+        return result
+    found = below_the_ops(profile, engines(device), chain)
+    return result if found is None else replace(result, engines=found)  # type: ignore[type-var]

@@ -152,19 +152,3 @@ def nothing_found(run: DeviceRun) -> str:
     return (
         f"no device-profile export (Instruction.parquet) and no NEFF/NTFF pair under it; {CAPTURE}"
     )
-
-
-def device_of(path: Path) -> tuple[DeviceRun | None, str | None]:
-    """The device-profile exports under ``path`` for ``traceana report``, and why they could
-    not be read: only a folder is searched (a trace or an archive has none), and an export
-    that cannot be read is a note on the page, not an error (the report is about the system
-    view first)."""
-    from trace_analyzer.errors import InputError
-    from trace_analyzer.readers.device_profile import load_device
-
-    if not path.is_dir():
-        return None, None
-    try:
-        return load_device(path), None
-    except InputError as e:
-        return None, f"the device-profile export could not be read: {e}"

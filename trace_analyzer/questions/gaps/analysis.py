@@ -19,8 +19,10 @@ from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.analysis import chain_table
+from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
     CAUSES,
     LATENCY_NS,
@@ -57,7 +59,7 @@ class GapsResult(RunResult):
     run.
     ``failed``: the ``--fail-on`` conditions that held (``gate``). ``engines``: where the run
     has device-profile exports, per op and NEFF the NEFF's engines and roofline
-    (``device_ops.op_engines``; the CLI sets it), else None.
+    (``questions.engines.below``; ``gaps(device=...)`` sets it), else None.
     """
 
     window: Window | None
@@ -133,6 +135,7 @@ def gaps(
     min_gap_ns: int = 0,
     lanes: str | None = None,
     latency_ns: int = LATENCY_NS,
+    device: DeviceRun | None = None,
 ) -> GapsResult:
     """Return the idle gaps of one run.
 
@@ -141,8 +144,24 @@ def gaps(
     shorter gaps out of the gap lists and counts (their time stays idle). ``lanes``: a glob;
     only the hardware lanes it matches. Without step or span the window is the hardware span.
     ``latency_ns``: a queued execution starting within this of the previous end waited only
-    for the launch latency (cause ``launch_latency``).
+    for the launch latency (cause ``launch_latency``). ``device``: the run's device profiles
+    (``ta.load_device(path)``): a Neuron run's result then holds, below its ops, the engines
+    of each op's NEFF (``engines``), as ``traceana gaps`` shows them.
     """
+    result = _gaps(profile, step, span, min_gap_ns, lanes, latency_ns)
+    if device is None or not isinstance(profile, Profile):
+        return result
+    return with_engines(result, profile, device, result.chain)
+
+
+def _gaps(
+    profile: Profile | pl.DataFrame,
+    step: int | None,
+    span: tuple[int, int] | None,
+    min_gap_ns: int,
+    lanes: str | None,
+    latency_ns: int,
+) -> GapsResult:
     events = profile.events if isinstance(profile, Profile) else profile
     root = str(profile.root) if isinstance(profile, Profile) else None
     hw = (  # the columns the gaps need, not the whole width (a copy of every execution)

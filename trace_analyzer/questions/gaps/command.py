@@ -123,24 +123,20 @@ def gaps(
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
     latency_ns = parse_duration(latency)
     profiles = loading.runs(path)
-    from trace_analyzer.questions.engines.attach import with_engines
+    from trace_analyzer.loading.device import device_beside
 
     results = [
-        with_engines(
-            gate(
-                loading.cache.gaps(
-                    p,
-                    step=step,
-                    span=window,
-                    min_gap_ns=min_gap_ns,
-                    lanes=lane_glob,
-                    latency_ns=latency_ns,
-                ),
-                conditions,
+        gate(
+            loading.cache.gaps(
+                p,
+                step=step,
+                span=window,
+                min_gap_ns=min_gap_ns,
+                lanes=lane_glob,
+                latency_ns=latency_ns,
+                device=device_beside(p),
             ),
-            p,
-            path,
-            loading,
+            conditions,
         )
         for p in profiles
     ]

@@ -19,7 +19,7 @@ from trace_analyzer.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from trace_analyzer.loading.profile import Profile
+    pass
 
 
 @cli.command()
@@ -58,30 +58,7 @@ def kernels(
     from trace_analyzer.render.view import View
 
     check_output(fmt, output)
-    profiles = [with_neffs(p, path, loading) for p in loading.runs(path)]
+    profiles = loading.runs(path)
     results = tuple(kernels_of(p, step=step) for p in profiles)
     warnings = [p.warnings for p in profiles]
     emit(RunResults(str(path), results, warnings=warnings), fmt, output, View(top=top))
-
-
-def with_neffs(profile: Profile, path: Path, loading: Loading) -> Profile:
-    """Return ``profile``, read again with its events' args when it holds Neuron executions
-    (their NEFF, ``model_name``, is only in the args; Kineto runs are not read twice), its
-    ranks as ``--rank`` names them."""
-    import polars as pl
-
-    from trace_analyzer.questions.kernels.analysis import EXECUTION
-
-    hardware = profile.events.filter(pl.col("source") == "neuron_hw")
-    if hardware.filter(pl.col("name") == EXECUTION).is_empty():
-        return profile
-    if hardware["args_json"].is_not_null().any():
-        return profile
-    again = loading.cache.load_run(
-        profile.run,
-        loading.cache.folder_for(path),
-        args=True,
-        strict=loading.strict,
-        max_bytes=loading.max_bytes,
-    )
-    return loading.selected(again)  # --rank, as the first read had it

@@ -21,9 +21,11 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.model.intervals import enclosing
 from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.analysis import chain_table, coverage
+from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import UNLINKED
 
 
@@ -178,17 +180,21 @@ class OpsResult(RunResult):
         )
 
 
-def ops(profile: Profile, *, limit: int | None = None) -> OpsResult:
+def ops(
+    profile: Profile, *, limit: int | None = None, device: DeviceRun | None = None
+) -> OpsResult:
     """Return the ops table of one run (``profile``); ``limit``: only the first N ops (by
-    device time)."""
+    device time); ``device``: the run's device profiles (``ta.load_device(path)``): a Neuron
+    run's result then holds, below its ops, the engines of each op's NEFF (``engines``)."""
     edges, events = profile.edges, profile.keyed  # ops nest per thread, files apart
     chain = chain_table(events, edges)
     execs = executions(chain, events, edges)
     table = ops_table(events, execs=execs)
-    return OpsResult(
+    result = OpsResult(
         root=str(profile.root),
         total_device_us=round(cast(int, execs["device_ns"].sum()) / 1000, 3),
         executions=execs.height,
         coverage=coverage(chain),
         table=table.head(limit) if limit else table,
     )
+    return with_engines(result, profile, device, chain)

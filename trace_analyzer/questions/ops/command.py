@@ -42,9 +42,9 @@ def ops(
     from trace_analyzer.render import View
 
     check_output(fmt, output)
-    from trace_analyzer.questions.engines.attach import with_engines
+    from trace_analyzer.loading.device import device_beside
 
     profiles = loading.runs(path)
-    results = tuple(with_engines(ops_of(p, limit=top), p, path, loading) for p in profiles)
+    results = tuple(ops_of(p, limit=top, device=device_beside(p)) for p in profiles)
     result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
     emit(result, fmt, output, View(top=top or MARKDOWN_TOP))

@@ -57,12 +57,10 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
     report_page.format_of(output)
     if images:
         plots.require()
-    from trace_analyzer.questions.engines.command import device_of
-    from trace_analyzer.questions.kernels.command import with_neffs
+    from trace_analyzer.loading.device import device_of
 
     head = loading.one(path)  # several runs: a usage error naming them
-    head = with_neffs(head, path, loading)  # Neuron: its NEFFs, for the kernels section
-    before = None if base is None else with_neffs(loading.one(base), base, loading)
+    before = None if base is None else loading.one(base)
     device, note = device_of(path)  # its device-profile exports, for the engines section
     result = report_of(
         head, before, path=str(path), base_path=None if base is None else str(base),
