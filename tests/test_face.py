@@ -12,9 +12,10 @@ import trace_analyzer as ta
 ROOT = Path(__file__).resolve().parents[1]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
 FUNCTIONS = ("load", "load_runs", "gaps", "ops", "chains", "diff", "info", "export", "engines",
-             "load_device")
+             "load_device", "ranks", "kernels", "launches", "report", "tables", "trend",
+             "run_batch", "graph")
 TYPES = ("Profile", "GapsResult", "OpsResult", "ChainResult", "DiffResult", "InfoResult",
-         "RunResults", "EnginesResult", "DeviceRun")
+         "RunResults", "EnginesResult", "DeviceRun", "ReportResult", "TrendResult", "BatchResult")
 
 
 def test_dir_shows_the_face_and_no_subpackage():

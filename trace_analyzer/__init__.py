@@ -31,6 +31,7 @@ from trace_analyzer.questions import QUESTIONS
 
 if TYPE_CHECKING:
     from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.batch import BatchResult, run_batch
     from trace_analyzer.cache import Cache
     from trace_analyzer.errors import InputError, TraceanaError, UsageError
     from trace_analyzer.inputs.discover import discover
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from trace_analyzer.questions.diff.analysis import DiffResult, diff
     from trace_analyzer.questions.engines.analysis import EnginesResult, engines
     from trace_analyzer.questions.gaps.analysis import GapsResult, Window, gaps
+    from trace_analyzer.questions.graph.writer import graph
     from trace_analyzer.questions.info.analysis import InfoResult, info
     from trace_analyzer.questions.kernels.analysis import KernelsResult, kernels
     from trace_analyzer.questions.launches.analysis import LaunchesResult, launches
@@ -70,6 +72,7 @@ __all__ = [
     "RanksResult", "RunResults", "TraceanaError", "UsageError", "Window", "__version__",
     "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
     "load_runs", "ops", "ranks", "report", "ReportResult", "tables", "trend", "TrendResult",
+    "run_batch", "BatchResult", "graph",
     "EnginesResult", "engines", "DeviceRun", "load_device",
 ]  # fmt: skip
 

@@ -92,9 +92,14 @@ def run_batch(
     max_bytes: int | None = None,
     worker_memory: int | None = None,
 ) -> BatchResult:
-    """Analyse every new or changed run under ``roots`` into the table at ``out``.
+    """Return what a batch did (``BatchResult``: the table, what it found, analysed, skipped
+    and failed), having analysed every new or changed run under ``roots`` into the table at
+    ``out``, as ``traceana batch`` does.
 
-    ``progress(done, failed, total)`` is called after each run. A stop signal that the run's
+    ``jobs``: how many runs at once (worker processes); ``scheduler``: a Dask scheduler's
+    address (``tcp://HOST:8786``) to run them on instead; ``hash_files``: fingerprint runs by
+    their files' content, not their size and time. ``progress``: called as
+    ``progress(done, failed, total)`` after each run. A stop signal that the run's
     native code swallowed (``stops``: the run may have failed for no reason of its own) is
     raised after it, and that run is left out of the table, to the next batch, rather than
     kept as a failed row that would be skipped as unchanged. ``timeout``: seconds a run

@@ -52,7 +52,8 @@ class Question:
     ``name``: the command's name; ``summary``: the first paragraph of its help (listed by
     ``traceana --help`` with nothing imported; tests/cli/test_startup.py holds it to the
     command's own); ``command``: the module holding the click command; ``face``: the names
-    ``import trace_analyzer as ta`` offers from ``analysis``; ``layouts``: a result type
+    ``import trace_analyzer as ta`` offers from ``analysis`` (never a subpackage's name:
+    ``ta.batch`` is the package of ``ta.run_batch``); ``layouts``: a result type
     (``module:Class``) to its text layout (``module:function(doc, style, view) -> blocks``);
     ``answers``: whether an unchanged run's output may be answered from the cache
     (cli/answers.py); ``report``: its part of the report page, if it has one.
@@ -79,7 +80,8 @@ QUESTIONS: list[Question] = [
     ),
     Question(
         "batch", "Analyse every run under ROOTS into one Parquet table, one row per run × "
-        "device.", _q("batch.command"),
+        "device.", _q("batch.command"), "trace_analyzer.batch",
+        ("run_batch", "BatchResult"),
     ),
     Question(
         "chain", "The dependency chain of every hardware execution: op, dispatch, schedule, "
@@ -111,7 +113,7 @@ QUESTIONS: list[Question] = [
     ),
     Question(
         "graph", "Export the dependency graph of one run: framework op → runtime → hardware.",
-        _q("graph.command"),
+        _q("graph.command"), _q("graph.writer"), ("graph",),
     ),
     Question(
         "info", "Show what PATH holds: sources and formats, processes, lanes by kind, "

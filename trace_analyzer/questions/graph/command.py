@@ -34,7 +34,7 @@ def graph(path: Path, output: Path, loading: Loading) -> None:
     )
 
     p = loading.one(path)
-    g = graph_export.build(p.events, p.edges)
+    g = graph_export.graph(p)
     with writing(output):
         graph_export.write(g, output)
     click.echo(

@@ -21,6 +21,7 @@ import polars as pl
 
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
+from trace_analyzer.loading.profile import Profile
 from trace_analyzer.render.safe import dot_quoted, xml_text
 
 NODE_ATTRS = ("name", "lane", "lane_kind", "start_ns", "end_ns")
@@ -28,6 +29,12 @@ NODE_ATTRS = ("name", "lane", "lane_kind", "start_ns", "end_ns")
 GRAPH_FORMATS = {".graphml": "GraphML", ".json": "node-link JSON", ".dot": "Graphviz DOT"}
 # A DOT value pydot writes bare, and safely so: an identifier or an integer.
 DOT_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+
+
+def graph(profile: Profile) -> nx.DiGraph:
+    """Return the dependency graph of one run (``profile``): framework op → runtime →
+    hardware, as ``traceana graph`` writes it (``build`` over its events and edges)."""
+    return build(profile.events, profile.edges)
 
 
 def build(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> nx.DiGraph:
