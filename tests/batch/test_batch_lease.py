@@ -17,6 +17,7 @@ in-process cases shorten.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -210,3 +211,45 @@ def test_two_takeovers_of_one_stale_lock_on_a_noop_flock_leave_one_holder(
         with table_lock(table):
             pass
     assert json.loads(lock.read_text()) == rival  # the rival's, untouched
+
+
+# Three things a lock taken with a library's flock lock (filelock.UnixFileLock, tried for
+# issue 33) did not keep, each a batch refused or a folder made where it should not be.
+
+def test_a_fresh_lock_on_a_noop_flock_is_taken(tmp_path, noop_flock):
+    # Where flock is a no-op, O_EXCL alone tells the batch that created the lock from one
+    # that found it: the first batch on a table must not refuse itself.
+    table, lock = tmp_path / "runs.parquet", tmp_path / "runs.parquet.lock"
+    with table_lock(table) as notes:
+        assert notes == []
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+    assert not lock.exists()
+
+
+@pytest.fixture
+def no_flock(monkeypatch):
+    """A file system without flock (NFS with no lock daemon): every flock is ENOLCK."""
+    def enolck(fd, how):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(lock_mod.fcntl, "flock", enolck)
+
+
+def test_without_flock_a_batch_takes_a_fresh_lock_and_a_heartbeat_keeps_a_held_one(
+        tmp_path, no_flock):
+    table, lock = tmp_path / "runs.parquet", tmp_path / "runs.parquet.lock"
+    with table_lock(table) as notes:
+        assert notes == [] and json.loads(lock.read_text())["pid"] == os.getpid()
+    assert not lock.exists()
+    _write_lock(lock, _elsewhere(), beat_ago_s=2)
+    with pytest.raises(InputError, match="last heartbeat 2 s ago"):
+        with table_lock(table):
+            pass
+    assert json.loads(lock.read_text()) == _elsewhere()  # left for its holder
+
+
+def test_a_table_in_a_missing_folder_gets_no_lock_and_no_folder(tmp_path):
+    # Writing the table says why it cannot be written; taking the lock makes no folder.
+    table = tmp_path / "missing" / "runs.parquet"
+    with table_lock(table) as notes:
+        assert notes == []
+    assert not table.parent.exists()

@@ -35,6 +35,20 @@ batch's holder is written there, that batch has it. A stale lock is taken over w
 saying why. The lock is removed on every way out of the batch that Python sees (the end, an
 error, Ctrl-C, SIGTERM, which ``traceana batch`` turns into an exception), its heartbeat
 stopped first.
+
+Why hand-made and not ``filelock`` (issue 33; tried with filelock 4.3.2): its ``UnixFileLock``
+takes an ``flock`` on whatever file is there and knows nothing of what it holds, so every rule
+above (holder, start time, heartbeat, the no-op test) stays here either way. The version built
+on it was no shorter (238 lines of code against 233, before any fix) and broke three things: it
+cannot say whether this batch created the file, so where ``flock`` is a no-op the first batch
+on a table refused itself; it raises ``ENOLCK`` (NFS with no lock daemon), which this code
+treats as a no-op ``flock``; and it creates a missing folder. Before the fix of
+tox-dev/filelock#591 (reported on 3.29.7) it also opened the file with ``O_TRUNC`` before its
+``flock``, so a refused batch erased the holder's name. Its ``SoftFileLease`` writes a record
+of its own (not the JSON that earlier traceana locks hold), takes over a holder that still runs
+once its heartbeat is old (a batch stopped with SIGSTOP), and counts a lease's age from when
+this process first saw it, so a dead host's lock would be taken over only after a 10-minute
+wait. tests/batch/test_batch_lock.py and test_batch_lease.py pin each of these.
 """
 
 from __future__ import annotations
