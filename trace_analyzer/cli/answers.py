@@ -45,8 +45,10 @@ from trace_analyzer.errors import TraceanaError
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME, Run, discover
 from trace_analyzer.inputs.fingerprint import fingerprint
+from trace_analyzer.questions import QUESTIONS
 
-COMMANDS = ("gaps", "ops", "chain", "info")
+# the commands whose output may be stored and answered again (the registry says which)
+COMMANDS = tuple(q.name for q in QUESTIONS if q.answers)
 # The options of those commands that take a value (tests/cli/test_answers.py holds this to
 # their definitions), and those that make a command line never answered.
 VALUED = {
