@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.questions.report.plots import _text, as_png, short_names
 from trace_analyzer.render import plotting
+from trace_analyzer.render.plotting import as_png, short_names
+from trace_analyzer.render.plotting import text as _text
 
 # The parts of a step's window (ranks), and the kinds of work (kernels), in their colours.
 PARTS = (
