@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
 from typing import Any
@@ -22,31 +23,28 @@ import orjson
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.rows import json_default
+from trace_analyzer.questions import resolve
 from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.report import plots
-from trace_analyzer.questions.report.analysis import ReportResult
+from trace_analyzer.questions.report.analysis import OWN, ReportResult, registered_parts
 from trace_analyzer.questions.report.sections import (
     diff_section,
     esc,
     gaps_section,
     header_section,
     histogram_section,
+    note_section,
     ops_section,
     summary_section,
 )
-from trace_analyzer.questions.report.sections_more import more_sections
 from trace_analyzer.questions.report.timeline import MAX_LANES, TOP_GAPS, longest
 from trace_analyzer.render import plotting
 from trace_analyzer.render.safe import html_text, plain, warnings_html
 
 TEMPLATE = "templates/report.html"
 ASSETS = ("assets/timeline.css", "assets/timeline.js")
-# The results a report holds (questions/report/analysis.py), in the order the page embeds them.
-KINDS = (
-    "gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline", "ranks", "kernels",
-    "launches", "engines",
-)  # fmt: skip
-# What each embedded result is: the command that prints the same JSON.
+# What each of the report's own results (analysis.OWN) is: the command that prints the same
+# JSON; a question's part names its own (``Part.command``).
 COMMANDS = {
     "gaps": "traceana gaps {path} --format json",
     "ops": "traceana ops {path} --format json",
@@ -54,10 +52,6 @@ COMMANDS = {
     "diff": "traceana diff {base} {path} --format json",
     "base_gaps": "traceana gaps {base} --format json",
     "base_timeline": "the base's timeline and histogram",
-    "ranks": "traceana ranks {path} --format json",
-    "kernels": "traceana kernels {path} --format json",
-    "launches": "traceana launches {path} --format json (the queue of the busiest lanes)",
-    "engines": "traceana engines {path} --format json",
 }
 LIST_CAP = 500  # the rows of any other long list embedded: the first ones, in their order
 _GAPS = (
@@ -68,34 +62,46 @@ _GAPS = (
     ("lanes", "lanes", LIST_CAP, False),
     ("devices", "devices", LIST_CAP, False),
 )
-# per kind: (the result's frame, its JSON key, rows kept, the longest (else the first))
-CUTS: dict[str, tuple[tuple[str, str, int, bool], ...]] = {
+Cut = tuple[str, str, int, bool]  # the result's frame, its JSON key, rows kept, the longest
+# The long lists of the report's own results; a question's part names its own (``Part.cuts``:
+# its first ``LIST_CAP`` rows).
+CUTS: dict[str, tuple[Cut, ...]] = {
     "gaps": _GAPS,
     "base_gaps": _GAPS,
     "ops": (("table", "rows", LIST_CAP, False),),
-    "ranks": (("steps", "steps", LIST_CAP, False), ("stragglers", "stragglers", LIST_CAP, False)),
-    "kernels": (("kernels", "kernels", LIST_CAP, False),),
-    "launches": (("lanes", "lanes", LIST_CAP, False),),
-    "engines": tuple(
-        (k, k, LIST_CAP, False)
-        for k in ("neffs", "cores", "engines", "tops", "roofline", "comparison")
-    ),
     "diff": tuple((k, k, LIST_CAP, False) for k in ("ops", "added", "removed")),
 }
 # what JSON text must not hold inside a <script> element: each escaped as JSON reads it
 _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
+def kinds() -> tuple[str, ...]:
+    """Return the results a report may hold, in the order the page embeds them: its own
+    (``analysis.OWN``), then the questions' parts (the registry's, ``registered_parts``)."""
+    return OWN + tuple(name for name, _ in registered_parts())
+
+
+def command(kind: str) -> str:
+    """Return what prints the JSON of the report's results ``kind`` (``{path}``, ``{base}``
+    for the run and the base)."""
+    return COMMANDS[kind] if kind in COMMANDS else dict(registered_parts())[kind].command
+
+
+def cuts(kind: str) -> tuple[Cut, ...]:
+    """Return the long lists of the report's results ``kind`` that the page cuts."""
+    part = dict(registered_parts()).get(kind)
+    if part is None:
+        return CUTS.get(kind, ())
+    return tuple((frame, frame, LIST_CAP, False) for frame in part.cuts)
+
+
 def render(report: ReportResult, *, images: bool = True) -> str:
     """Return the page of ``report`` (``questions.report.analysis.report``): the template filled
-    with
-    its sections and the JSON of each part; ``images``: draw the gap histogram (matplotlib)."""
-    parts = {k: getattr(report, k) for k in KINDS}
-    payloads = {k: _compact(bounded(k, r)) for k, r in parts.items() if r is not None}
+    with its sections and the JSON of each part; ``images``: draw the plots (matplotlib)."""
+    found = {k: report.result(k) for k in kinds()}
+    payloads = {k: _compact(bounded(k, r)) for k, r in found.items() if r is not None}
     shown = {k: orjson.loads(p) for k, p in payloads.items()}  # the page shows what the JSON says
     shown.update(path=report.path, base=report.base)
-    if report.engines_note:  # a device-profile export that could not be read
-        shown["engines_note"] = report.engines_note
     package = resources.files(__package__)
     template = package.joinpath(TEMPLATE).read_text(encoding="utf-8")
     css, js = (package.joinpath(a).read_text(encoding="utf-8") for a in ASSETS)
@@ -103,7 +109,7 @@ def render(report: ReportResult, *, images: bool = True) -> str:
     return _fill(
         template,
         title=html_text(title),
-        body=f"<style>\n{css}</style>\n" + _body(shown, images),
+        body=f"<style>\n{css}</style>\n" + _body(shown, images, report.notes),
         data="\n".join(_data_block(k, p) for k, p in payloads.items())
         + f"\n<script>\n{js}</script>",
     )
@@ -115,7 +121,7 @@ def bounded(kind: str, results: RunResults[Any]) -> dict[str, Any]:
     ``listed`` (``{"gaps": {"listed": 200, "of": 77396}}``); uncut, the command's JSON."""
     run = results.runs[0]
     kept, listed = {}, {}
-    for attr, key, n, by_length in CUTS.get(kind, ()):
+    for attr, key, n, by_length in cuts(kind):
         frame = getattr(run, attr)
         if frame.height > n:
             kept[attr] = longest(frame, n) if by_length else frame.head(n)
@@ -145,7 +151,7 @@ def _data_block(kind: str, payload: str) -> str:
     )
 
 
-def _body(s: dict[str, Any], images: bool) -> str:
+def _body(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> str:
     run = s["gaps"]["runs"][0]
     drawn = {"histogram": plots.as_png(plots.histogram(s))} if images else {}
     diff = s["diff"]["runs"][0] if s.get("diff") else None
@@ -156,9 +162,24 @@ def _body(s: dict[str, Any], images: bool) -> str:
         parts.append(diff_section(diff))
     parts.append(ops_section(s["ops"]["runs"][0], run))
     parts.append(gaps_section(run))
-    parts += more_sections(s, images)
+    parts += part_sections(s, images, notes)
     parts.append(_data(s))
     return "\n".join(parts)
+
+
+def part_sections(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> list[str]:
+    """Return the sections of the questions' parts of a report's JSON ``s`` (the registry's,
+    in the page's order), each with its plot when ``images``; a part the run lacks for a
+    reason (``notes``: a device-profile export that could not be read) is that note."""
+    out = []
+    for name, part in registered_parts():
+        if s.get(name):
+            run = s[name]["runs"][0]
+            png = resolve(part.plot)(run) if images and part.plot else None
+            out.append(resolve(part.section)(run, png))
+        elif notes.get(name):
+            out.append(note_section(name, notes[name]))
+    return out
 
 
 def timeline_section(s: dict[str, Any]) -> str:
@@ -253,9 +274,9 @@ def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
 def _data(s: dict[str, Any]) -> str:
     items = "".join(
         f"<li><code>traceana-{k.replace('_', '-')}</code>: "
-        f"{esc(COMMANDS[k].format(path=s['path'], base=s.get('base')))}"
+        f"{esc(command(k).format(path=s['path'], base=s.get('base')))}"
         f' <span class="download" data-for="traceana-{k.replace("_", "-")}"></span></li>'
-        for k in KINDS
+        for k in kinds()
         if s.get(k) is not None
     )
     return (

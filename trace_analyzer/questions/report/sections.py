@@ -384,3 +384,12 @@ def gaps_section(run: dict[str, Any]) -> str:
         )
         + "</section>"
     )
+
+
+def note_section(name: str, note: str) -> str:
+    """Return the section of a question's part ``name`` that the run lacks for a reason,
+    ``note`` (a device-profile export that could not be read): its title and the note."""
+    return (
+        f'<section id="{esc(name)}"><h2>{esc(name.capitalize())}</h2>'
+        f'<p class="note">{esc(note)}</p></section>'
+    )
