@@ -14,8 +14,8 @@ shows text from a trace (``safe.html_text``): control characters as the text of 
 HTML-escaped, so that no name makes an element or an attribute, or reorders what follows;
 None is nothing. Only markup is written as it is: a macro's output, a filled template, or
 ``Markup`` (the page's own styles, script and JSON blocks). The filters show numbers as the
-JSON holds them (``num``, ``us``) or as the text outputs write times (``duration``,
-``instant``).
+JSON holds them (``num``, ``us``, ``signed``) or as the text outputs write times
+(``duration``, ``instant``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ def num(v: object) -> str:
 def us(ns: float | None) -> str:
     """Return a time ``ns`` as µs text (``num`` of ns / 1000), None as nothing."""
     return "" if ns is None else num(ns / 1000)
+
+
+def signed(v: float | None) -> str:
+    """Return a change ``v`` as text: ``num`` with its sign (``+`` when above 0)."""
+    return "" if v is None else ("+" if v > 0 else "") + num(v)
 
 
 def esc(v: object) -> str:
@@ -92,7 +97,13 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(
-        num=num, us=us, duration=duration, instant=instant, json_attr=json_attr, png_uri=png_uri
+        num=num,
+        us=us,
+        signed=signed,
+        duration=duration,
+        instant=instant,
+        json_attr=json_attr,
+        png_uri=png_uri,
     )
     return env
 

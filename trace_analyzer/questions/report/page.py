@@ -1,17 +1,19 @@
 """HTML: one self-contained page for a report (``traceana report -o report.html``).
 
 As pyinstrument's HTML renderer does, the page embeds the JSON renderer's output of each
-result (``<script type="application/json">``) in a static template, and every table and plot
-is drawn from that JSON parsed back, so the page never shows a number the JSON lacks. The
-page stays small whatever the trace: the gaps and the other long lists are cut to their
-longest or first rows (``CUTS``, saying so under ``listed``), and the timeline is the
-bucketed one of ``questions.report.timeline``, drawn by the page's own script (assets/timeline.js)
-on a canvas, zoomable. The gap histogram is a PNG data: URI; nothing is fetched.
+result (``<script type="application/json">``) in a template (templates/report.html, filled
+by Jinja2 with autoescape: render/html.py), and every section, each a template too, is
+drawn from that JSON parsed back, so the page never shows a number the JSON lacks: the
+report's own (sections.py, and the timeline's here), then each question's part, as the
+questions' registry names its section (``Part``). The page stays small whatever the trace:
+the gaps and the other long lists are cut to their longest or first rows (``cuts``, saying
+so under ``listed``), and the timeline is the bucketed one of ``questions.report.timeline``,
+drawn by the page's own script (assets/timeline.js) on a canvas, zoomable. The plots are PNG
+data: URIs; nothing is fetched.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -29,7 +31,6 @@ from trace_analyzer.questions.report import plots
 from trace_analyzer.questions.report.analysis import OWN, ReportResult, registered_parts
 from trace_analyzer.questions.report.sections import (
     diff_section,
-    esc,
     gaps_section,
     header_section,
     histogram_section,
@@ -39,9 +40,9 @@ from trace_analyzer.questions.report.sections import (
 )
 from trace_analyzer.questions.report.timeline import MAX_LANES, TOP_GAPS, longest
 from trace_analyzer.render import plotting
-from trace_analyzer.render.safe import html_text, plain, warnings_html
+from trace_analyzer.render.html import Markup, fill
+from trace_analyzer.render.safe import plain, warnings_html
 
-TEMPLATE = "templates/report.html"
 ASSETS = ("assets/timeline.css", "assets/timeline.js")
 # What each of the report's own results (analysis.OWN) is: the command that prints the same
 # JSON; a question's part names its own (``Part.command``).
@@ -102,16 +103,14 @@ def render(report: ReportResult, *, images: bool = True) -> str:
     payloads = {k: _compact(bounded(k, r)) for k, r in found.items() if r is not None}
     shown = {k: orjson.loads(p) for k, p in payloads.items()}  # the page shows what the JSON says
     shown.update(path=report.path, base=report.base)
-    package = resources.files(__package__)
-    template = package.joinpath(TEMPLATE).read_text(encoding="utf-8")
-    css, js = (package.joinpath(a).read_text(encoding="utf-8") for a in ASSETS)
-    title = f"traceana report: {report.path}"
-    return _fill(
-        template,
-        title=html_text(title),
-        body=f"<style>\n{css}</style>\n" + _body(shown, images, report.notes),
-        data="\n".join(_data_block(k, p) for k, p in payloads.items())
-        + f"\n<script>\n{js}</script>",
+    css, js = (resources.files(__package__).joinpath(a).read_text("utf-8") for a in ASSETS)
+    return fill(
+        f"{__package__}:report.html",
+        title=f"traceana report: {report.path}",
+        css=Markup(css),
+        sections=_sections(shown, images, report.notes),
+        data=[_data_block(k, p) for k, p in payloads.items()],
+        js=Markup(js),
     )
 
 
@@ -138,20 +137,16 @@ def _compact(doc: dict[str, Any]) -> str:
     return orjson.dumps(doc, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _fill(template: str, **values: str) -> str:
-    return re.sub(r"\{\{ (\w+) \}\}", lambda m: values[m[1]], template)
-
-
-def _data_block(kind: str, payload: str) -> str:
-    # these only occur inside JSON strings: escaped, no name can close the script element
+def _data_block(kind: str, payload: str) -> tuple[str, str, Markup]:
+    """An embedded JSON document: its element's id, its download's file name, and the JSON
+    with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped as JSON reads them (they only occur
+    inside its strings): no name can close the script element."""
     body = re.sub("[<>&\u2028\u2029]", lambda m: _UNSAFE[m[0]], payload).rstrip()
-    return (
-        f'<script type="application/json" id="traceana-{kind.replace("_", "-")}" '
-        f'data-file="{kind}.json">\n{body}\n</script>'
-    )
+    return f"traceana-{kind.replace('_', '-')}", f"{kind}.json", Markup(body)
 
 
-def _body(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> str:
+def _sections(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> list[Markup]:
+    """The page's sections, in order, from the report's JSON ``s``."""
     run = s["gaps"]["runs"][0]
     drawn = {"histogram": plots.as_png(plots.histogram(s))} if images else {}
     diff = s["diff"]["runs"][0] if s.get("diff") else None
@@ -164,7 +159,7 @@ def _body(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> str:
     parts.append(gaps_section(run))
     parts += part_sections(s, images, notes)
     parts.append(_data(s))
-    return "\n".join(parts)
+    return [Markup(p) for p in parts]  # each filled from its template, or made inert
 
 
 def part_sections(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> list[str]:
@@ -195,54 +190,30 @@ def timeline_section(s: dict[str, Any]) -> str:
         "outside": plotting.OUTSIDE_COLOUR,
         "causes": plotting.CAUSE_COLOURS,
     }
-    parts = [
-        '<section id="timeline"><h2>Timeline</h2><p class="note">Hardware lanes: per pixel '
-        "column, busy time (dark, from the bottom) and idle time in gaps (coloured by the "
-        "cause with the most idle there); above them the framework ops on the host. Time "
-        "after the window start; grey: outside the window. Zoom with the mouse wheel or "
-        "the buttons, drag to pan, hover for a gap's cause and evidence.</p>",
-        f'<div class="tl-toolbar" data-colours="{_json_attr(colours)}">'
-        '<button type="button" data-zoom="in" title="zoom in">+</button>'
-        '<button type="button" data-zoom="out" title="zoom out">\u2212</button>'
-        '<button type="button" data-zoom="reset" title="the whole run">reset</button>'
-        '<span class="tl-range" aria-live="polite"></span></div>',
-    ]
-    for who, path, name, t in shown:
+    timelines = [
         # drawn on the canvas as shown: a lane's control characters as escapes (the JSON
         # blocks keep the names exactly)
-        labels = [plain(n) for n in plots.short_names([lane["lane"] for lane in t["lanes"]])]
-        more = t["lane_count"] - len(t["lanes"])
-        title = f"{who} <code>{esc(path)}</code>" + (" (same scale)" if who == "base" else "")
-        parts.append(
-            f'<div class="tl" id="{name}" data-for="traceana-{name}" '
-            f'data-labels="{_json_attr(labels)}">'
-            + (f"<h3>{title}</h3>" if len(shown) > 1 else "")
-            + f'<canvas class="tl-canvas" tabindex="0" aria-label="timeline of {esc(path)}">'
-            "</canvas>"
-            + (
-                f'<p class="note">The first {MAX_LANES} of {t["lane_count"]} lanes.</p>'
-                if more > 0
-                else ""
-            )
-            + '<p class="note tl-note"></p></div>'
+        (
+            who,
+            path,
+            name,
+            [plain(n) for n in plots.short_names([lane["lane"] for lane in t["lanes"]])],
+            t["lane_count"],
         )
-    parts.append(_legend(s))
-    parts.append(
-        '<div class="tl-tip" role="tooltip" hidden></div><noscript><p class="note">The '
-        "timeline is drawn by the page's script, which is off: its data is the timeline "
-        "JSON below.</p></noscript>"
+        for who, path, name, t in shown
+    ]
+    return fill(
+        f"{__package__}:timeline.html",
+        colours=colours,
+        timelines=timelines,
+        max_lanes=MAX_LANES,
+        legend=_legend(s),
     )
-    return "\n".join(parts) + "</section>"
 
 
-def _json_attr(value: object) -> str:
-    """Return ``value`` as JSON in an attribute value: HTML-escaped only, as the page's script
-    parses it back (``esc`` would show a raw control character as ``\\x85``, not JSON)."""
-    return html.escape(orjson.dumps(value).decode())
-
-
-def _legend(s: dict[str, Any]) -> str:
-    """Return the timeline's legend: busy, the causes of the idle of the run (and base)."""
+def _legend(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the timeline's legend (colour, label): busy, the causes of the idle of the run
+    (and base), the ops, outside the window."""
     runs = [s[k]["runs"][0] for k in ("gaps", "base_gaps") if s.get(k)]
     seen = {c for r in runs for c, ns in (r["summary"].get("idle_by_cause_ns") or {}).items() if ns}
     items = [(plotting.BUSY_COLOUR, "busy")]
@@ -251,14 +222,7 @@ def _legend(s: dict[str, Any]) -> str:
         (plotting.OP_COLOUR, "framework op (host)"),
         (plotting.OUTSIDE_COLOUR, "outside the window"),
     ]
-    return (
-        '<p class="legend">'
-        + "".join(
-            f'<span><span class="swatch" style="background:{c}"></span>{esc(label)}</span>'
-            for c, label in items
-        )
-        + "</p>"
-    )
+    return items
 
 
 def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
@@ -272,19 +236,10 @@ def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
 
 
 def _data(s: dict[str, Any]) -> str:
-    items = "".join(
-        f"<li><code>traceana-{k.replace('_', '-')}</code>: "
-        f"{esc(command(k).format(path=s['path'], base=s.get('base')))}"
-        f' <span class="download" data-for="traceana-{k.replace("_", "-")}"></span></li>'
+    """The Data section: each embedded JSON document, what prints it, its download."""
+    documents = [
+        (f"traceana-{k.replace('_', '-')}", command(k).format(path=s["path"], base=s.get("base")))
         for k in kinds()
         if s.get(k) is not None
-    )
-    return (
-        '<section id="data"><h2>Data</h2><p class="note">Every number on this page comes '
-        "from these JSON documents, embedded in the page as "
-        '<code>&lt;script type="application/json"&gt;</code> blocks. A long list is cut to '
-        "its longest (gaps) or first rows, and its run's <code>listed</code> says how many "
-        "of how many; the full lists are in the commands' JSON.</p>"
-        f"<ul>{items}</ul></section>"
-        f"<footer>traceana {esc(__version__)}</footer>"
-    )
+    ]
+    return fill(f"{__package__}:data.html", documents=documents, version=__version__)
