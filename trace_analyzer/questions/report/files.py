@@ -1,10 +1,11 @@
 """``traceana report``'s files: one self-contained HTML page, or Markdown and its plots.
 
-The report itself (what it shows) is ``questions.report.analysis.report``; the page is html.py; the
-Markdown report is the Markdown renderer's diff, gaps and ops plus the plots, which it links
-relatively, as PNG files beside the .md file, with a note on publishing them (a pull-request
-comment cannot show a relative image), and, when the run has device-profile exports, its
-engines and their roofline; ``images=False`` writes the text alone (docs/report.md).
+The report itself (what it shows) is ``questions.report.analysis.report``; the page is
+page.py; the Markdown report is the Markdown renderer's diff, gaps and ops plus the plots,
+which it links relatively, as PNG files beside the .md file, with a note on publishing them
+(a pull-request comment cannot show a relative image), then the section of each question's
+part that has one (the registry's ``Part.markdown``: engines, with its roofline, when the run
+has device-profile exports); ``images=False`` writes the text alone (docs/report.md).
 """
 
 from __future__ import annotations
