@@ -116,7 +116,7 @@ def render(report: ReportResult, *, images: bool = True) -> str:
 
 def bounded(kind: str, results: RunResults[Any]) -> dict[str, Any]:
     """Return the JSON document of ``results``, the report's part ``kind``, with its long
-    lists cut (``CUTS``); each cut list says how many of how many under the run's
+    lists cut (``cuts``); each cut list says how many of how many under the run's
     ``listed`` (``{"gaps": {"listed": 200, "of": 77396}}``); uncut, the command's JSON."""
     run = results.runs[0]
     kept, listed = {}, {}
