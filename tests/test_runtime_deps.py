@@ -1,4 +1,4 @@
-"""traceana runs with its runtime dependencies only (orjson, polars, networkx, click).
+"""traceana runs with its runtime dependencies only (orjson, polars, networkx, click, jinja2).
 
 The test environment also has numpy, torch and matplotlib (extras); a module that imports
 one of them on the analysis path would pass every other test and fail on a user's machine.

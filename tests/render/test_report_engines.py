@@ -18,7 +18,8 @@ from PIL import Image  # matplotlib's own dependency
 from test_report import parse, png_size
 
 import trace_analyzer as ta
-from trace_analyzer.questions.report import plots, plots_more
+from trace_analyzer.questions.engines import plots as engines_plots
+from trace_analyzer.questions.report import plots
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILED = ROOT / "fixtures" / "rmsnorm_compiled"
@@ -86,10 +87,10 @@ def test_the_roofline_plot_draws_the_roof_and_the_neff_in_its_verdict_s_colour(c
     image = Image.open(io.BytesIO(data)).convert("RGB")
     axes = image.crop((0, 0, width, height - 40))  # above the legend
     colours = {c: n for n, c in axes.getcolors(1 << 24)}
-    assert colours.get(rgb(plots_more.ROOF_COLOUR), 0) > 1000  # the roof: a 2 pt line
-    compute = colours.get(rgb(plots_more.VERDICT_COLOURS["compute-bound"]), 0)
+    assert colours.get(rgb(engines_plots.ROOF_COLOUR), 0) > 1000  # the roof: a 2 pt line
+    compute = colours.get(rgb(engines_plots.VERDICT_COLOURS["compute-bound"]), 0)
     assert compute > 50  # the NEFF's dot, compute-bound
-    assert colours.get(rgb(plots_more.VERDICT_COLOURS["memory-bound"]), 0) == 0
+    assert colours.get(rgb(engines_plots.VERDICT_COLOURS["memory-bound"]), 0) == 0
 
 
 def test_the_naive_run_s_six_neffs_are_memory_bound_and_each_named(tmp_path):

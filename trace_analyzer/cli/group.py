@@ -13,14 +13,33 @@ import no polars either (tests/cli/test_startup.py).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping
 
 import click
 
 from trace_analyzer._version import __version__
 from trace_analyzer.questions import QUESTIONS
 
-# command -> (its module, the first paragraph of its help), from the questions' registry
-COMMANDS = {q.name: (q.command, q.summary) for q in QUESTIONS}
+
+class Registered(Mapping[str, tuple[str, str]]):
+    """command -> (its module, the first paragraph of its help), read from the questions'
+    registry each time it is asked, so that a question registered after this module was
+    imported (tests/test_question_registry.py adds a toy one) is listed and found too."""
+
+    def _now(self) -> dict[str, tuple[str, str]]:
+        return {q.name: (q.command, q.summary) for q in QUESTIONS}
+
+    def __getitem__(self, name: str) -> tuple[str, str]:
+        return self._now()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+
+COMMANDS = Registered()
 
 
 class LazyGroup(click.Group):

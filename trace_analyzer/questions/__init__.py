@@ -26,15 +26,24 @@ PACKAGE = "trace_analyzer.questions"
 
 @dataclass(frozen=True)
 class Part:
-    """A question's part of ``traceana report``: computed from the report's run and drawn as
-    one section of the page (and its Markdown), from the part's embedded JSON.
+    """A question's part of ``traceana report``: computed from the report's run, embedded in
+    the page as its JSON (``traceana-<name>``, its long lists cut) and drawn from that JSON,
+    parsed back, as one section of the page (and of the Markdown report, when it has one).
 
-    ``compute``: ``module:function(profile, device) -> RunResult | None`` (None: the run has
-    nothing for it); ``section``: ``module:function(run_json, plot_png | None) -> html``;
-    ``plot``: ``module:function(run_json) -> png bytes`` (optional); ``markdown``:
-    ``module:function(run_json) -> list[str]`` (optional); ``cuts``: the long lists cut
-    before embedding (the result's frame, its JSON key, rows kept, longest first);
-    ``command``: the command whose JSON the part embeds, ``{path}`` for the run.
+    ``compute``: ``module:function`` returning the part's result (a ``RunResult``) of the
+    run's ``Profile``, or with ``device`` of its device-profile exports (a ``DeviceRun``),
+    only when the run holds some: without, the part is absent (no section, no JSON), and
+    where they could not be read its section is the note saying why. ``section``:
+    ``module:function(run_json, png | None) -> html``, the result's run as the page embeds
+    it and its plot (None with ``--no-images``). ``command``: what prints the same JSON,
+    ``{path}`` for the run (the page's Data list names it). ``plot``: ``module:function(
+    run_json) -> png bytes``, optional. ``markdown``: ``module:function(run_json, image |
+    None) -> str``, the part's section of the Markdown report, ``image`` its plot's file
+    beside the .md (``<stem>.<the plot function's name>.png``; None with ``--no-images``);
+    without, the part is on the page only. ``cuts``: the result's frames cut to their first
+    rows before embedding (the page's ``LIST_CAP``), each saying so under its run's
+    ``listed``. ``order``: the part's place on the page, after the report's own sections,
+    lowest first (the registry's order among equals).
     """
 
     compute: str
@@ -42,7 +51,9 @@ class Part:
     command: str
     plot: str | None = None
     markdown: str | None = None
-    cuts: tuple[tuple[str, str, int, bool], ...] = ()
+    cuts: tuple[str, ...] = ()
+    device: bool = False
+    order: int = 100
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,13 @@ QUESTIONS: list[Question] = [
             _q("engines.analysis:EnginesResult"): _q("engines.text:engines_layout"),
             _q("engines.diff:EnginesDiffResult"): _q("engines.text_diff:engines_diff_layout"),
         },
+        report=Part(
+            _q("engines.analysis:engines"), _q("engines.html:engines_section"),
+            "traceana engines {path} --format json", plot=_q("engines.plots:roofline"),
+            markdown=_q("engines.text_report:engines_markdown"),
+            cuts=("neffs", "cores", "engines", "tops", "roofline", "comparison"), device=True,
+            order=4,
+        ),
     ),
     Question(
         "export", "Export one run as a trace for the Perfetto UI, with links and gaps drawn "
@@ -125,12 +143,22 @@ QUESTIONS: list[Question] = [
         "kind and spread.", _q("kernels.command"), _q("kernels.analysis"),
         ("kernels", "KernelsResult"),
         {_q("kernels.analysis:KernelsResult"): _q("kernels.text:kernels_layout")},
+        report=Part(
+            _q("kernels.analysis:kernels"), _q("kernels.html:kernels_section"),
+            "traceana kernels {path} --format json", plot=_q("kernels.plots:kernels"),
+            cuts=("kernels",), order=2,
+        ),
     ),
     Question(
         "launches", "Per lane: launch latency and delay, queue length over time, time blocked "
         "on a full queue.", _q("launches.command"), _q("launches.analysis"),
         ("launches", "LaunchesResult"),
         {_q("launches.analysis:LaunchesResult"): _q("launches.text:launches_layout")},
+        report=Part(
+            _q("launches.busiest:busiest_launches"), _q("launches.html:launches_section"),
+            "traceana launches {path} --format json (the queue of the busiest lanes)",
+            plot=_q("launches.plots:launches"), cuts=("lanes",), order=3,
+        ),
     ),
     Question(
         "ops", "The offline key_averages(): per op, calls, self CPU, device time and device "
@@ -142,6 +170,11 @@ QUESTIONS: list[Question] = [
         "step's straggler.", _q("ranks.command"), _q("ranks.analysis"),
         ("ranks", "RanksResult"),
         {_q("ranks.analysis:RanksResult"): _q("ranks.text:ranks_layout")},
+        report=Part(
+            _q("ranks.analysis:ranks"), _q("ranks.html:ranks_section"),
+            "traceana ranks {path} --format json", plot=_q("ranks.plots:ranks"),
+            cuts=("steps", "stragglers"), order=1,
+        ),
     ),
     Question(
         "report", "One page for one run: timeline, gap histogram, summary, ops and gaps; with "

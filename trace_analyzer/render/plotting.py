@@ -1,4 +1,5 @@
-"""What the plots of plots.py share: matplotlib, a figure to draw on, its bytes, the colours.
+"""What every plot shares (the report's, each question's part of it, trend's): matplotlib, a
+figure to draw on, its bytes, the colours, a name from a trace as a plot draws it.
 
 matplotlib is the optional extra ``traceana[report]``, imported when a plot is drawn, never
 at ``import trace_analyzer``. Figures are drawn on the non-interactive Agg canvas, without
@@ -12,6 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from trace_analyzer.errors import UsageError
+from trace_analyzer.render.safe import plain
 
 if TYPE_CHECKING:  # matplotlib is imported only to draw
     from matplotlib.figure import Figure
@@ -92,3 +94,35 @@ def message(text: str, fmt: str) -> bytes | str:
     fig = figure(1.2)
     fig.text(0.5, 0.5, text, ha="center", va="center", fontsize=10, color="#555555")
     return save(fig, fmt)
+
+
+def as_png(image: bytes | str) -> bytes:
+    """Return ``image``, a plot drawn with ``fmt="png"``, as the bytes it is (TypeError for
+    SVG text)."""
+    if not isinstance(image, bytes):
+        raise TypeError("not a PNG: an SVG plot is text")
+    return image
+
+
+def text(name: str) -> str:
+    """Return a name from a trace as a plot draws it: control characters shown as escapes
+    (``safe.plain``: no glyph is missing, no warning carries them to stderr), and ``$``
+    escaped, so that matplotlib draws it rather than reading mathtext."""
+    return plain(name).replace("$", r"\$")
+
+
+def short_names(names: list[str]) -> list[str]:
+    """Return the lane ``names`` without the path components all of them share (the last two
+    kept)."""
+    parts = [n.split("/") for n in names]
+    keep = min((len(p) for p in parts), default=0)
+    common = 0
+    while common < keep - 2 and len({tuple(p[: common + 1]) for p in parts}) == 1:
+        common += 1
+    return ["/".join(p[common:]) for p in parts]
+
+
+def cut(name: str, most: int = 60) -> str:
+    """A name as a plot's label: its first ``most`` characters (a C++ kernel's name can be a
+    thousand)."""
+    return name if len(name) <= most else name[: most - 1] + "…"

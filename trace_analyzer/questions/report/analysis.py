@@ -2,52 +2,58 @@
 
 A report is the ``gaps`` and ``ops`` results of the run (with the run's warnings, which the
 report opens with), what its timeline and gap histogram draw (``timeline``: bounded, however
-long the trace), the run's ``ranks`` (each step's window broken down, stragglers), its
-``kernels`` and its ``launches`` (the queue of its ``QUEUE_LANES`` busiest lanes), the
-``engines`` of its device-profile exports when it has some (docs/device.md), and with a
-base the ``diff`` (base → run) and the base's ``gaps`` (with its
-warnings) and ``timeline``, whose histogram shares the run's bins. The renderers
-(questions/report/files.py, questions/report/page.py) show nothing else (docs/report.md).
+long the trace), and with a base the ``diff`` (base → run) and the base's ``gaps`` (with its
+warnings) and ``timeline``, whose histogram shares the run's bins; then the questions' parts
+of it, each computed as the questions' registry says (``Part``, questions/__init__.py): the
+run's ``ranks`` (each step's window broken down, stragglers), its ``kernels``, its
+``launches`` (the queue of its busiest lanes), the ``engines`` of its device-profile
+exports when it has some (docs/device.md), and any question's registered since. The
+renderers (questions/report/files.py, questions/report/page.py) show nothing else
+(docs/report.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import polars as pl
 
-from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.analyses.results import RunResult, RunResults
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
+from trace_analyzer.questions import QUESTIONS, Part, resolve
 from trace_analyzer.questions.diff.analysis import DiffResult, diff, diff_runs
 from trace_analyzer.questions.engines.analysis import EnginesResult, engines
 from trace_analyzer.questions.engines.below import below_the_ops
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps, gaps_runs
 from trace_analyzer.questions.gaps.causes import CAUSES
-from trace_analyzer.questions.kernels.analysis import KernelsResult, kernels
-from trace_analyzer.questions.launches.analysis import LaunchesResult, launches
 from trace_analyzer.questions.ops.analysis import OpsResult, ops
-from trace_analyzer.questions.ranks.analysis import RanksResult, ranks
 from trace_analyzer.questions.report.timeline import TimelineResult, timeline
 
 HISTOGRAM_BINS = 24
-QUEUE_LANES = 8  # the lanes whose queue a report draws: the longest queues first
+# The report's own results, in the order the page embeds them (the questions' parts follow).
+OWN = ("gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline")
 
 
-def busiest(result: LaunchesResult) -> LaunchesResult:
-    """Return ``result`` with the queue of its ``QUEUE_LANES`` lanes with the longest queues
-    only (the page embeds each lane's queue; every lane keeps its row)."""
-    top = result.lanes.sort("queue_max", "launches", descending=True, nulls_last=True)
-    keep = top.head(QUEUE_LANES)["lane"].implode()
-    return replace(result, queue=result.queue.filter(pl.col("lane").is_in(keep)))
+def registered_parts() -> list[tuple[str, Part]]:
+    """Return the questions' parts of the report (each ``Question.report`` of the registry),
+    with their question's name, in the page's order (``Part.order``, then the registry's)."""
+    found = [(q.name, q.report) for q in QUESTIONS if q.report is not None]
+    return sorted(found, key=lambda item: item[1].order)
 
 
 @dataclass(frozen=True, repr=False)
 class ReportResult:
-    """What one report shows; ``base`` and the base's parts are None without a base."""
+    """What one report shows; ``base`` and the base's parts are None without a base.
+
+    ``parts``: the questions' parts (``registered_parts``) by name, in the page's order, each
+    only where the run has it (``engines`` only with device-profile exports); each is read as
+    an attribute too (``report.ranks``), None where the run has none. ``notes``: per part,
+    why it could not be computed (a device-profile export that could not be read).
+    """
 
     path: str
     base: str | None
@@ -57,12 +63,24 @@ class ReportResult:
     diff: RunResults[DiffResult] | None = None
     base_gaps: RunResults[GapsResult] | None = None
     base_timeline: RunResults[TimelineResult] | None = None
-    ranks: RunResults[RanksResult] | None = None  # the run's ranks and steps (docs/distributed.md)
-    kernels: RunResults[KernelsResult] | None = None  # its kernels or NEFFs (docs/kernels.md)
-    launches: RunResults[LaunchesResult] | None = None  # its lanes' launches (docs/launches.md)
-    # its device profiles' engines and roofline (docs/device.md): None without an export
-    engines: RunResults[EnginesResult] | None = None
-    engines_note: str | None = None  # why a device-profile export could not be read
+    parts: Mapping[str, RunResults[Any]] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        """Return the part ``name`` (``report.kernels``), None where the run has none."""
+        if not name.startswith("_") and name not in ("parts", "notes"):
+            if name in self.parts:
+                return self.parts[name]
+            if any(name == known for known, _ in registered_parts()):
+                return None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def result(self, kind: str) -> RunResults[Any] | None:
+        """Return the report's results ``kind``: one of its own (``OWN``) or a question's
+        part; None where it has none."""
+        if kind in OWN:
+            return cast(RunResults[Any] | None, getattr(self, kind))
+        return self.parts.get(kind)
 
     def __repr__(self) -> str:
         return f"ReportResult(path={self.path!r}, base={self.base!r})"
@@ -81,33 +99,33 @@ def report(
     """Return the report of one run, ``head``, compared with ``base`` when given.
 
     ``path``, ``base_path``: how the page names them (default: their roots). ``device``: the
-    run's device-profile exports (``load_device``), whose engines the report adds when it
-    holds any; ``device_note``: why they could not be read (the report says so, no more).
-    ``base_device``: the base's, for the table below its ops (as ``traceana gaps`` has it).
+    run's device-profile exports (``load_device``), whose parts (engines) the report adds
+    when it holds any; ``device_note``: why they could not be read (the report says so, no
+    more). ``base_device``: the base's, for the table below its ops (as ``traceana gaps``
+    has it).
     """
     label = str(head.root) if path is None else path
+    found, notes = _parts(head, device, device_note)
+    parts = {name: RunResults(label, (result,)) for name, result in found.items()}
+    # the engines part, where the run has one, gives the table below its gaps and ops
+    device_result = found.get("engines")
+    below = below_the_ops(head, device_result) if isinstance(device_result, EnginesResult) else None
     g = gaps(head)
     g_base = None if base is None else gaps(base)
     edges = histogram_edges([g] if g_base is None else [g, g_base])  # one x scale for both
-    device_result = engines(device) if device and device.profiles else None
-    below = None if device_result is None else below_the_ops(head, device_result)
-    parts = {
-        "gaps": gaps_runs([replace(g, engines=below)], label, warnings=[head.warnings]),
-        "ops": RunResults(label, (replace(ops(head), engines=below),), warnings=[head.warnings]),
-        "timeline": RunResults(label, (timeline(head, g, histogram=gap_histogram(g, edges)),)),
-        "ranks": RunResults(label, (ranks(head),)),
-        "kernels": RunResults(label, (kernels(head),)),
-        "launches": RunResults(label, (busiest(launches(head)),)),
-        "engines": None if device_result is None else RunResults(label, (device_result,)),
-        "engines_note": device_note,
-    }
+    own = (
+        gaps_runs([replace(g, engines=below)], label, warnings=[head.warnings]),
+        RunResults(label, (replace(ops(head), engines=below),), warnings=[head.warnings]),
+        RunResults(label, (timeline(head, g, histogram=gap_histogram(g, edges)),)),
+    )
     if base is None or g_base is None:
-        return ReportResult(label, None, **parts)  # type: ignore[arg-type]
+        return ReportResult(label, None, *own, parts=parts, notes=notes)
     b_label = str(base.root) if base_path is None else base_path
     compared = diff(base, head, base_label=b_label, head_label=label, base_gaps=g_base, head_gaps=g)
     return ReportResult(
         label,
         b_label,
+        *own,
         diff=diff_runs(compared),
         base_gaps=gaps_runs(
             [replace(g_base, engines=_below(base, base_device))], b_label, warnings=[base.warnings]
@@ -115,8 +133,27 @@ def report(
         base_timeline=RunResults(
             b_label, (timeline(base, g_base, histogram=gap_histogram(g_base, edges)),)
         ),
-        **parts,  # type: ignore[arg-type]
+        parts=parts,
+        notes=notes,
     )
+
+
+def _parts(
+    run: Profile, device: DeviceRun | None, device_note: str | None
+) -> tuple[dict[str, RunResult], dict[str, str]]:
+    """Return the questions' parts of ``run``'s report, computed as the registry says, by
+    name, and why those of its device-profile exports are absent where they could not be
+    read (``device_note``)."""
+    found: dict[str, RunResult] = {}
+    notes: dict[str, str] = {}
+    for name, part in registered_parts():
+        if not part.device:
+            found[name] = resolve(part.compute)(run)
+        elif device is not None and device.profiles:
+            found[name] = resolve(part.compute)(device)
+        elif device_note:
+            notes[name] = device_note
+    return found, notes
 
 
 def _below(run: Profile, device: DeviceRun | None) -> pl.DataFrame | None:

@@ -1,10 +1,11 @@
 """``traceana report``'s files: one self-contained HTML page, or Markdown and its plots.
 
-The report itself (what it shows) is ``questions.report.analysis.report``; the page is html.py; the
-Markdown report is the Markdown renderer's diff, gaps and ops plus the plots, which it links
-relatively, as PNG files beside the .md file, with a note on publishing them (a pull-request
-comment cannot show a relative image), and, when the run has device-profile exports, its
-engines and their roofline; ``images=False`` writes the text alone (docs/report.md).
+The report itself (what it shows) is ``questions.report.analysis.report``; the page is
+page.py; the Markdown report is the Markdown renderer's diff, gaps and ops plus the plots,
+which it links relatively, as PNG files beside the .md file, with a note on publishing them
+(a pull-request comment cannot show a relative image), then the section of each question's
+part that has one (the registry's ``Part.markdown``: engines, with its roofline, when the run
+has device-profile exports); ``images=False`` writes the text alone (docs/report.md).
 """
 
 from __future__ import annotations
@@ -18,24 +19,14 @@ import orjson
 
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.errors import UsageError
-from trace_analyzer.numbers import DASH, duration, number, percent
+from trace_analyzer.questions import Part, resolve
 from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.report import page as html
-from trace_analyzer.questions.report import plots, plots_more
-from trace_analyzer.questions.report.analysis import ReportResult
-from trace_analyzer.questions.report.sections_more import busiest
+from trace_analyzer.questions.report import plots
+from trace_analyzer.questions.report.analysis import ReportResult, registered_parts
 from trace_analyzer.questions.report.timeline import TOP_GAPS
 from trace_analyzer.render import text
-from trace_analyzer.render.blocks import (
-    MARKDOWN,
-    Block,
-    Items,
-    Table,
-    draw,
-    heading,
-    num_col,
-    text_col,
-)
+from trace_analyzer.render.blocks import MARKDOWN, heading
 from trace_analyzer.render.json import dumps
 from trace_analyzer.render.safe import markdown as inert_markdown
 from trace_analyzer.render.safe import warning_block
@@ -59,19 +50,38 @@ def shown(report: ReportResult) -> dict[str, Any]:
     """Return what the plots draw: each part of ``report`` as the page's JSON says it (its
     long lists cut, ``html.bounded``)."""
     out: dict[str, Any] = {
-        k: orjson.loads(dumps(html.bounded(k, getattr(report, k))))
-        for k in html.KINDS
-        if getattr(report, k)
+        k: _json(k, found) for k in html.kinds() if (found := report.result(k)) is not None
     }
     out.update(path=report.path, base=report.base)
     return out
 
 
+def _json(kind: str, results: RunResults[Any]) -> dict[str, Any]:
+    """The JSON of the report's results ``kind`` as the page embeds it (``html.bounded``)."""
+    return cast(dict[str, Any], orjson.loads(dumps(html.bounded(kind, results))))
+
+
+def _plot_name(part: Part) -> str | None:
+    """The name of a part's plot in the Markdown report's files: its function's."""
+    return None if part.plot is None else part.plot.rpartition(":")[2]
+
+
+def _part_runs(report: ReportResult) -> dict[str, dict[str, Any]]:
+    """The JSON run of each question's part of ``report`` with a Markdown section (that the
+    run has), as the page embeds it, by name."""
+    return {
+        name: _json(name, found)["runs"][0]
+        for name, part in registered_parts()
+        if part.markdown and (found := report.result(name)) is not None
+    }
+
+
 def image_names(stem: str, report: ReportResult) -> dict[str, str]:
-    """Return the file name of each plot of a Markdown ``report``: ``<stem>.<plot>.png``."""
+    """Return the file name of each plot of a Markdown ``report``: ``<stem>.<plot>.png``
+    (a question's part's plot: its function's name, ``roofline``)."""
     names = ["timeline", "base-timeline", "histogram"] if report.base else ["timeline", "histogram"]
-    if report.engines is not None:
-        names.append("roofline")
+    drawn = dict(registered_parts())
+    names += [plot for name in _part_runs(report) if (plot := _plot_name(drawn[name]))]
     return {n: f"{stem}.{n}.png" for n in names}
 
 
@@ -99,56 +109,36 @@ def markdown(
     parts.append(text.render_markdown(_listed(report), budget=SHARES["gaps"]).rstrip())
     ops = replace(report.ops, warnings=None)
     parts.append(text.render_markdown(ops, budget=SHARES["ops"]).rstrip())
-    engines = _engines_run(report)
-    if engines is not None or report.engines_note:
-        parts.append(engines_markdown(engines, names.get("roofline"), report.engines_note))
+    runs = _part_runs(report)
+    parts += _part_sections(report, runs, names)
     if not images:
         return "\n\n".join(parts) + "\n", {}
     drawn = plots.figures(shown(report))
-    if engines is not None:
-        drawn["roofline"] = plots_more.roofline(engines)
+    for name, part in registered_parts():
+        plot = _plot_name(part)
+        if name in runs and part.plot and plot:
+            drawn[plot] = resolve(part.plot)(runs[name])
     return "\n\n".join(parts) + "\n", {names[k]: plots.as_png(drawn[k]) for k in names}
 
 
-def _engines_run(report: ReportResult) -> dict[str, Any] | None:
-    """The engines JSON of ``report``'s run as the page embeds it (``html.bounded``), or None
-    without a device profile."""
-    if report.engines is None:
-        return None
-    doc: dict[str, Any] = orjson.loads(dumps(html.bounded("engines", report.engines)))
-    return cast(dict[str, Any], doc["runs"][0])
-
-
-def engines_markdown(run: dict[str, Any] | None, image: str | None, note: str | None) -> str:
-    """Return the Markdown engines section of an engines ``run`` (its JSON): the roofline
-    plot's link (``image``), per NEFF its window, MFU, MBU, intensity, verdict, headroom and
-    busiest engine, the hints and the Summary's mismatches; or the ``note`` saying why the
-    device-profile export could not be read."""
-    blocks: list[Block] = [heading("engines", MARKDOWN)]
-    if run is None:
-        return f"{heading('engines', MARKDOWN)}\n\n{inert_markdown(note or '')}"
-    blocks.append("Per NEFF of the run's device-profile exports (`traceana engines PATH` has "
-                  "every table; docs/device.md).")  # fmt: skip
-    if image:
-        blocks.append(f"![roofline]({quote(image)})")
-    top = busiest(run)
-    rows = [
-        [n["neff"], duration(n["window_ns"]) if n["window_ns"] is not None else DASH,
-         percent(n["mfu_pct"]), percent(n["mbu_pct"]), number(n["intensity"]),
-         n["verdict"] or DASH, DASH if n["headroom"] is None else f"{number(n['headroom'])}×",
-         (b := top.get((n["profile"], n["neff"]), {})).get("engine") or DASH,
-         percent(b.get("active_pct"))]
-        for n in run["neffs"]
-    ]  # fmt: skip
-    columns = (text_col("NEFF"), num_col("window"), num_col("MFU"), num_col("MBU"),
-               num_col("FLOP/byte"), text_col("verdict"), num_col("headroom"),
-               text_col("busiest engine"), num_col("active"))  # fmt: skip
-    blocks.append(Table(None, columns, rows))
-    hints = [inert_markdown(f"{h['neff']}: {h['text']}") for h in run["hints"]]
-    mismatches = [inert_markdown(m) for m in run["mismatches"]]
-    blocks += [Items("hints", hints, noun="hints")] if hints else []
-    blocks += [Items("mismatches with the export's Summary", mismatches)] if mismatches else []
-    return "\n\n".join("\n".join(draw([b], MARKDOWN)).strip() for b in blocks)
+def _part_sections(
+    report: ReportResult, runs: dict[str, dict[str, Any]], names: dict[str, str]
+) -> list[str]:
+    """Return the Markdown sections of the questions' parts of ``report`` that have one (the
+    registry's, in the page's order): each drawn from its JSON run (``runs``), with its
+    plot's link where ``names`` has it; a part the run lacks for a reason (a device-profile
+    export that could not be read) is its title and that note."""
+    out = []
+    for name, part in registered_parts():
+        if part.markdown is None:
+            continue
+        if name in runs:
+            plot = _plot_name(part)
+            image = names.get(plot) if plot else None
+            out.append(resolve(part.markdown)(runs[name], image))
+        elif report.notes.get(name):
+            out.append(f"{heading(name, MARKDOWN)}\n\n{inert_markdown(report.notes[name])}")
+    return out
 
 
 def _plots(report: ReportResult, names: dict[str, str]) -> str:

@@ -1,18 +1,21 @@
 """HTML: one self-contained page for a report (``traceana report -o report.html``).
 
 As pyinstrument's HTML renderer does, the page embeds the JSON renderer's output of each
-result (``<script type="application/json">``) in a static template, and every table and plot
-is drawn from that JSON parsed back, so the page never shows a number the JSON lacks. The
-page stays small whatever the trace: the gaps and the other long lists are cut to their
-longest or first rows (``CUTS``, saying so under ``listed``), and the timeline is the
-bucketed one of ``questions.report.timeline``, drawn by the page's own script (assets/timeline.js)
-on a canvas, zoomable. The gap histogram is a PNG data: URI; nothing is fetched.
+result (``<script type="application/json">``) in a template (templates/report.html, filled
+by Jinja2 with autoescape: render/html.py), and every section, each a template too, is
+drawn from that JSON parsed back, so the page never shows a number the JSON lacks: the
+report's own (sections.py, and the timeline's here), then each question's part, as the
+questions' registry names its section (``Part``). The page stays small whatever the trace:
+the gaps and the other long lists are cut to their longest or first rows (``cuts``, saying
+so under ``listed``), and the timeline is the bucketed one of ``questions.report.timeline``,
+drawn by the page's own script (assets/timeline.js) on a canvas, zoomable. The plots are PNG
+data: URIs; nothing is fetched.
 """
 
 from __future__ import annotations
 
-import html
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
 from typing import Any
@@ -22,31 +25,27 @@ import orjson
 from trace_analyzer._version import __version__
 from trace_analyzer.analyses.results import RunResults
 from trace_analyzer.analyses.rows import json_default
+from trace_analyzer.questions import resolve
 from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.report import plots
-from trace_analyzer.questions.report.analysis import ReportResult
+from trace_analyzer.questions.report.analysis import OWN, ReportResult, registered_parts
 from trace_analyzer.questions.report.sections import (
     diff_section,
-    esc,
     gaps_section,
     header_section,
     histogram_section,
+    note_section,
     ops_section,
     summary_section,
 )
-from trace_analyzer.questions.report.sections_more import more_sections
 from trace_analyzer.questions.report.timeline import MAX_LANES, TOP_GAPS, longest
 from trace_analyzer.render import plotting
-from trace_analyzer.render.safe import html_text, plain, warnings_html
+from trace_analyzer.render.html import Markup, fill
+from trace_analyzer.render.safe import plain, warnings_html
 
-TEMPLATE = "templates/report.html"
 ASSETS = ("assets/timeline.css", "assets/timeline.js")
-# The results a report holds (questions/report/analysis.py), in the order the page embeds them.
-KINDS = (
-    "gaps", "ops", "timeline", "diff", "base_gaps", "base_timeline", "ranks", "kernels",
-    "launches", "engines",
-)  # fmt: skip
-# What each embedded result is: the command that prints the same JSON.
+# What each of the report's own results (analysis.OWN) is: the command that prints the same
+# JSON; a question's part names its own (``Part.command``).
 COMMANDS = {
     "gaps": "traceana gaps {path} --format json",
     "ops": "traceana ops {path} --format json",
@@ -54,10 +53,6 @@ COMMANDS = {
     "diff": "traceana diff {base} {path} --format json",
     "base_gaps": "traceana gaps {base} --format json",
     "base_timeline": "the base's timeline and histogram",
-    "ranks": "traceana ranks {path} --format json",
-    "kernels": "traceana kernels {path} --format json",
-    "launches": "traceana launches {path} --format json (the queue of the busiest lanes)",
-    "engines": "traceana engines {path} --format json",
 }
 LIST_CAP = 500  # the rows of any other long list embedded: the first ones, in their order
 _GAPS = (
@@ -68,54 +63,64 @@ _GAPS = (
     ("lanes", "lanes", LIST_CAP, False),
     ("devices", "devices", LIST_CAP, False),
 )
-# per kind: (the result's frame, its JSON key, rows kept, the longest (else the first))
-CUTS: dict[str, tuple[tuple[str, str, int, bool], ...]] = {
+Cut = tuple[str, str, int, bool]  # the result's frame, its JSON key, rows kept, the longest
+# The long lists of the report's own results; a question's part names its own (``Part.cuts``:
+# its first ``LIST_CAP`` rows).
+CUTS: dict[str, tuple[Cut, ...]] = {
     "gaps": _GAPS,
     "base_gaps": _GAPS,
     "ops": (("table", "rows", LIST_CAP, False),),
-    "ranks": (("steps", "steps", LIST_CAP, False), ("stragglers", "stragglers", LIST_CAP, False)),
-    "kernels": (("kernels", "kernels", LIST_CAP, False),),
-    "launches": (("lanes", "lanes", LIST_CAP, False),),
-    "engines": tuple(
-        (k, k, LIST_CAP, False)
-        for k in ("neffs", "cores", "engines", "tops", "roofline", "comparison")
-    ),
     "diff": tuple((k, k, LIST_CAP, False) for k in ("ops", "added", "removed")),
 }
 # what JSON text must not hold inside a <script> element: each escaped as JSON reads it
 _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
+def kinds() -> tuple[str, ...]:
+    """Return the results a report may hold, in the order the page embeds them: its own
+    (``analysis.OWN``), then the questions' parts (the registry's, ``registered_parts``)."""
+    return OWN + tuple(name for name, _ in registered_parts())
+
+
+def command(kind: str) -> str:
+    """Return what prints the JSON of the report's results ``kind`` (``{path}``, ``{base}``
+    for the run and the base)."""
+    return COMMANDS[kind] if kind in COMMANDS else dict(registered_parts())[kind].command
+
+
+def cuts(kind: str) -> tuple[Cut, ...]:
+    """Return the long lists of the report's results ``kind`` that the page cuts."""
+    part = dict(registered_parts()).get(kind)
+    if part is None:
+        return CUTS.get(kind, ())
+    return tuple((frame, frame, LIST_CAP, False) for frame in part.cuts)
+
+
 def render(report: ReportResult, *, images: bool = True) -> str:
     """Return the page of ``report`` (``questions.report.analysis.report``): the template filled
-    with
-    its sections and the JSON of each part; ``images``: draw the gap histogram (matplotlib)."""
-    parts = {k: getattr(report, k) for k in KINDS}
-    payloads = {k: _compact(bounded(k, r)) for k, r in parts.items() if r is not None}
+    with its sections and the JSON of each part; ``images``: draw the plots (matplotlib)."""
+    found = {k: report.result(k) for k in kinds()}
+    payloads = {k: _compact(bounded(k, r)) for k, r in found.items() if r is not None}
     shown = {k: orjson.loads(p) for k, p in payloads.items()}  # the page shows what the JSON says
     shown.update(path=report.path, base=report.base)
-    if report.engines_note:  # a device-profile export that could not be read
-        shown["engines_note"] = report.engines_note
-    package = resources.files(__package__)
-    template = package.joinpath(TEMPLATE).read_text(encoding="utf-8")
-    css, js = (package.joinpath(a).read_text(encoding="utf-8") for a in ASSETS)
-    title = f"traceana report: {report.path}"
-    return _fill(
-        template,
-        title=html_text(title),
-        body=f"<style>\n{css}</style>\n" + _body(shown, images),
-        data="\n".join(_data_block(k, p) for k, p in payloads.items())
-        + f"\n<script>\n{js}</script>",
+    css, js = (resources.files(__package__).joinpath(a).read_text("utf-8") for a in ASSETS)
+    return fill(
+        f"{__package__}:report.html",
+        title=f"traceana report: {report.path}",
+        css=Markup(css),
+        sections=_sections(shown, images, report.notes),
+        data=[_data_block(k, p) for k, p in payloads.items()],
+        js=Markup(js),
     )
 
 
 def bounded(kind: str, results: RunResults[Any]) -> dict[str, Any]:
     """Return the JSON document of ``results``, the report's part ``kind``, with its long
-    lists cut (``CUTS``); each cut list says how many of how many under the run's
+    lists cut (``cuts``); each cut list says how many of how many under the run's
     ``listed`` (``{"gaps": {"listed": 200, "of": 77396}}``); uncut, the command's JSON."""
     run = results.runs[0]
     kept, listed = {}, {}
-    for attr, key, n, by_length in CUTS.get(kind, ()):
+    for attr, key, n, by_length in cuts(kind):
         frame = getattr(run, attr)
         if frame.height > n:
             kept[attr] = longest(frame, n) if by_length else frame.head(n)
@@ -132,20 +137,16 @@ def _compact(doc: dict[str, Any]) -> str:
     return orjson.dumps(doc, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _fill(template: str, **values: str) -> str:
-    return re.sub(r"\{\{ (\w+) \}\}", lambda m: values[m[1]], template)
-
-
-def _data_block(kind: str, payload: str) -> str:
-    # these only occur inside JSON strings: escaped, no name can close the script element
+def _data_block(kind: str, payload: str) -> tuple[str, str, Markup]:
+    """An embedded JSON document: its element's id, its download's file name, and the JSON
+    with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped as JSON reads them (they only occur
+    inside its strings): no name can close the script element."""
     body = re.sub("[<>&\u2028\u2029]", lambda m: _UNSAFE[m[0]], payload).rstrip()
-    return (
-        f'<script type="application/json" id="traceana-{kind.replace("_", "-")}" '
-        f'data-file="{kind}.json">\n{body}\n</script>'
-    )
+    return f"traceana-{kind.replace('_', '-')}", f"{kind}.json", Markup(body)
 
 
-def _body(s: dict[str, Any], images: bool) -> str:
+def _sections(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> list[Markup]:
+    """The page's sections, in order, from the report's JSON ``s``."""
     run = s["gaps"]["runs"][0]
     drawn = {"histogram": plots.as_png(plots.histogram(s))} if images else {}
     diff = s["diff"]["runs"][0] if s.get("diff") else None
@@ -156,9 +157,24 @@ def _body(s: dict[str, Any], images: bool) -> str:
         parts.append(diff_section(diff))
     parts.append(ops_section(s["ops"]["runs"][0], run))
     parts.append(gaps_section(run))
-    parts += more_sections(s, images)
+    parts += part_sections(s, images, notes)
     parts.append(_data(s))
-    return "\n".join(parts)
+    return [Markup(p) for p in parts]  # each filled from its template, or made inert
+
+
+def part_sections(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> list[str]:
+    """Return the sections of the questions' parts of a report's JSON ``s`` (the registry's,
+    in the page's order), each with its plot when ``images``; a part the run lacks for a
+    reason (``notes``: a device-profile export that could not be read) is that note."""
+    out = []
+    for name, part in registered_parts():
+        if s.get(name):
+            run = s[name]["runs"][0]
+            png = resolve(part.plot)(run) if images and part.plot else None
+            out.append(resolve(part.section)(run, png))
+        elif notes.get(name):
+            out.append(note_section(name, notes[name]))
+    return out
 
 
 def timeline_section(s: dict[str, Any]) -> str:
@@ -174,54 +190,30 @@ def timeline_section(s: dict[str, Any]) -> str:
         "outside": plotting.OUTSIDE_COLOUR,
         "causes": plotting.CAUSE_COLOURS,
     }
-    parts = [
-        '<section id="timeline"><h2>Timeline</h2><p class="note">Hardware lanes: per pixel '
-        "column, busy time (dark, from the bottom) and idle time in gaps (coloured by the "
-        "cause with the most idle there); above them the framework ops on the host. Time "
-        "after the window start; grey: outside the window. Zoom with the mouse wheel or "
-        "the buttons, drag to pan, hover for a gap's cause and evidence.</p>",
-        f'<div class="tl-toolbar" data-colours="{_json_attr(colours)}">'
-        '<button type="button" data-zoom="in" title="zoom in">+</button>'
-        '<button type="button" data-zoom="out" title="zoom out">\u2212</button>'
-        '<button type="button" data-zoom="reset" title="the whole run">reset</button>'
-        '<span class="tl-range" aria-live="polite"></span></div>',
-    ]
-    for who, path, name, t in shown:
+    timelines = [
         # drawn on the canvas as shown: a lane's control characters as escapes (the JSON
         # blocks keep the names exactly)
-        labels = [plain(n) for n in plots.short_names([lane["lane"] for lane in t["lanes"]])]
-        more = t["lane_count"] - len(t["lanes"])
-        title = f"{who} <code>{esc(path)}</code>" + (" (same scale)" if who == "base" else "")
-        parts.append(
-            f'<div class="tl" id="{name}" data-for="traceana-{name}" '
-            f'data-labels="{_json_attr(labels)}">'
-            + (f"<h3>{title}</h3>" if len(shown) > 1 else "")
-            + f'<canvas class="tl-canvas" tabindex="0" aria-label="timeline of {esc(path)}">'
-            "</canvas>"
-            + (
-                f'<p class="note">The first {MAX_LANES} of {t["lane_count"]} lanes.</p>'
-                if more > 0
-                else ""
-            )
-            + '<p class="note tl-note"></p></div>'
+        (
+            who,
+            path,
+            name,
+            [plain(n) for n in plots.short_names([lane["lane"] for lane in t["lanes"]])],
+            t["lane_count"],
         )
-    parts.append(_legend(s))
-    parts.append(
-        '<div class="tl-tip" role="tooltip" hidden></div><noscript><p class="note">The '
-        "timeline is drawn by the page's script, which is off: its data is the timeline "
-        "JSON below.</p></noscript>"
+        for who, path, name, t in shown
+    ]
+    return fill(
+        f"{__package__}:timeline.html",
+        colours=colours,
+        timelines=timelines,
+        max_lanes=MAX_LANES,
+        legend=_legend(s),
     )
-    return "\n".join(parts) + "</section>"
 
 
-def _json_attr(value: object) -> str:
-    """Return ``value`` as JSON in an attribute value: HTML-escaped only, as the page's script
-    parses it back (``esc`` would show a raw control character as ``\\x85``, not JSON)."""
-    return html.escape(orjson.dumps(value).decode())
-
-
-def _legend(s: dict[str, Any]) -> str:
-    """Return the timeline's legend: busy, the causes of the idle of the run (and base)."""
+def _legend(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the timeline's legend (colour, label): busy, the causes of the idle of the run
+    (and base), the ops, outside the window."""
     runs = [s[k]["runs"][0] for k in ("gaps", "base_gaps") if s.get(k)]
     seen = {c for r in runs for c, ns in (r["summary"].get("idle_by_cause_ns") or {}).items() if ns}
     items = [(plotting.BUSY_COLOUR, "busy")]
@@ -230,14 +222,7 @@ def _legend(s: dict[str, Any]) -> str:
         (plotting.OP_COLOUR, "framework op (host)"),
         (plotting.OUTSIDE_COLOUR, "outside the window"),
     ]
-    return (
-        '<p class="legend">'
-        + "".join(
-            f'<span><span class="swatch" style="background:{c}"></span>{esc(label)}</span>'
-            for c, label in items
-        )
-        + "</p>"
-    )
+    return items
 
 
 def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
@@ -251,19 +236,10 @@ def _warnings(s: dict[str, Any], run: dict[str, Any]) -> list[str]:
 
 
 def _data(s: dict[str, Any]) -> str:
-    items = "".join(
-        f"<li><code>traceana-{k.replace('_', '-')}</code>: "
-        f"{esc(COMMANDS[k].format(path=s['path'], base=s.get('base')))}"
-        f' <span class="download" data-for="traceana-{k.replace("_", "-")}"></span></li>'
-        for k in KINDS
+    """The Data section: each embedded JSON document, what prints it, its download."""
+    documents = [
+        (f"traceana-{k.replace('_', '-')}", command(k).format(path=s["path"], base=s.get("base")))
+        for k in kinds()
         if s.get(k) is not None
-    )
-    return (
-        '<section id="data"><h2>Data</h2><p class="note">Every number on this page comes '
-        "from these JSON documents, embedded in the page as "
-        '<code>&lt;script type="application/json"&gt;</code> blocks. A long list is cut to '
-        "its longest (gaps) or first rows, and its run's <code>listed</code> says how many "
-        "of how many; the full lists are in the commands' JSON.</p>"
-        f"<ul>{items}</ul></section>"
-        f"<footer>traceana {esc(__version__)}</footer>"
-    )
+    ]
+    return fill(f"{__package__}:data.html", documents=documents, version=__version__)

@@ -24,13 +24,15 @@ from trace_analyzer.render.plotting import (
     OUTSIDE_COLOUR,
     WIDTH_IN,
 )
+from trace_analyzer.render.plotting import as_png as as_png  # the page's and files' too
 from trace_analyzer.render.plotting import figure as _figure
 from trace_analyzer.render.plotting import message as _message
 from trace_analyzer.render.plotting import patch as _patch
 from trace_analyzer.render.plotting import require as require  # the CLI's check before drawing
 from trace_analyzer.render.plotting import save as _save
+from trace_analyzer.render.plotting import short_names as short_names  # the page's too
+from trace_analyzer.render.plotting import text as _text
 from trace_analyzer.render.plotting import ticks as _ticks
-from trace_analyzer.render.safe import plain
 
 if TYPE_CHECKING:  # matplotlib is imported only to draw
     from matplotlib.axes import Axes
@@ -38,17 +40,6 @@ if TYPE_CHECKING:  # matplotlib is imported only to draw
 LANE_H = 0.7  # of a row
 # the units of a time axis, as numbers.duration picks them for a span
 UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"))
-
-
-def short_names(names: list[str]) -> list[str]:
-    """Return the lane ``names`` without the path components all of them share (the last two
-    kept)."""
-    parts = [n.split("/") for n in names]
-    keep = min((len(p) for p in parts), default=0)
-    common = 0
-    while common < keep - 2 and len({tuple(p[: common + 1]) for p in parts}) == 1:
-        common += 1
-    return ["/".join(p[common:]) for p in parts]
 
 
 def busy_blocks(lane: dict[str, Any]) -> list[tuple[int, int]]:
@@ -239,13 +230,6 @@ def _draw_time_axis(
         ax.spines[side].set_visible(False)
 
 
-def _text(name: str) -> str:
-    """Return a name from a trace as a plot draws it: control characters shown as escapes
-    (``safe.plain``: no glyph is missing, no warning carries them to stderr), and ``$``
-    escaped, so that matplotlib draws it rather than reading mathtext."""
-    return plain(name).replace("$", r"\$")
-
-
 def _label_ops(
     ax: Axes, y: int, spans: list[tuple[float, float, str]], right: float, px_per_unit: float
 ) -> None:
@@ -332,14 +316,6 @@ def _histogram_panel(ax: Axes, path: str, h: dict[str, Any]) -> set[str]:
     ax.grid(axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     return set(present)
-
-
-def as_png(image: bytes | str) -> bytes:
-    """Return ``image``, a plot drawn with ``fmt="png"``, as the bytes it is (TypeError for
-    SVG text)."""
-    if not isinstance(image, bytes):
-        raise TypeError("not a PNG: an SVG plot is text")
-    return image
 
 
 def figures(report: dict[str, Any], fmt: str = "png") -> dict[str, bytes | str]:
