@@ -82,7 +82,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "face": {
         "holds": ("trace_analyzer",),
         "may_import": ("base", "registry", "inputs", "model", "readers", "loading", "analysis",
-                       "render", "layout", "cache"),
+                       "render", "layout", "cache", "batch"),  # ta.run_batch, imported when used
     },
 }
 # A question's module's role, by its name: ``command.py`` is its command; these are its
