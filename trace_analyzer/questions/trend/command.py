@@ -79,11 +79,12 @@ def trend(
     result = trend_of(df, str(table), by=by, globs=globs)
     pngs = [p for p in (plot_path, output) if p is not None and p.suffix.lower() == ".png"]
     if pngs:
-        from trace_analyzer.questions.report import plots
+        from trace_analyzer.questions.trend.plots import trend as trend_plot
         from trace_analyzer.render.json import parsed
+        from trace_analyzer.render.plotting import require
 
-        plots.require()
-        image = plots.trend(parsed(result))
+        require()
+        image = trend_plot(parsed(result))
         for target in pngs:
             with writing(target):
                 target.write_bytes(image)
