@@ -25,10 +25,6 @@ from trace_analyzer.render.view import View
 SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
-def _ns(value: float | None) -> str:
-    return DASH if value is None else duration(value)
-
-
 def _si(value: float | None, unit: str) -> str:
     """``8.19 TFLOP/s``, ``409.6 GB/s``: a rate or count in SI prefixes (None: a dash)."""
     if value is None:
@@ -96,7 +92,7 @@ def _use_line(what: str, r: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{what}: window {_ns(r['window_ns'])}; MFU {percent(r['mfu_pct'])}, HFU "
+        f"{what}: window {duration(r['window_ns'])}; MFU {percent(r['mfu_pct'])}, HFU "
         f"{percent(r['hfu_pct'])}, MBU {percent(r['mbu_pct'])}; intensity "
         f"{number(r['intensity'])} FLOP/byte; {verdict}, achieved "
         f"{_si(r['achieved_flops'], 'FLOP/s')}{head}"
@@ -128,9 +124,9 @@ def _neff(run: dict[str, Any], profile: str, n: dict[str, Any], style: Style) ->
 def _engines(rows: list[dict[str, Any]]) -> Table:
     cells = [
         [
-            count(r["pcore"]), r["engine"], _ns(r["active_ns"]), percent(r["active_pct"]),
-            count(r["instructions"]), _ns(r["instruction_ns"]), _ns(r["idle_ns"]),
-            f"{_ns(r['wait_ns'])} ({count(r['waits'])})",
+            count(r["pcore"]), r["engine"], duration(r["active_ns"]), percent(r["active_pct"]),
+            count(r["instructions"]), duration(r["instruction_ns"]), duration(r["idle_ns"]),
+            f"{duration(r['wait_ns'])} ({count(r['waits'])})",
         ]
         for r in rows
     ]  # fmt: skip
@@ -144,9 +140,9 @@ def _engines(rows: list[dict[str, Any]]) -> Table:
 
 def _dma_line(c: dict[str, Any]) -> str:
     small = "" if c["dma_small_pct"] is None else f", {percent(c['dma_small_pct'])} under 4 KiB"
-    throttle = "" if c["throttle_ns"] is None else f"; throttled {_ns(c['throttle_ns'])}"
+    throttle = "" if c["throttle_ns"] is None else f"; throttled {duration(c['throttle_ns'])}"
     return (
-        f"core {c['pcore']}: DMA active {_ns(c['dma_active_ns'])}, "
+        f"core {c['pcore']}: DMA active {duration(c['dma_active_ns'])}, "
         f"{plural(c['dma_count'], 'transfer')}, {_bytes(c['dma_bytes'])}, mean "
         f"{_bytes(c['dma_mean_bytes'])}{small}{throttle}; spilled {_bytes(c['spill_bytes'])}; "
         f"{plural(c['short_gaps'], 'TensorEngine gap')} under 3 µs"
@@ -157,7 +153,7 @@ def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
     opcode = title == "opcode"
     cells = [
         [count(r["pcore"]), *([r["engine"]] if opcode else []), r["name"], count(r["count"]),
-         _ns(r["ns"])]
+         duration(r["ns"])]
         for r in rows
     ]  # fmt: skip
     columns = (
@@ -169,7 +165,7 @@ def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
 
 def _roofline(rows: list[dict[str, Any]]) -> Table:
     cells = [
-        [r["name"], _si(r["flops"], "FLOP"), _bytes(r["hbm_bytes"]), _ns(r["time_ns"]),
+        [r["name"], _si(r["flops"], "FLOP"), _bytes(r["hbm_bytes"]), duration(r["time_ns"]),
          number(r["intensity"]), _si(r["achieved_flops"], "FLOP/s"), r["verdict"] or DASH,
          DASH if r["headroom"] is None else f"{number(r['headroom'])}×"]
         for r in rows
