@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import polars as pl
 
 from trace_analyzer.numbers import DASH, count, number, percent
+from trace_analyzer.numbers import plural as plural  # the layouts take it from here
 from trace_analyzer.render.safe import MARKDOWN as MARKDOWN
 from trace_analyzer.render.safe import TABLE as TABLE
 from trace_analyzer.render.safe import Style as Style
@@ -298,11 +299,6 @@ def first(*values: Any) -> Any:
 def num(v: object) -> str:
     """Return a value ``v`` as a table shows it: floats shortest (``%g``), None as nothing."""
     return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """Return ``1 gap``, ``9,266 gaps``: a count and its noun."""
-    return f"{count(n)} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def total(run: dict[str, Any], key: str) -> int:

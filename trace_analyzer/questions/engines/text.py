@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.numbers import DASH, count, data_size, duration, number, percent
 from trace_analyzer.render.blocks import (
     Block,
     Items,
@@ -33,16 +33,6 @@ def _si(value: float | None, unit: str) -> str:
         if abs(value) >= size:
             return f"{number(round(value / size, 2))} {prefix}{unit}"
     return f"{number(round(value, 2))} {unit}"
-
-
-def _bytes(n: float | None) -> str:
-    """A byte count: ``512 B``, ``3.33 KiB``, ``1.2 MiB`` (None: a dash)."""
-    if n is None:
-        return DASH
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{number(round(n / size, 2))} {unit}"
-    return f"{number(round(n, 2))} B"
 
 
 def _of(rows: list[dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
@@ -143,8 +133,9 @@ def _dma_line(c: dict[str, Any]) -> str:
     throttle = "" if c["throttle_ns"] is None else f"; throttled {duration(c['throttle_ns'])}"
     return (
         f"core {c['pcore']}: DMA active {duration(c['dma_active_ns'])}, "
-        f"{plural(c['dma_count'], 'transfer')}, {_bytes(c['dma_bytes'])}, mean "
-        f"{_bytes(c['dma_mean_bytes'])}{small}{throttle}; spilled {_bytes(c['spill_bytes'])}; "
+        f"{plural(c['dma_count'], 'transfer')}, {data_size(c['dma_bytes'])}, mean "
+        f"{data_size(c['dma_mean_bytes'])}{small}{throttle}; "
+        f"spilled {data_size(c['spill_bytes'])}; "
         f"{plural(c['short_gaps'], 'TensorEngine gap')} under 3 µs"
     )
 
@@ -165,7 +156,7 @@ def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
 
 def _roofline(rows: list[dict[str, Any]]) -> Table:
     cells = [
-        [r["name"], _si(r["flops"], "FLOP"), _bytes(r["hbm_bytes"]), duration(r["time_ns"]),
+        [r["name"], _si(r["flops"], "FLOP"), data_size(r["hbm_bytes"]), duration(r["time_ns"]),
          number(r["intensity"]), _si(r["achieved_flops"], "FLOP/s"), r["verdict"] or DASH,
          DASH if r["headroom"] is None else f"{number(r['headroom'])}×"]
         for r in rows
@@ -185,7 +176,7 @@ def _value(v: float | None, unit: str) -> str:
         return duration(v)
     if unit == "%":
         return percent(v)
-    return _bytes(v) if unit == "byte" else number(v)
+    return data_size(v) if unit == "byte" else number(v)
 
 
 def _comparison(rows: list[dict[str, Any]], has_summary: bool) -> list[Block]:

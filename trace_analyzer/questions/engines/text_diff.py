@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import DASH, change, duration, number, percent, signed_percent
-from trace_analyzer.questions.engines.text import _bytes
+from trace_analyzer.numbers import (
+    DASH,
+    change,
+    data_size,
+    duration,
+    number,
+    percent,
+    signed_percent,
+)
 from trace_analyzer.render.blocks import (
     MARKDOWN,
     Block,
@@ -93,7 +100,7 @@ def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> lis
     dma = (
         f"DMA active {duration(n['dma_active_ns_base'])} → {duration(n['dma_active_ns_head'])} "
         f"({signed_percent(n['dma_active_pct_delta'])}), bytes "
-        f"{_bytes(n['dma_bytes_base'])} → {_bytes(n['dma_bytes_head'])}; intensity "
+        f"{data_size(n['dma_bytes_base'])} → {data_size(n['dma_bytes_head'])}; intensity "
         f"{intensity} FLOP/byte"
     )
     cells = [
