@@ -59,6 +59,10 @@ def text_col(name: str, cut: int = 16, drop: int = 0, keep_end: bool = False) ->
     return Column(name, cut=cut, drop=drop, keep_end=keep_end)
 
 
+# The ``more`` of a table that ``--top N`` cuts.
+TOP_MORE = "`--top N` shows more, `--format json` has them all"
+
+
 @dataclass(frozen=True)
 class Table:
     """A titled table: ``columns`` and ``rows`` of cells (text as shown, not yet inert).

@@ -12,6 +12,7 @@ from typing import Any
 from trace_analyzer.numbers import DASH, from_us
 from trace_analyzer.render.blocks import (
     MARKDOWN,
+    TOP_MORE,
     Block,
     Column,
     Items,
@@ -150,7 +151,7 @@ def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
         ],
         total=len(ops),
         noun="changed ops",
-        more="`--top N` shows more, `--format json` has them all",
+        more=TOP_MORE,
     )
 
 

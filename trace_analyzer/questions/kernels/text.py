@@ -9,6 +9,7 @@ from typing import Any
 
 from trace_analyzer.numbers import count, duration, percent
 from trace_analyzer.render.blocks import (
+    TOP_MORE,
     Block,
     Items,
     Style,
@@ -91,5 +92,5 @@ def _kernels(rows: list[dict[str, Any]], top: int) -> Table:
         cells,
         total=len(rows),
         noun="kernels",
-        more="`--top N` shows more, `--format json` has them all",
+        more=TOP_MORE,
     )
