@@ -8,7 +8,9 @@ One formatter per kind of number, used by every text table and line (docs/output
 - ``instant(ns, origin)``: when something happened, as the time after ``origin`` (the window
   start, the first execution), auto-scaled like a duration with one decimal more (1.809 ms).
 - ``percent(v)``: ``11.92 %``, two decimals at most.
-- ``count(n)``: an integer with thousands separators (``9,266``).
+- ``count(n)``: an integer with thousands separators (``9,266``); ``plural(n, noun)`` with
+  its noun (``9,266 gaps``).
+- ``data_size(n)``: a byte count (``512 B``, ``3.33 KiB``, ``1.2 MiB``).
 - ``change(ns)`` and ``signed_percent(v)``: a difference with its sign (``+1.2 ms``,
   ``-0.5 %``).
 - ``number(v)``: any other number (``1``, ``1.333``, ``9,266``).
@@ -87,6 +89,21 @@ def percent(v: float | None) -> str:
 def count(n: int | None) -> str:
     """Return an integer count with thousands separators: ``9,266``."""
     return DASH if n is None else f"{int(n):,}"
+
+
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """Return ``1 gap``, ``9,266 gaps``: a count and its noun."""
+    return f"{count(n)} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def data_size(n: float | None) -> str:
+    """Return a byte count as people read it: ``512 B``, ``3.33 KiB``, ``1.2 MiB``."""
+    if n is None:
+        return DASH
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{number(round(n / size, 2))} {unit}"
+    return f"{number(round(n, 2))} B"
 
 
 def number(v: object) -> str:

@@ -196,18 +196,6 @@ class Cache:
     ) -> GapsResult:
         """``questions.gaps.analysis.gaps`` with its result kept beside the run's entry, per
         options; ``device``: as ``gaps``, the table below the ops added to the kept result."""
-        found = self._gaps(profile, step, span, min_gap_ns, lanes, latency_ns)
-        return with_engines(found, profile, device, found.chain)
-
-    def _gaps(
-        self,
-        profile: Profile,
-        step: int | None,
-        span: tuple[int, int] | None,
-        min_gap_ns: int,
-        lanes: str | None,
-        latency_ns: int,
-    ) -> GapsResult:
         options = {
             "step": step,
             "span": span,
@@ -215,15 +203,21 @@ class Cache:
             "lanes": lanes,
             "latency_ns": latency_ns,
         }
+        found = self._kept_gaps(profile, options)
+        return with_engines(found, profile, device, found.chain)
+
+    def _kept_gaps(self, profile: Profile, options: dict[str, Any]) -> GapsResult:
+        """``gaps`` of ``profile`` with ``options``: read back from beside its entry, else
+        computed and kept there (when it has executions)."""
         # some ranks only (--rank): a result of its own
         stored = options if profile.selected is None else {**options, "ranks": profile.selected}
         entry = self._entries.get(str(profile.root))
         if entry is None:
-            return gaps(profile, **options)  # type: ignore[arg-type]
+            return gaps(profile, **options)
         hit = read_gaps(entry, stored)
         if hit is not None:
             return replace(hit, root=str(profile.root))
-        result = gaps(profile, **options)  # type: ignore[arg-type]
+        result = gaps(profile, **options)
         if result.summary["executions"]:
             write_gaps(entry, stored, result)
         return result

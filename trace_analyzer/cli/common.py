@@ -33,13 +33,14 @@ from trace_analyzer.units import parse_size
 # Only for the annotations: the command modules import no polars until a command runs, so
 # that a command's --help and a usage error are said without it (tests/cli/test_startup.py).
 if TYPE_CHECKING:
-    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.analyses.results import RunResult, RunResults
     from trace_analyzer.cache import Cache
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.render.view import View
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
+R = TypeVar("R", bound="RunResult")
 
 # The library's parameter names as the CLI's flags, for its error messages.
 FLAGS = {
@@ -86,6 +87,15 @@ class Loading:
         from trace_analyzer.loading.select import select_in_runs
 
         return select_in_runs(profiles, self.ranks)
+
+    def analysed(self, path: Path, analyse: Callable[[Profile], R]) -> RunResults[R]:
+        """``analyse`` of every run under ``path`` (``runs``), each with the run's warnings:
+        what a command over PATH prints."""
+        from trace_analyzer.analyses.results import RunResults
+
+        profiles = self.runs(path)
+        results = tuple(analyse(p) for p in profiles)
+        return RunResults(str(path), results, warnings=[p.warnings for p in profiles])
 
     def one(self, path: Path, *, args: bool = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them), with ``ranks``
@@ -310,6 +320,39 @@ def load_options(fn: F) -> F:
         envvar="TRACEANA_NO_CACHE",
         help="Neither read nor write the analysis cache.",
     )(decorated)
+
+
+PATH = click.argument("path", type=click.Path(path_type=Path))
+
+
+def run_options(fn: F) -> F:
+    """What every command that reads runs and prints what it found stacks below its own
+    options: --format and -o (an -o naming no format refused before anything is read:
+    ``check_output``), the load options given as ``loading: Loading``, and the error handling."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, fmt: str | None, output: Path | None, **kwargs: Any) -> Any:
+        check_output(fmt, output)
+        return fn(*args, fmt=fmt, output=output, **kwargs)
+
+    return output_options(load_options(handle_errors(checked)))  # type: ignore[return-value]
+
+
+def run_command(fn: F) -> F:
+    """``run_options`` and the PATH argument: a command over the runs under PATH that prints
+    what it found (below the command's own options)."""
+    return PATH(run_options(fn))
+
+
+def run_to_file(help_text: str) -> Callable[[F], F]:
+    """What a command that writes one run as a file stacks: PATH, the required -o FILE
+    (``output_file(help_text)``), the load options given as ``loading: Loading``, and the
+    error handling."""
+
+    def decorate(fn: F) -> F:
+        return PATH(output_file(help_text)(load_options(handle_errors(fn))))
+
+    return decorate
 
 
 def refuse_pipes(path: Path) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trace_analyzer.numbers import DASH, count, number, percent
-from trace_analyzer.render.blocks import Table, num_col, text_col
+from trace_analyzer.render.blocks import TOP_MORE, Table, num_col, text_col
 
 TITLE = "below the ops: each op's NEFF on its engines (device profiles: `traceana engines`)"
 
@@ -53,5 +53,5 @@ def engines_below(rows: Sequence[dict[str, Any]], ops: Sequence[str] | None = No
         ],
         total=len(rows),
         noun="rows",
-        more="`--top N` shows more, `--format json` has them all",
+        more=TOP_MORE,
     )

@@ -21,6 +21,7 @@ from typing import Any, TypeAlias
 import polars as pl
 
 from trace_analyzer.numbers import DASH, count, number, percent
+from trace_analyzer.numbers import plural as plural  # the layouts take it from here
 from trace_analyzer.render.safe import MARKDOWN as MARKDOWN
 from trace_analyzer.render.safe import TABLE as TABLE
 from trace_analyzer.render.safe import Style as Style
@@ -56,6 +57,10 @@ def num_col(name: str, drop: int = 0, optional: bool = False) -> Column:
 def text_col(name: str, cut: int = 16, drop: int = 0, keep_end: bool = False) -> Column:
     """Return a column of text that a narrow terminal may cut to ``cut`` characters."""
     return Column(name, cut=cut, drop=drop, keep_end=keep_end)
+
+
+# The ``more`` of a table that ``--top N`` cuts.
+TOP_MORE = "`--top N` shows more, `--format json` has them all"
 
 
 @dataclass(frozen=True)
@@ -298,11 +303,6 @@ def first(*values: Any) -> Any:
 def num(v: object) -> str:
     """Return a value ``v`` as a table shows it: floats shortest (``%g``), None as nothing."""
     return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """Return ``1 gap``, ``9,266 gaps``: a count and its noun."""
-    return f"{count(n)} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def total(run: dict[str, Any], key: str) -> int:

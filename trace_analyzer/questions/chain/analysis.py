@@ -5,12 +5,12 @@ This is Neuron Explorer's dependency chain view as a table, for every execution 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.analyses.results import TableResult, frame_repr
 from trace_analyzer.loading.link import METHODS, link
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
@@ -193,7 +193,7 @@ def group_by_op(chain: pl.DataFrame) -> pl.DataFrame:
 
 
 @dataclass(frozen=True, repr=False)
-class ChainResult(RunResult):
+class ChainResult(TableResult):
     """The dependency chains of one run's hardware executions.
 
     ``table``: the selected rows, one per execution (or per op with ``by_op``): op, hardware
@@ -207,14 +207,6 @@ class ChainResult(RunResult):
     coverage: dict[str, Any]
     table: pl.DataFrame
 
-    def shown(self, top: int, markdown: bool) -> tuple[ChainResult, dict[str, int]]:
-        """Return the result with the ``top`` rows a Markdown report shows (a terminal table
-        shows them all), and their count in all: a chain over a large trace has a row per
-        hardware execution, and a Markdown report shows ten of them."""
-        if not markdown:
-            return self, {}
-        return replace(self, table=self.table.head(top)), {"rows": self.table.height}
-
     def to_json(self) -> dict[str, Any]:
         return {
             "root": self.root,
@@ -222,9 +214,6 @@ class ChainResult(RunResult):
             "coverage": self.coverage,
             "rows": self.table.to_dicts(),
         }
-
-    def main_frame(self) -> pl.DataFrame:
-        return self.table
 
     def summary_rows(self) -> list[tuple[str, object]]:
         return [("run", self.root), ("rows", self.table.height), *self.coverage.items()]

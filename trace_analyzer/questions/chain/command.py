@@ -6,21 +6,10 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import (
-    MARKDOWN_TOP,
-    Loading,
-    check_output,
-    cli,
-    emit,
-    handle_errors,
-    load_options,
-    output_options,
-    top_option,
-)
+from trace_analyzer.cli.common import MARKDOWN_TOP, Loading, cli, emit, run_command, top_option
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--op", "op_name", metavar="NAME", help="Only this op (a name or a glob: 'aten::*').")
 @click.option("--step", type=int, help="Only executions in ProfilerStep#N.")
 @click.option(
@@ -33,9 +22,7 @@ from trace_analyzer.cli.common import (
 )
 @click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
 @top_option("rows")
-@output_options
-@load_options
-@handle_errors
+@run_command
 def chain(
     path: Path,
     op_name: str | None,
@@ -56,15 +43,11 @@ def chain(
     Example:
         traceana chain ./profile_out --op 'aten::mul' --top 10
     """
-    from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.chain.analysis import chains
     from trace_analyzer.render import View
 
-    check_output(fmt, output)
-    profiles = loading.runs(path)
-    results = tuple(
-        chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=top)
-        for p in profiles
+    result = loading.analysed(
+        path,
+        lambda p: chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=top),
     )
-    result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
     emit(result, fmt, output, View(top=top or MARKDOWN_TOP))

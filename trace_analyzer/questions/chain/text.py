@@ -7,6 +7,7 @@ from typing import Any
 from trace_analyzer.numbers import DASH, count, from_us, instant
 from trace_analyzer.render.blocks import (
     MARKDOWN,
+    TOP_MORE,
     Block,
     Column,
     Style,
@@ -55,10 +56,9 @@ def chain_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
         if per_execution
         else "per op (the mean of each hop)"
     )
-    more = "`--top N` shows more, `--format json` has them all"
     noun = "executions" if per_execution else "ops"
     n = total(run, "rows")
-    return [*blocks, Table(title, tuple(columns), cells, total=n, noun=noun, more=more)]
+    return [*blocks, Table(title, tuple(columns), cells, total=n, noun=noun, more=TOP_MORE)]
 
 
 def _chain_cells(r: dict[str, Any], per_execution: bool, origin: int | None) -> list[str]:

@@ -24,15 +24,16 @@ import click
 
 from trace_analyzer._version import __version__
 from trace_analyzer.cli.common import (
+    PATH,
     ROWS,
     Loading,
-    check_output,
     cli,
     emit,
     exit_on_failures,
     handle_errors,
     load_options,
-    output_options,
+    output_file,
+    run_options,
     writing,
 )
 from trace_analyzer.errors import InputError, UsageError
@@ -211,9 +212,7 @@ def side_options(fn: F) -> F:
     help="Compare even a side with no hardware executions, or too few; the verdict is then "
     "inconclusive.",
 )
-@output_options
-@load_options
-@handle_errors
+@run_options
 def diff(
     base: Path,
     head: Path,
@@ -253,7 +252,6 @@ def diff(
     from trace_analyzer.questions.diff.analysis import gate as gate_diff
     from trace_analyzer.render import View
 
-    check_output(fmt, output)
     conditions = [parse_condition(c, DIFF_METRICS, DIFF_METRICS_HINT) for c in fail_on]
     min_gap_ns = parse_duration(min_gap)
     sides = {
@@ -281,14 +279,8 @@ def baseline() -> None:
 
 
 @baseline.command()
-@click.argument("path", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The summary file to write (JSON).",
-)
+@PATH
+@output_file("The summary file to write (JSON).")
 @side_options
 @click.option(
     "--allow-empty",

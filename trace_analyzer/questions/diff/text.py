@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import DASH, duration
+from trace_analyzer.numbers import DASH, from_us
 from trace_analyzer.render.blocks import (
     MARKDOWN,
+    TOP_MORE,
     Block,
     Column,
     Items,
@@ -51,7 +52,8 @@ def _diff(run: dict[str, Any], style: Style, top: int = 10) -> list[Block]:
         ("ops removed in head", run["removed"]),
     ):
         names = [
-            f"{shown(o['name'], style)} ({_us(first(o['device_us_head'], o['device_us_base']))})"
+            f"{shown(o['name'], style)} "
+            f"({from_us(first(o['device_us_head'], o['device_us_base']))})"
             for o in ops
         ]
         if names:
@@ -67,10 +69,6 @@ def _verdict(run: dict[str, Any]) -> str:
     return str(run["verdict_text"])
 
 
-def _us(v: float | None) -> str:
-    return DASH if v is None else duration(v * 1000)
-
-
 def _is_time(metric: str) -> bool:
     return metric == "device_time" or metric.endswith("_us")
 
@@ -80,7 +78,7 @@ def _value(metric: str, v: float | None) -> str:
     if v is None:
         return DASH
     if _is_time(metric):
-        return _us(v)
+        return from_us(v)
     if metric == "idle_pct":
         return f"{v:g} %"
     return f"{v:,g}" if isinstance(v, float) else f"{v:,}"
@@ -91,7 +89,7 @@ def _delta(metric: str, d: float | None) -> str:
         return DASH
     sign = "+" if d > 0 else ""
     if _is_time(metric):
-        return sign + _us(d) if d else "0"
+        return sign + from_us(d) if d else "0"
     return f"{d:+g} pp" if metric == "idle_pct" else f"{d:+g}"
 
 
@@ -144,8 +142,8 @@ def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
             [
                 o["name"],
                 f"{calls(o['calls_base'])} → {calls(o['calls_head'])}",
-                _us(o["device_us_base"]),
-                _us(o["device_us_head"]),
+                from_us(o["device_us_base"]),
+                from_us(o["device_us_head"]),
                 _delta("device_time", o["device_us_delta"]),
                 _delta("device_time", o["idle_before_us_delta"]),
             ]
@@ -153,7 +151,7 @@ def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
         ],
         total=len(ops),
         noun="changed ops",
-        more="`--top N` shows more, `--format json` has them all",
+        more=TOP_MORE,
     )
 
 

@@ -12,25 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import count, duration, number, percent
+from trace_analyzer.numbers import count, data_size, duration, percent, plural
 from trace_analyzer.questions.engines.tables import RAMP_NS, SMALL_DMA_BYTES
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 gap``, ``12 gaps``."""
-    return f"{count(n)} {noun if n == 1 else noun + 's'}"
-
 
 TRANSPOSE_PCT = 10.0  # transposes over this % of the hardware FLOPs: a hint
 MOST_PCT = 50.0  # "most transfers": over this % of them below SMALL_DMA_BYTES
-
-
-def _bytes(n: float) -> str:
-    """A byte count as people read it: ``512 B``, ``3.33 KiB``, ``1.2 MiB``."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{number(round(n / size, 2))} {unit}"
-    return f"{number(round(n, 2))} B"
 
 
 def device_hints(cores: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -52,9 +38,9 @@ def _hints_of(c: dict[str, Any]) -> list[tuple[str, str, float]]:
         found.append(
             (
                 "small_dma",
-                f"small DMA transfers: {count(n)} moved {_bytes(c['dma_bytes'] or 0)}, "
-                f"{_bytes(mean)} each on average, {percent(small)} of them under "
-                f"{_bytes(SMALL_DMA_BYTES)}: each pays the DMA's fixed cost; move larger "
+                f"small DMA transfers: {count(n)} moved {data_size(c['dma_bytes'] or 0)}, "
+                f"{data_size(mean)} each on average, {percent(small)} of them under "
+                f"{data_size(SMALL_DMA_BYTES)}: each pays the DMA's fixed cost; move larger "
                 "tiles, contiguous in memory, in fewer transfers",
                 float(mean),
             )
@@ -64,7 +50,7 @@ def _hints_of(c: dict[str, Any]) -> list[tuple[str, str, float]]:
         found.append(
             (
                 "spill",
-                f"{_bytes(spill)} spilled from SBUF to HBM and reloaded: the working set "
+                f"{data_size(spill)} spilled from SBUF to HBM and reloaded: the working set "
                 "does not fit on chip; smaller tiles or fewer live tensors keep it there",
                 float(spill),
             )

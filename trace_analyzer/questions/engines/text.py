@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.numbers import DASH, count, data_size, duration, number, percent
 from trace_analyzer.render.blocks import (
     Block,
     Items,
@@ -25,10 +25,6 @@ from trace_analyzer.render.view import View
 SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
-def _ns(value: float | None) -> str:
-    return DASH if value is None else duration(value)
-
-
 def _si(value: float | None, unit: str) -> str:
     """``8.19 TFLOP/s``, ``409.6 GB/s``: a rate or count in SI prefixes (None: a dash)."""
     if value is None:
@@ -37,16 +33,6 @@ def _si(value: float | None, unit: str) -> str:
         if abs(value) >= size:
             return f"{number(round(value / size, 2))} {prefix}{unit}"
     return f"{number(round(value, 2))} {unit}"
-
-
-def _bytes(n: float | None) -> str:
-    """A byte count: ``512 B``, ``3.33 KiB``, ``1.2 MiB`` (None: a dash)."""
-    if n is None:
-        return DASH
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{number(round(n / size, 2))} {unit}"
-    return f"{number(round(n, 2))} B"
 
 
 def _of(rows: list[dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
@@ -96,7 +82,7 @@ def _use_line(what: str, r: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{what}: window {_ns(r['window_ns'])}; MFU {percent(r['mfu_pct'])}, HFU "
+        f"{what}: window {duration(r['window_ns'])}; MFU {percent(r['mfu_pct'])}, HFU "
         f"{percent(r['hfu_pct'])}, MBU {percent(r['mbu_pct'])}; intensity "
         f"{number(r['intensity'])} FLOP/byte; {verdict}, achieved "
         f"{_si(r['achieved_flops'], 'FLOP/s')}{head}"
@@ -128,9 +114,9 @@ def _neff(run: dict[str, Any], profile: str, n: dict[str, Any], style: Style) ->
 def _engines(rows: list[dict[str, Any]]) -> Table:
     cells = [
         [
-            count(r["pcore"]), r["engine"], _ns(r["active_ns"]), percent(r["active_pct"]),
-            count(r["instructions"]), _ns(r["instruction_ns"]), _ns(r["idle_ns"]),
-            f"{_ns(r['wait_ns'])} ({count(r['waits'])})",
+            count(r["pcore"]), r["engine"], duration(r["active_ns"]), percent(r["active_pct"]),
+            count(r["instructions"]), duration(r["instruction_ns"]), duration(r["idle_ns"]),
+            f"{duration(r['wait_ns'])} ({count(r['waits'])})",
         ]
         for r in rows
     ]  # fmt: skip
@@ -144,11 +130,12 @@ def _engines(rows: list[dict[str, Any]]) -> Table:
 
 def _dma_line(c: dict[str, Any]) -> str:
     small = "" if c["dma_small_pct"] is None else f", {percent(c['dma_small_pct'])} under 4 KiB"
-    throttle = "" if c["throttle_ns"] is None else f"; throttled {_ns(c['throttle_ns'])}"
+    throttle = "" if c["throttle_ns"] is None else f"; throttled {duration(c['throttle_ns'])}"
     return (
-        f"core {c['pcore']}: DMA active {_ns(c['dma_active_ns'])}, "
-        f"{plural(c['dma_count'], 'transfer')}, {_bytes(c['dma_bytes'])}, mean "
-        f"{_bytes(c['dma_mean_bytes'])}{small}{throttle}; spilled {_bytes(c['spill_bytes'])}; "
+        f"core {c['pcore']}: DMA active {duration(c['dma_active_ns'])}, "
+        f"{plural(c['dma_count'], 'transfer')}, {data_size(c['dma_bytes'])}, mean "
+        f"{data_size(c['dma_mean_bytes'])}{small}{throttle}; "
+        f"spilled {data_size(c['spill_bytes'])}; "
         f"{plural(c['short_gaps'], 'TensorEngine gap')} under 3 µs"
     )
 
@@ -157,7 +144,7 @@ def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
     opcode = title == "opcode"
     cells = [
         [count(r["pcore"]), *([r["engine"]] if opcode else []), r["name"], count(r["count"]),
-         _ns(r["ns"])]
+         duration(r["ns"])]
         for r in rows
     ]  # fmt: skip
     columns = (
@@ -169,7 +156,7 @@ def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
 
 def _roofline(rows: list[dict[str, Any]]) -> Table:
     cells = [
-        [r["name"], _si(r["flops"], "FLOP"), _bytes(r["hbm_bytes"]), _ns(r["time_ns"]),
+        [r["name"], _si(r["flops"], "FLOP"), data_size(r["hbm_bytes"]), duration(r["time_ns"]),
          number(r["intensity"]), _si(r["achieved_flops"], "FLOP/s"), r["verdict"] or DASH,
          DASH if r["headroom"] is None else f"{number(r['headroom'])}×"]
         for r in rows
@@ -189,7 +176,7 @@ def _value(v: float | None, unit: str) -> str:
         return duration(v)
     if unit == "%":
         return percent(v)
-    return _bytes(v) if unit == "byte" else number(v)
+    return data_size(v) if unit == "byte" else number(v)
 
 
 def _comparison(rows: list[dict[str, Any]], has_summary: bool) -> list[Block]:

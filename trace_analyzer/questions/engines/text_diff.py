@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import DASH, change, duration, number, percent, signed_percent
-from trace_analyzer.questions.engines.text import _bytes
+from trace_analyzer.numbers import (
+    DASH,
+    change,
+    data_size,
+    duration,
+    number,
+    percent,
+    signed_percent,
+)
 from trace_analyzer.render.blocks import (
     MARKDOWN,
     Block,
@@ -21,10 +28,6 @@ from trace_analyzer.render.blocks import (
 )
 from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
-
-
-def _ns(v: float | None) -> str:
-    return DASH if v is None else duration(v)
 
 
 def _pp(v: float | None) -> str:
@@ -71,14 +74,14 @@ def _overall(o: dict[str, Any]) -> str:
         for k in ("mfu", "hfu", "mbu")
     )
     return (
-        f"all profiles: window {_ns(o['window_ns_base'])} → {_ns(o['window_ns_head'])} "
+        f"all profiles: window {duration(o['window_ns_base'])} → {duration(o['window_ns_head'])} "
         f"({change(o['window_ns_delta'])}, {signed_percent(o['window_pct_delta'])}); {uses}"
     )
 
 
 def _neffs(rows: list[dict[str, Any]]) -> Table:
     cells = [
-        [r["neff"], _ns(r["window_ns_base"]), _ns(r["window_ns_head"]),
+        [r["neff"], duration(r["window_ns_base"]), duration(r["window_ns_head"]),
          change(r["window_ns_delta"]), signed_percent(r["window_pct_delta"]),
          _pp(r["mfu_pct_delta"]), _pp(r["hfu_pct_delta"]), _pp(r["mbu_pct_delta"]),
          _arrow(r["verdict_base"] or DASH, r["verdict_head"] or DASH)]
@@ -95,15 +98,15 @@ def _neffs(rows: list[dict[str, Any]]) -> Table:
 def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> list[Block]:
     intensity = _arrow(number(n["intensity_base"]), number(n["intensity_head"]))
     dma = (
-        f"DMA active {_ns(n['dma_active_ns_base'])} → {_ns(n['dma_active_ns_head'])} "
+        f"DMA active {duration(n['dma_active_ns_base'])} → {duration(n['dma_active_ns_head'])} "
         f"({signed_percent(n['dma_active_pct_delta'])}), bytes "
-        f"{_bytes(n['dma_bytes_base'])} → {_bytes(n['dma_bytes_head'])}; intensity "
+        f"{data_size(n['dma_bytes_base'])} → {data_size(n['dma_bytes_head'])}; intensity "
         f"{intensity} FLOP/byte"
     )
     cells = [
-        [e["engine"], _ns(e["active_ns_base"]), _ns(e["active_ns_head"]),
-         signed_percent(e["active_pct_delta"]), _ns(e["instruction_ns_base"]),
-         _ns(e["instruction_ns_head"]), change(e["instruction_ns_delta"]),
+        [e["engine"], duration(e["active_ns_base"]), duration(e["active_ns_head"]),
+         signed_percent(e["active_pct_delta"]), duration(e["instruction_ns_base"]),
+         duration(e["instruction_ns_head"]), change(e["instruction_ns_delta"]),
          signed_percent(e["instruction_pct_delta"])]
         for e in engines
     ]  # fmt: skip

@@ -6,22 +6,12 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import (
-    Loading,
-    cli,
-    handle_errors,
-    load_options,
-    output_file,
-    writing,
-)
+from trace_analyzer.cli.common import Loading, cli, run_to_file, writing
 from trace_analyzer.cli.messages import plain
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
-@output_file("File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
-@load_options
-@handle_errors
+@run_to_file("File to write: a Chrome/Perfetto trace, .json (or .json.gz).")
 def export(path: Path, output: Path, loading: Loading) -> None:
     """Export one run as a trace for the Perfetto UI, with links and gaps drawn in.
 

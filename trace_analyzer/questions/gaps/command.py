@@ -11,17 +11,7 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import (
-    ROWS,
-    Loading,
-    check_output,
-    cli,
-    emit,
-    exit_on_failures,
-    handle_errors,
-    load_options,
-    output_options,
-)
+from trace_analyzer.cli.common import ROWS, Loading, cli, emit, exit_on_failures, run_command
 from trace_analyzer.errors import UsageError
 from trace_analyzer.units import parse_condition, parse_duration
 
@@ -46,7 +36,6 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--step", type=int, help="Window: ProfilerStep#N only.")
 @click.option(
     "--window",
@@ -86,9 +75,7 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500' (the "
     "metric's unit is in its name: gap_max_us is in µs).",
 )
-@output_options
-@load_options
-@handle_errors
+@run_command
 def gaps(
     path: Path,
     step: int | None,
@@ -118,7 +105,6 @@ def gaps(
     from trace_analyzer.questions.gaps.analysis import METRICS, gaps_runs, gate
     from trace_analyzer.render import View
 
-    check_output(fmt, output)
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
     latency_ns = parse_duration(latency)

@@ -18,6 +18,7 @@ from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.render.below import engines_below
 from trace_analyzer.render.blocks import (
     MARKDOWN,
+    TOP_MORE,
     Block,
     Column,
     Items,
@@ -32,8 +33,6 @@ from trace_analyzer.render.blocks import (
 from trace_analyzer.render.idle import IDLE_COLUMNS, bare_percent, idle_cells, idle_phrase
 from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
-
-MORE = "`--top N` shows more, `--format json` has them all"
 
 
 def _verdict(run: dict[str, Any]) -> str:
@@ -124,7 +123,7 @@ def _ops_idle(rows: Sequence[dict[str, Any]], top: int, title: str, n: int) -> T
         ],
         total=n,
         noun="ops",
-        more=MORE,
+        more=TOP_MORE,
     )
 
 
@@ -171,7 +170,7 @@ def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int, total: in
         ],
         total=total,
         noun="gaps",
-        more=MORE,
+        more=TOP_MORE,
     )
 
 

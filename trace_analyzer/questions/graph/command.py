@@ -6,22 +6,12 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import (
-    Loading,
-    cli,
-    handle_errors,
-    load_options,
-    output_file,
-    writing,
-)
+from trace_analyzer.cli.common import Loading, cli, run_to_file, writing
 from trace_analyzer.cli.messages import plain
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
-@output_file("File to write: .graphml, .json (node-link) or .dot.")
-@load_options
-@handle_errors
+@run_to_file("File to write: .graphml, .json (node-link) or .dot.")
 def graph(path: Path, output: Path, loading: Loading) -> None:
     """Export the dependency graph of one run: framework op → runtime → hardware.
 

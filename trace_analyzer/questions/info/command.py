@@ -4,24 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
-from trace_analyzer.cli.common import (
-    Loading,
-    check_output,
-    cli,
-    emit,
-    handle_errors,
-    load_options,
-    output_options,
-)
+from trace_analyzer.cli.common import Loading, cli, emit, run_command
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
-@output_options
-@load_options
-@handle_errors
+@run_command
 def info(path: Path, fmt: str | None, output: Path | None, loading: Loading) -> None:
     """Show what PATH holds: sources and formats, processes, lanes by kind, NEFF/NTFF files.
 
@@ -34,6 +21,5 @@ def info(path: Path, fmt: str | None, output: Path | None, loading: Loading) -> 
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.info.analysis import info as describe
 
-    check_output(fmt, output)
     profiles = loading.runs(path)
     emit(RunResults(str(path), tuple(describe(p) for p in profiles)), fmt, output)

@@ -27,10 +27,9 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import window_of
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.loading.profile import Profile
-from trace_analyzer.questions.ranks.analysis import work
+from trace_analyzer.questions.ranks.analysis import work_in_step
 
 EXECUTION = "nc_exec_running"  # a Neuron execution: named after its NEFF here
 OWNER = ["rank", "pid"]
@@ -93,11 +92,7 @@ def kernels(profile: Profile, *, step: int | None = None) -> KernelsResult:
     """Return the kernel breakdown of one run (``profile``); ``step``: the work launched in
     that ProfilerStep only (a UsageError naming the run's steps when it has none such)."""
     events = profile.keyed  # ranks sharing a pid are numbered apart
-    if step is not None:
-        window_of(events, step=step)  # a step the run lacks is a usage error naming its steps
-    done = work(events, profile.edges)
-    if step is not None:
-        done = done.filter(pl.col("step") == step)
+    done = work_in_step(events, profile.edges, step)
     notes: list[str] = []
     pieces = named(done, events, notes)
     return KernelsResult(

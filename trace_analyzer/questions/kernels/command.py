@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from trace_analyzer.cli.common import (
-    ROWS,
-    Loading,
-    check_output,
-    cli,
-    emit,
-    handle_errors,
-    load_options,
-    output_options,
-)
-
-if TYPE_CHECKING:
-    pass
+from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--step", type=int, help="Only the work launched in ProfilerStep#N.")
 @click.option(
     "--top",
@@ -32,9 +18,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="How many kernels per rank the text reports show (JSON and CSV have them all).",
 )
-@output_options
-@load_options
-@handle_errors
+@run_command
 def kernels(
     path: Path,
     step: int | None,
@@ -53,12 +37,7 @@ def kernels(
     Example:
         traceana kernels ./profile_out --top 20 --format markdown
     """
-    from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.kernels.analysis import kernels as kernels_of
     from trace_analyzer.render.view import View
 
-    check_output(fmt, output)
-    profiles = loading.runs(path)
-    results = tuple(kernels_of(p, step=step) for p in profiles)
-    warnings = [p.warnings for p in profiles]
-    emit(RunResults(str(path), results, warnings=warnings), fmt, output, View(top=top))
+    emit(loading.analysed(path, lambda p: kernels_of(p, step=step)), fmt, output, View(top=top))

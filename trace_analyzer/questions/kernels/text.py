@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trace_analyzer.numbers import DASH, count, duration, percent
+from trace_analyzer.numbers import count, duration, percent
 from trace_analyzer.render.blocks import (
+    TOP_MORE,
     Block,
     Items,
     Style,
@@ -20,10 +21,6 @@ from trace_analyzer.render.blocks import (
 )
 from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
-
-
-def _ns(value: int | None) -> str:
-    return DASH if value is None else duration(value)
 
 
 def _owner(row: dict[str, Any]) -> str:
@@ -43,7 +40,7 @@ def kernels_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]
     )
     step = "" if run["step"] is None else f" launched in ProfilerStep#{run['step']}"
     blocks.append(
-        f"device work {_ns(work)} in {plural(pieces, 'execution')}{step}, "
+        f"device work {duration(work)} in {plural(pieces, 'execution')}{step}, "
         f"{plural(len(rows), 'kernel')} on {plural(len(owners), *noun)}"
         if rows
         else f"no device work{step}"
@@ -58,7 +55,7 @@ def kernels_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]
 
 def _kinds(kinds: list[dict[str, Any]]) -> Table:
     cells = [
-        [_owner(k), k["kind"], count(k["count"]), _ns(k["total_ns"]), percent(k["share_pct"])]
+        [_owner(k), k["kind"], count(k["count"]), duration(k["total_ns"]), percent(k["share_pct"])]
         for k in kinds
     ]
     columns = (
@@ -79,8 +76,8 @@ def _kernels(rows: list[dict[str, Any]], top: int) -> Table:
         cells.append(
             [
                 owner, r["name"], r["kind"], count(r["count"]),
-                _ns(r["total_ns"]), percent(r["share_pct"]),
-                *(_ns(r[c]) for c in ("mean_ns", "p50_ns", "p95_ns", "max_ns", "min_ns")),
+                duration(r["total_ns"]), percent(r["share_pct"]),
+                *(duration(r[c]) for c in ("mean_ns", "p50_ns", "p95_ns", "max_ns", "min_ns")),
             ]
         )  # fmt: skip
     columns = (
@@ -95,5 +92,5 @@ def _kernels(rows: list[dict[str, Any]], top: int) -> Table:
         cells,
         total=len(rows),
         noun="kernels",
-        more="`--top N` shows more, `--format json` has them all",
+        more=TOP_MORE,
     )

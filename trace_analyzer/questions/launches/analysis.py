@@ -31,10 +31,9 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import window_of
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.loading.profile import Profile
-from trace_analyzer.questions.ranks.analysis import work
+from trace_analyzer.questions.ranks.analysis import work_in_step
 
 QUEUE_BOUND = 1024  # HTA hta/common/constants.py CUDA_MAX_LAUNCH_QUEUE_PER_STREAM
 BOUNDED = ("cuda",)  # the sources whose lanes the bound applies to
@@ -89,11 +88,7 @@ def launches(profile: Profile, *, step: int | None = None) -> LaunchesResult:
     """Return the launches of one run (``profile``) per lane; ``step``: those launched in
     that ProfilerStep only."""
     events = profile.keyed
-    if step is not None:
-        window_of(events, step=step)  # a step the run lacks is a usage error naming its steps
-    done = work(events, profile.edges)
-    if step is not None:
-        done = done.filter(pl.col("step") == step)
+    done = work_in_step(events, profile.edges, step)
     notes: list[str] = []
     unlinked = done.filter(pl.col("launch").is_null()).height
     if unlinked:

@@ -6,23 +6,12 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import (
-    Loading,
-    check_output,
-    cli,
-    emit,
-    handle_errors,
-    load_options,
-    output_options,
-)
+from trace_analyzer.cli.common import Loading, cli, emit, run_command
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--step", type=int, help="Only the launches made in ProfilerStep#N.")
-@output_options
-@load_options
-@handle_errors
+@run_command
 def launches(
     path: Path, step: int | None, fmt: str | None, output: Path | None, loading: Loading
 ) -> None:
@@ -39,10 +28,6 @@ def launches(
     Example:
         traceana launches ./trace_dir --format markdown
     """
-    from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.launches.analysis import launches as launches_of
 
-    check_output(fmt, output)
-    profiles = loading.runs(path)
-    results = tuple(launches_of(p, step=step) for p in profiles)
-    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)
+    emit(loading.analysed(path, lambda p: launches_of(p, step=step)), fmt, output)

@@ -12,10 +12,6 @@ from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
 
 
-def _ns(value: int | None) -> str:
-    return DASH if value is None else duration(value)
-
-
 def launches_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run's launches per lane."""
     blocks: list[Block] = [heading(f"launches: {shown(run['root'], style)}", style), ""]
@@ -37,12 +33,12 @@ def launches_layout(run: dict[str, Any], style: Style, view: View) -> list[Block
             DASH if r["rank"] is None else number(r["rank"]),
             r["lane"],
             count(r["launches"]),
-            *(_ns(r[f"latency_{q}_ns"]) for q in ("p50", "p95", "max")),
-            *(_ns(r[f"delay_{q}_ns"]) for q in ("p50", "p95")),
+            *(duration(r[f"latency_{q}_ns"]) for q in ("p50", "p95", "max")),
+            *(duration(r[f"delay_{q}_ns"]) for q in ("p50", "p95")),
             DASH if r["queue_mean"] is None else number(r["queue_mean"]),
             DASH if r["queue_max"] is None else count(r["queue_max"]),
             percent(r["queue_zero_pct"]),
-            _ns(r["blocked_ns"]),
+            duration(r["blocked_ns"]),
         ]
         for r in lanes
     ]

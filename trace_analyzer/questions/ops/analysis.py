@@ -13,12 +13,12 @@ Definitions (docs/graph.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 import polars as pl
 
-from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.analyses.results import TableResult, frame_repr
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
@@ -127,7 +127,7 @@ def ops_table(
 
 
 @dataclass(frozen=True, repr=False)
-class OpsResult(RunResult):
+class OpsResult(TableResult):
     """The offline ``key_averages()`` of one run.
 
     ``table``: per op name, calls, self CPU, CPU total, device time and %, executions and the
@@ -145,13 +145,6 @@ class OpsResult(RunResult):
     table: pl.DataFrame
     engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
 
-    def shown(self, top: int, markdown: bool) -> tuple[OpsResult, dict[str, int]]:
-        """Return the result with the ``top`` rows a Markdown report shows (a terminal table
-        shows them all), and their count in all."""
-        if not markdown:
-            return self, {}
-        return replace(self, table=self.table.head(top)), {"rows": self.table.height}
-
     def to_json(self) -> dict[str, Any]:
         return {
             "root": self.root,
@@ -161,9 +154,6 @@ class OpsResult(RunResult):
             "rows": self.table.to_dicts(),
             **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
         }
-
-    def main_frame(self) -> pl.DataFrame:
-        return self.table
 
     def summary_rows(self) -> list[tuple[str, object]]:
         return [

@@ -4,27 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
-from trace_analyzer.cli.common import (
-    MARKDOWN_TOP,
-    Loading,
-    check_output,
-    cli,
-    emit,
-    handle_errors,
-    load_options,
-    output_options,
-    top_option,
-)
+from trace_analyzer.cli.common import MARKDOWN_TOP, Loading, cli, emit, run_command, top_option
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @top_option("ops")
-@output_options
-@load_options
-@handle_errors
+@run_command
 def ops(
     path: Path, top: int | None, fmt: str | None, output: Path | None, loading: Loading
 ) -> None:
@@ -37,14 +22,9 @@ def ops(
     Example:
         traceana ops ./profile_out --format markdown
     """
-    from trace_analyzer.analyses.results import RunResults
+    from trace_analyzer.loading.device import device_beside
     from trace_analyzer.questions.ops.analysis import ops as ops_of
     from trace_analyzer.render import View
 
-    check_output(fmt, output)
-    from trace_analyzer.loading.device import device_beside
-
-    profiles = loading.runs(path)
-    results = tuple(ops_of(p, limit=top, device=device_beside(p)) for p in profiles)
-    result = RunResults(str(path), results, warnings=[p.warnings for p in profiles])
+    result = loading.analysed(path, lambda p: ops_of(p, limit=top, device=device_beside(p)))
     emit(result, fmt, output, View(top=top or MARKDOWN_TOP))

@@ -8,6 +8,7 @@ from trace_analyzer.numbers import count, from_us, number, percent
 from trace_analyzer.render.below import engines_below
 from trace_analyzer.render.blocks import (
     MARKDOWN,
+    TOP_MORE,
     Block,
     Style,
     Table,
@@ -55,10 +56,9 @@ def ops_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
         ]
         for r in shown_rows
     ]
-    more = "`--top N` shows more, `--format json` has them all"
     title = "ops by device time"
     n = total(run, "rows")
-    blocks.append(Table(title, columns, cells, total=n, noun="ops", more=more))
+    blocks.append(Table(title, columns, cells, total=n, noun="ops", more=TOP_MORE))
     if not run.get("engines"):
         return blocks
     return [*blocks, engines_below(run["engines"], [r["name"] for r in shown_rows])]

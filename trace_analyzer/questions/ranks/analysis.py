@@ -176,6 +176,15 @@ def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def work_in_step(events: pl.DataFrame, edges: pl.DataFrame, step: int | None) -> pl.DataFrame:
+    """Return ``work`` of ``events``; ``step``: only the work launched in that ProfilerStep (a
+    UsageError naming the run's steps when it has none such)."""
+    if step is not None:
+        window_of(events, step=step)  # a step the run lacks is a usage error naming its steps
+    done = work(events, edges)
+    return done if step is None else done.filter(pl.col("step") == step)
+
+
 def step_windows(events: pl.DataFrame, done: pl.DataFrame) -> pl.DataFrame:
     """Return per pid, device and step the window: the step's span on the pid's host,
     extended to its work's last end (``start_ns``, ``end_ns``); without steps, the device's

@@ -6,23 +6,12 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import (
-    Loading,
-    check_output,
-    cli,
-    emit,
-    handle_errors,
-    load_options,
-    output_options,
-)
+from trace_analyzer.cli.common import Loading, cli, emit, run_command
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @click.option("--step", type=int, help="Only ProfilerStep#N.")
-@output_options
-@load_options
-@handle_errors
+@run_command
 def ranks(
     path: Path, step: int | None, fmt: str | None, output: Path | None, loading: Loading
 ) -> None:
@@ -37,10 +26,6 @@ def ranks(
     Example:
         traceana ranks ./dlrm_traces --format markdown
     """
-    from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.ranks.analysis import ranks as ranks_of
 
-    check_output(fmt, output)
-    profiles = loading.runs(path)
-    results = tuple(ranks_of(p, step=step) for p in profiles)
-    emit(RunResults(str(path), results, warnings=[p.warnings for p in profiles]), fmt, output)
+    emit(loading.analysed(path, lambda p: ranks_of(p, step=step)), fmt, output)

@@ -11,10 +11,6 @@ from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
 
 
-def _ns(value: int | None) -> str:
-    return DASH if value is None else duration(value)
-
-
 def _signed(value: int | None) -> str:
     return DASH if value is None else ("-" if value < 0 else "+") + duration(abs(value))
 
@@ -30,7 +26,7 @@ def ranks_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     if slow:
         s = slow[0]
         blocks += [
-            f"straggler of step {s['step']}: {_rank(s['rank'])}, {_ns(s['behind_ns'])} behind "
+            f"straggler of step {s['step']}: {_rank(s['rank'])}, {duration(s['behind_ns'])} behind "
             f"the others ({s['why']}: its step started {_signed(s['late_start_ns'])} after "
             f"theirs, its compute {_signed(s['extra_compute_ns'])} against theirs)",
             "",
@@ -70,9 +66,9 @@ def _steps(rows: list[dict[str, Any]], view: View) -> Table:
             _rank(r["rank"]),
             r["device"],
             DASH if r["step"] is None else number(r["step"]),
-            *(_ns(r[c]) for c in ("window_ns", "compute_ns", "communication_ns")),
+            *(duration(r[c]) for c in ("window_ns", "compute_ns", "communication_ns")),
             percent(r["overlap_pct"]),
-            *(_ns(r[c]) for c in ("exposed_communication_ns", "memory_ns", "idle_ns")),
+            *(duration(r[c]) for c in ("exposed_communication_ns", "memory_ns", "idle_ns")),
             percent(r["idle_pct"]),
         ]
         for r in rows
@@ -94,8 +90,8 @@ def _steps(rows: list[dict[str, Any]], view: View) -> Table:
 
 def _stragglers(rows: list[dict[str, Any]]) -> Table:
     cells = [
-        [number(r["step"]), _rank(r["rank"]), count(r["ranks"]), _ns(r["wait_ns"]),
-         _ns(r["others_wait_ns"]), _ns(r["behind_ns"]), _signed(r["extra_compute_ns"]),
+        [number(r["step"]), _rank(r["rank"]), count(r["ranks"]), duration(r["wait_ns"]),
+         duration(r["others_wait_ns"]), duration(r["behind_ns"]), _signed(r["extra_compute_ns"]),
          _signed(r["late_start_ns"]), r["why"]]
         for r in rows
     ]  # fmt: skip
