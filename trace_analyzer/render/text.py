@@ -11,7 +11,6 @@ both).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from trace_analyzer.analyses.results import RunResult, RunResults
@@ -21,7 +20,7 @@ from trace_analyzer.render.budget import BUDGET, fit
 from trace_analyzer.render.safe import warning_texts
 from trace_analyzer.render.view import View
 
-Layout = Callable[[dict[str, Any], Style, View], Sequence[Block]]
+Layout = Callable[[Any, Style, View], Sequence[Block]]  # (a question's result, …)
 WARNING_CHARS = 500  # a warning longer than this is cut in Markdown (a document has a budget)
 INFO = "trace_analyzer.questions.info.analysis:InfoResult"  # shows its warnings itself
 
@@ -46,33 +45,30 @@ def render_markdown(
 
 
 def _blocks(result: RunResults[Any], style: Style, view: View) -> list[list[Block]]:
-    docs = shown_docs(result, style, view.top)
-    return [_run_blocks(run, doc, style, view) for run, doc in zip(result.runs, docs, strict=True)]
+    warned = result.warnings or [()] * len(result.runs)
+    return [
+        _run_blocks(run, warnings, style, view)
+        for run, warnings in zip(result.runs, warned, strict=True)
+    ]
 
 
-def shown_docs(result: RunResults[Any], style: Style, top: int) -> list[dict[str, Any]]:
-    """Return each run's document (``to_json()``) as the layouts read it, its long tables cut
-    to the ``top`` rows shown before any row is made a dict, and their counts in all under
-    ``"totals"`` (``blocks.total``), as each result says (``RunResult.shown``): the ops a gaps
-    report lists, and the rows of ops and chain in Markdown."""
-    cut: list[RunResult] = []
-    totals: list[dict[str, int]] = []
-    for run in result.runs:
-        shown, n = run.shown(top, style == MARKDOWN)
-        cut.append(shown)
-        totals.append(n)
-    docs: list[dict[str, Any]] = replace(result, runs=tuple(cut)).to_json()["runs"]
-    return [{**doc, "totals": n} if n else doc for doc, n in zip(docs, totals, strict=True)]
+def as_doc(run: RunResult, style: Style, view: View) -> dict[str, Any]:
+    """Return ``run``'s document (``to_json()``) for a layout that reads it, its long tables
+    cut to the ``view.top`` rows shown before any row is made a dict, and their counts in all
+    under ``"totals"`` (``blocks.total``), as the result says (``RunResult.shown``)."""
+    cut, totals = run.shown(view.top, style == MARKDOWN)
+    doc = cut.to_json()
+    return {**doc, "totals": totals} if totals else doc
 
 
-def _run_blocks(run: RunResult, doc: dict[str, Any], style: Style, view: View) -> list[Block]:
+def _run_blocks(run: RunResult, warnings: Sequence[str], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run: its layout, opened (after its heading) by the run's
-    warnings when the command gave them (info shows its own)."""
-    blocks = list(layout_of(run)(doc, style, view))
-    if type_name(run) == INFO or not doc.get("warnings"):
+    ``warnings`` when the command gave them (info shows its own)."""
+    blocks = list(layout_of(run)(run, style, view))
+    if type_name(run) == INFO or not warnings:
         return blocks
     rest = blocks[2:] if len(blocks) > 1 and blocks[1] == "" else blocks[1:]
-    return [*blocks[:1], warnings_block(doc["warnings"], style), "", *rest]
+    return [*blocks[:1], warnings_block(warnings, style), "", *rest]
 
 
 def warnings_block(warnings: Sequence[str], style: Style) -> Items:

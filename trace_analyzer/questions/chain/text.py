@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import DASH, count, from_us, instant
+from trace_analyzer.questions.chain.analysis import ChainResult
 from trace_analyzer.render.blocks import (
     MARKDOWN,
     TOP_MORE,
@@ -19,6 +20,7 @@ from trace_analyzer.render.blocks import (
     total,
 )
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them; which a
@@ -30,7 +32,7 @@ HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them
 )
 
 
-def chain_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def chain_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     blocks: list[Block] = [
         heading(f"chain: {shown(run['root'], style)}", style),
         "",
@@ -69,3 +71,8 @@ def _chain_cells(r: dict[str, Any], per_execution: bool, origin: int | None) -> 
     if per_execution:
         cells.append(instant(r["hw_start_ns"], origin))
     return cells
+
+
+def chain_layout(result: ChainResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return chain_from_json(as_doc(result, style, view), style, view)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import DASH, from_us
+from trace_analyzer.questions.diff.analysis import DiffResult
 from trace_analyzer.render.blocks import (
     MARKDOWN,
     TOP_MORE,
@@ -24,6 +25,7 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -155,6 +157,11 @@ def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
     )
 
 
-def diff_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def diff_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of `traceana diff` (its JSON ``run``)."""
     return _diff(run, style, view.top)
+
+
+def diff_layout(result: DiffResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return diff_from_json(as_doc(result, style, view), style, view)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import DASH, count, data_size, duration, number, percent
+from trace_analyzer.questions.engines.analysis import EnginesResult
 from trace_analyzer.render.blocks import (
     Block,
     Items,
@@ -20,6 +21,7 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import plain, shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -39,7 +41,7 @@ def _of(rows: list[dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
     return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
 
 
-def engines_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def engines_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one path's device profiles."""
     blocks: list[Block] = [heading(f"engines: {shown(run['root'], style)}", style), ""]
     if not run["profiles"]:
@@ -194,3 +196,8 @@ def _comparison(rows: list[dict[str, Any]], has_summary: bool) -> list[Block]:
     )  # fmt: skip
     title = f"traceana against the export's Summary ({plural(bad, 'mismatch', 'mismatches')})"
     return [Table(title, columns, cells), ""]
+
+
+def engines_layout(result: EnginesResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return engines_from_json(as_doc(result, style, view), style, view)

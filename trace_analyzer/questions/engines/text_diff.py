@@ -16,6 +16,7 @@ from trace_analyzer.numbers import (
     percent,
     signed_percent,
 )
+from trace_analyzer.questions.engines.diff import EnginesDiffResult
 from trace_analyzer.render.blocks import (
     MARKDOWN,
     Block,
@@ -27,6 +28,7 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -41,7 +43,7 @@ def _arrow(base: str, head: str) -> str:
     return base if base == head else f"{base} → {head}"
 
 
-def engines_diff_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def engines_diff_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one comparison of two device profiles."""
     title = f"engines: {shown(run['head'], style)} against {shown(run['base'], style)}"
     blocks: list[Block] = [heading(title, style), ""]
@@ -124,3 +126,8 @@ def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> lis
         Table(title, columns, cells),
         "",
     ]
+
+
+def engines_diff_layout(result: EnginesDiffResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return engines_diff_from_json(as_doc(result, style, view), style, view)

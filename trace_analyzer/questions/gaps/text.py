@@ -14,6 +14,7 @@ import polars as pl
 
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.numbers import DASH, count, duration, instant
+from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.render.below import engines_below
 from trace_analyzer.render.blocks import (
@@ -32,6 +33,7 @@ from trace_analyzer.render.blocks import (
 )
 from trace_analyzer.render.idle import IDLE_COLUMNS, bare_percent, idle_cells, idle_phrase
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -212,6 +214,11 @@ def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
     return out
 
 
-def gaps_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def gaps_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run of `traceana gaps` (its JSON ``run``), led by ``view.by``."""
     return _gaps(run, style, view.by, view.top)
+
+
+def gaps_layout(result: GapsResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return gaps_from_json(as_doc(result, style, view), style, view)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import DASH, count, duration, instant, number
+from trace_analyzer.questions.info.analysis import InfoResult
 from trace_analyzer.render.blocks import (
     Block,
     Column,
@@ -18,7 +19,7 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import plain, shown
-from trace_analyzer.render.text import warnings_block
+from trace_analyzer.render.text import as_doc, warnings_block
 from trace_analyzer.render.view import View
 
 
@@ -140,6 +141,11 @@ def _pairs(pairs: list[dict[str, Any]]) -> Table:
     return Table("NEFF/NTFF files (not decoded)", columns, rows, noun="files")
 
 
-def info_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def info_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run of `traceana info` (its JSON ``run``)."""
     return _info(run, style)
+
+
+def info_layout(result: InfoResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return info_from_json(as_doc(result, style, view), style, view)

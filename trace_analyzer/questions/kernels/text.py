@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import count, duration, percent
+from trace_analyzer.questions.kernels.analysis import KernelsResult
 from trace_analyzer.render.blocks import (
     TOP_MORE,
     Block,
@@ -20,6 +21,7 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -28,7 +30,7 @@ def _owner(row: dict[str, Any]) -> str:
     return f"pid {row['pid']}" if row["rank"] is None else f"rank {row['rank']}"
 
 
-def kernels_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def kernels_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run's kernel breakdown."""
     kinds, rows = run["kinds"], run["kernels"]
     blocks: list[Block] = [heading(f"kernels: {shown(run['root'], style)}", style), ""]
@@ -94,3 +96,8 @@ def _kernels(rows: list[dict[str, Any]], top: int) -> Table:
         noun="kernels",
         more=TOP_MORE,
     )
+
+
+def kernels_layout(result: KernelsResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return kernels_from_json(as_doc(result, style, view), style, view)

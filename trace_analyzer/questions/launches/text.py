@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.questions.launches.analysis import LaunchesResult
 from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def launches_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def launches_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run's launches per lane."""
     blocks: list[Block] = [heading(f"launches: {shown(run['root'], style)}", style), ""]
     lanes = run["lanes"]
@@ -58,3 +60,8 @@ def launches_layout(run: dict[str, Any], style: Style, view: View) -> list[Block
         )
     )
     return blocks
+
+
+def launches_layout(result: LaunchesResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return launches_from_json(as_doc(result, style, view), style, view)

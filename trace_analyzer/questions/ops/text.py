@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import count, from_us, number, percent
+from trace_analyzer.questions.ops.analysis import OpsResult
 from trace_analyzer.render.below import engines_below
 from trace_analyzer.render.blocks import (
     MARKDOWN,
@@ -20,10 +21,11 @@ from trace_analyzer.render.blocks import (
     total,
 )
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def ops_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def ops_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     summary = coverage_line(run["coverage"])
     if run["executions"]:
         device = from_us(run["total_device_us"])
@@ -62,3 +64,8 @@ def ops_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     if not run.get("engines"):
         return blocks
     return [*blocks, engines_below(run["engines"], [r["name"] for r in shown_rows])]
+
+
+def ops_layout(result: OpsResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return ops_from_json(as_doc(result, style, view), style, view)

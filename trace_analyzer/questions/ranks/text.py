@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.questions.ranks.analysis import RanksResult
 from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -19,7 +21,7 @@ def _rank(value: int | None) -> str:
     return DASH if value is None else f"rank {value}"
 
 
-def ranks_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def ranks_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run's ranks, steps and stragglers."""
     blocks: list[Block] = [heading(f"ranks: {shown(run['root'], style)}", style), ""]
     slow = run["stragglers"]
@@ -101,3 +103,8 @@ def _stragglers(rows: list[dict[str, Any]]) -> Table:
         num_col("late start"), text_col("why"),
     )  # fmt: skip
     return Table("stragglers: the rank the others wait for, per step", columns, cells)
+
+
+def ranks_layout(result: RanksResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return ranks_from_json(as_doc(result, style, view), style, view)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.numbers import count, duration, percent
+from trace_analyzer.questions.trend.analysis import TrendResult
 from trace_analyzer.render.blocks import (
     Block,
     Style,
@@ -15,6 +16,7 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
+from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -54,6 +56,11 @@ def _trend(run: dict[str, Any], style: Style) -> list[Block]:
     return [*lines, table]
 
 
-def trend_layout(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def trend_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
     """Return the blocks of `traceana trend` (its JSON ``run``)."""
     return _trend(run, style)
+
+
+def trend_layout(result: TrendResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    return trend_from_json(as_doc(result, style, view), style, view)
