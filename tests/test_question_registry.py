@@ -63,16 +63,16 @@ TOY = {
             return ToyResult(str(profile.root), events.height, events["name"].n_unique())
     ''',
     "text.py": '''
-        """The toy question's text layout (of its JSON run)."""
+        """The toy question's text layout (of its typed result)."""
 
         from trace_analyzer.render.blocks import heading
         from trace_analyzer.render.safe import shown
 
 
-        def toy_layout(run, style, view):
+        def toy_layout(result, style, view):
             return [
-                heading(f"toyq: {shown(run['root'], style)}", style),
-                f"{run['events']} events, {run['names']} distinct names",
+                heading(f"toyq: {shown(result.root, style)}", style),
+                f"{result.events} events, {result.names} distinct names",
             ]
     ''',
     "command.py": f'''
