@@ -7,7 +7,10 @@ spread when it has two runs or more), and the ops that changed most (docs/diff.m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import polars as pl
 
 from trace_analyzer.numbers import DASH, from_us
 from trace_analyzer.questions.diff.analysis import DiffResult
@@ -25,50 +28,45 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def _diff(run: dict[str, Any], style: Style, top: int = 10) -> list[Block]:
-    failed = "FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else ""
-    verdict = shown(failed + _verdict(run), style)
+def _diff(result: DiffResult, style: Style, top: int = 10) -> list[Block]:
+    failed = "FAILED " + "; ".join(result.failed) + ". " if result.failed else ""
+    verdict = shown(failed + result.verdict_text, style)
     blocks: list[Block] = [
-        heading(f"diff: {shown(run['root'], style)}", style),
+        heading(f"diff: {shown(result.root, style)}", style),
         "",
         f"**{verdict}**" if style == MARKDOWN else verdict,
         "",
-        run["noise"] + ".",
+        result.noise + ".",
     ]
-    blocks += [shown(f"Not compared: {n}.", style) for n in run["not_compared"]]
-    blocks += [shown(f"Gate: {n}.", style) for n in run["gate_notes"]]
-    blocks.append(_metrics(run["metrics"]))
-    changed = [
-        o
-        for o in run["ops"]
-        if o["device_us_delta"] or o["calls_delta"] or o["idle_before_us_delta"]
-    ]
-    if changed:
+    blocks += [shown(f"Not compared: {n}.", style) for n in result.not_compared]
+    blocks += [shown(f"Gate: {n}.", style) for n in result.gate_notes]
+    blocks.append(_metrics(result.metrics))
+    changed = result.ops.filter(
+        pl.any_horizontal(
+            pl.col(c).fill_null(0) != 0
+            for c in ("device_us_delta", "calls_delta", "idle_before_us_delta")
+        )
+    )
+    if changed.height:
         blocks.append(_op_changes(changed, top))
     for title, ops in (
-        ("ops added in head", run["added"]),
-        ("ops removed in head", run["removed"]),
+        ("ops added in head", result.added),
+        ("ops removed in head", result.removed),
     ):
         names = [
             f"{shown(o['name'], style)} "
             f"({from_us(first(o['device_us_head'], o['device_us_base']))})"
-            for o in ops
+            for o in ops.head(top).iter_rows(named=True)
         ]
         if names:
-            blocks.append(Items(title, names[:top], noun="ops"))
-            if len(names) > top:
+            blocks.append(Items(title, names, noun="ops"))
+            if ops.height > top:
                 option = "`--top N`" if style == MARKDOWN else "--top N"
-                blocks.append(f"… and {len(names) - top} more ({option} shows more)")
+                blocks.append(f"… and {ops.height - top} more ({option} shows more)")
     return blocks
-
-
-def _verdict(run: dict[str, Any]) -> str:
-    """The verdict line, as the analysis words it (durations auto-scaled, ``numbers``)."""
-    return str(run["verdict_text"])
 
 
 def _is_time(metric: str) -> bool:
@@ -95,7 +93,7 @@ def _delta(metric: str, d: float | None) -> str:
     return f"{d:+g} pp" if metric == "idle_pct" else f"{d:+g}"
 
 
-def _metrics(metrics: list[dict[str, Any]]) -> Table:
+def _metrics(metrics: Sequence[dict[str, Any]]) -> Table:
     """The key numbers: every metric either side has, with each side's sd where it has two
     runs or more, and whether the change is significant where it was tested."""
     listed = [m for m in metrics if m["base"] or m["head"]]
@@ -126,7 +124,7 @@ def _metrics(metrics: list[dict[str, Any]]) -> Table:
     return Table("key numbers (head − base)", tuple(columns), rows, noun="metrics")
 
 
-def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
+def _op_changes(ops: pl.DataFrame, top: int) -> Table:
     def calls(v: float | None) -> str:
         return DASH if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
@@ -149,19 +147,14 @@ def _op_changes(ops: list[dict[str, Any]], top: int) -> Table:
                 _delta("device_time", o["device_us_delta"]),
                 _delta("device_time", o["idle_before_us_delta"]),
             ]
-            for o in ops[:top]
+            for o in ops.head(top).iter_rows(named=True)
         ],
-        total=len(ops),
+        total=ops.height,
         noun="changed ops",
         more=TOP_MORE,
     )
 
 
-def diff_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    """Return the blocks of `traceana diff` (its JSON ``run``)."""
-    return _diff(run, style, view.top)
-
-
 def diff_layout(result: DiffResult, style: Style, view: View) -> list[Block]:
     """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return diff_from_json(as_doc(result, style, view), style, view)
+    return _diff(result, style, view.top)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
+
 from trace_analyzer.numbers import DASH, count, data_size, duration, number, percent
 from trace_analyzer.questions.engines.analysis import EnginesResult
 from trace_analyzer.render.blocks import (
@@ -21,7 +23,6 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import plain, shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
@@ -37,27 +38,31 @@ def _si(value: float | None, unit: str) -> str:
     return f"{number(round(value, 2))} {unit}"
 
 
-def _of(rows: list[dict[str, Any]], **where: Any) -> list[dict[str, Any]]:
-    return [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+def _of(frame: pl.DataFrame, **where: str) -> pl.DataFrame:
+    """The rows of ``frame`` whose columns hold ``where`` (none when it lacks one of them: a
+    table no profile has rows in has no columns)."""
+    if not all(k in frame.columns for k in where):
+        return frame.clear()
+    return frame.filter(**where)
 
 
-def engines_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def _engines_run(result: EnginesResult, style: Style) -> list[Block]:
     """Return the blocks of one path's device profiles."""
-    blocks: list[Block] = [heading(f"engines: {shown(run['root'], style)}", style), ""]
-    if not run["profiles"]:
+    blocks: list[Block] = [heading(f"engines: {shown(result.root, style)}", style), ""]
+    if result.profiles.is_empty():
         blocks.append("no device-profile export under this path")
-    if run["notes"]:
-        blocks += [Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"), ""]
-    for p in run["profiles"]:
-        blocks += _profile(run, p, style)
-    commands = [plain(u["command"]) for u in run["unexported"] if u.get("command")]
+    if result.notes:
+        blocks += [Items("notes", [shown(n, style) for n in result.notes], noun="notes"), ""]
+    for p in result.profiles.iter_rows(named=True):
+        blocks += _profile(result, p, style)
+    commands = [plain(c) for u in result.unexported if (c := u.get("command"))]
     if commands:
         title = f"{plural(len(commands), 'NEFF/NTFF pair')} not exported: export it with"
         blocks.append(Items(title, commands, noun="commands", code=True))
     return blocks
 
 
-def _profile(run: dict[str, Any], p: dict[str, Any], style: Style) -> list[Block]:
+def _profile(result: EnginesResult, p: dict[str, Any], style: Style) -> list[Block]:
     name = p["profile"]
     blocks: list[Block] = [heading(f"device profile {shown(name, style)}", style, 3), ""]
     peaks = (
@@ -69,9 +74,9 @@ def _profile(run: dict[str, Any], p: dict[str, Any], style: Style) -> list[Block
     missing = f"; tables missing: {', '.join(p['missing'])}" if p["missing"] else ""
     schema = f"schema {shown(p['schema_version'], style)}; " if p["schema_version"] else ""
     blocks += [f"{schema}{peaks}{missing}", "", _use_line("all NEFFs", p), ""]
-    for n in _of(run["neffs"], profile=name):
-        blocks += _neff(run, name, n, style)
-    blocks += _comparison(_of(run["comparison"], profile=name), p["summary"])
+    for n in _of(result.neffs, profile=name).iter_rows(named=True):
+        blocks += _neff(result, name, n, style)
+    blocks += _comparison(_of(result.comparison, profile=name), p["summary"])
     return blocks
 
 
@@ -91,7 +96,7 @@ def _use_line(what: str, r: dict[str, Any]) -> str:
     )
 
 
-def _neff(run: dict[str, Any], profile: str, n: dict[str, Any], style: Style) -> list[Block]:
+def _neff(result: EnginesResult, profile: str, n: dict[str, Any], style: Style) -> list[Block]:
     where = {"profile": profile, "neff": n["neff"]}
     ran = "" if n["executions"] is None else f" ({plural(n['executions'], 'execution')})"
     blocks: list[Block] = [
@@ -99,28 +104,32 @@ def _neff(run: dict[str, Any], profile: str, n: dict[str, Any], style: Style) ->
         "",
         _use_line("all cores", n),
         "",
-        _engines(_of(run["engines"], **where)),
+        _engines(_of(result.engines, **where)),
         "",
     ]
-    blocks += [_dma_line(c) for c in _of(run["cores"], **where)]
-    tops = _of(run["tops"], **where)
+    blocks += [_dma_line(c) for c in _of(result.cores, **where).iter_rows(named=True)]
+    tops = _of(result.tops, **where)
     for kind, title in (("opcode", "opcode"), ("hlo", "HLO op"), ("nki", "NKI source")):
-        blocks += ["", _tops(_of(tops, kind=kind), title, run["top"])]
-    blocks += ["", _roofline(_of(run["roofline"], level="hlo", **where))]
-    hints = [shown(h["text"], style) for h in _of(run["hints"], **where)]
+        blocks += ["", _tops(_of(tops, kind=kind), title, result.top)]
+    blocks += ["", _roofline(_of(result.roofline, level="hlo", **where))]
+    hints = [
+        shown(h["text"], style)
+        for h in result.hints
+        if all(h.get(k) == v for k, v in where.items())
+    ]
     if hints:
         blocks += ["", Items("hints", hints, noun="hints")]
     return [*blocks, ""]
 
 
-def _engines(rows: list[dict[str, Any]]) -> Table:
+def _engines(rows: pl.DataFrame) -> Table:
     cells = [
         [
             count(r["pcore"]), r["engine"], duration(r["active_ns"]), percent(r["active_pct"]),
             count(r["instructions"]), duration(r["instruction_ns"]), duration(r["idle_ns"]),
             f"{duration(r['wait_ns'])} ({count(r['waits'])})",
         ]
-        for r in rows
+        for r in rows.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
         num_col("core"), text_col("engine"), num_col("active"), num_col("active %"),
@@ -142,12 +151,12 @@ def _dma_line(c: dict[str, Any]) -> str:
     )
 
 
-def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
+def _tops(rows: pl.DataFrame, title: str, top: int) -> Table:
     opcode = title == "opcode"
     cells = [
         [count(r["pcore"]), *([r["engine"]] if opcode else []), r["name"], count(r["count"]),
          duration(r["ns"])]
-        for r in rows
+        for r in rows.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
         num_col("core"), *((text_col("engine"),) if opcode else ()),
@@ -156,12 +165,12 @@ def _tops(rows: list[dict[str, Any]], title: str, top: int) -> Table:
     return Table(f"top {top} by {title} (instruction time)", columns, cells)
 
 
-def _roofline(rows: list[dict[str, Any]]) -> Table:
+def _roofline(rows: pl.DataFrame) -> Table:
     cells = [
         [r["name"], _si(r["flops"], "FLOP"), data_size(r["hbm_bytes"]), duration(r["time_ns"]),
          number(r["intensity"]), _si(r["achieved_flops"], "FLOP/s"), r["verdict"] or DASH,
          DASH if r["headroom"] is None else f"{number(r['headroom'])}×"]
-        for r in rows
+        for r in rows.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
         text_col("HLO op", cut=24), num_col("FLOPs"), num_col("HBM", drop=2),
@@ -181,9 +190,10 @@ def _value(v: float | None, unit: str) -> str:
     return data_size(v) if unit == "byte" else number(v)
 
 
-def _comparison(rows: list[dict[str, Any]], has_summary: bool) -> list[Block]:
+def _comparison(table: pl.DataFrame, has_summary: bool) -> list[Block]:
     if not has_summary:
         return ["the export has no Summary table: nothing to compare", ""]
+    rows = list(table.iter_rows(named=True))
     bad = sum(r["mismatch"] for r in rows)
     cells = [
         [r["figure"], _value(r["ours"], r["unit"]), _value(r["export"], r["unit"]),
@@ -200,4 +210,4 @@ def _comparison(rows: list[dict[str, Any]], has_summary: bool) -> list[Block]:
 
 def engines_layout(result: EnginesResult, style: Style, view: View) -> list[Block]:
     """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return engines_from_json(as_doc(result, style, view), style, view)
+    return _engines_run(result, style)

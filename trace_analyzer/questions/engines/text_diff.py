@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
+
 from trace_analyzer.numbers import (
     DASH,
     change,
@@ -28,7 +30,6 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -43,30 +44,36 @@ def _arrow(base: str, head: str) -> str:
     return base if base == head else f"{base} → {head}"
 
 
-def engines_diff_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def _engines_diff(result: EnginesDiffResult, style: Style) -> list[Block]:
     """Return the blocks of one comparison of two device profiles."""
-    title = f"engines: {shown(run['head'], style)} against {shown(run['base'], style)}"
+    title = f"engines: {shown(result.head, style)} against {shown(result.base, style)}"
     blocks: list[Block] = [heading(title, style), ""]
-    if run["failed"]:
-        text = shown("FAILED " + "; ".join(run["failed"]), style)
+    if result.failed:
+        text = shown("FAILED " + "; ".join(result.failed), style)
         blocks += [f"**{text}**" if style == MARKDOWN else text, ""]
-    if run["gate_notes"]:
-        blocks += [*(shown(f"Gate: {n}.", style) for n in run["gate_notes"]), ""]
-    blocks += [_overall(run["overall"]), ""]
-    common = [n for n in run["neffs"] if n["status"] == "common"]
-    if common:
+    if result.gate_notes:
+        blocks += [*(shown(f"Gate: {n}.", style) for n in result.gate_notes), ""]
+    blocks += [_overall(result.overall), ""]
+    common = _where(result.neffs, status="common")
+    if common.height:
         blocks += [_neffs(common), ""]
     else:
         blocks += ["no NEFF is on both sides: nothing compared NEFF by NEFF", ""]
-    for n in common:
-        blocks += _neff(n, [e for e in run["engines"] if e["neff"] == n["neff"]], style)
-    for title, names in (("NEFFs added in head", run["added"]),
-                         ("NEFFs removed in head", run["removed"])):  # fmt: skip
+    for n in common.iter_rows(named=True):
+        blocks += _neff(n, _where(result.engines, neff=n["neff"]), style)
+    for title, names in (("NEFFs added in head", result.added),
+                         ("NEFFs removed in head", result.removed)):  # fmt: skip
         if names:
             blocks += [Items(title, [shown(n, style) for n in names], noun="NEFFs"), ""]
-    if run["notes"]:
-        blocks.append(Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"))
+    if result.notes:
+        blocks.append(Items("notes", [shown(n, style) for n in result.notes], noun="notes"))
     return blocks
+
+
+def _where(frame: pl.DataFrame, **where: str) -> pl.DataFrame:
+    """The rows of ``frame`` whose columns hold ``where`` (none when it has no rows: a table
+    made of no rows has no columns)."""
+    return frame.filter(**where) if frame.height else frame
 
 
 def _overall(o: dict[str, Any]) -> str:
@@ -81,13 +88,13 @@ def _overall(o: dict[str, Any]) -> str:
     )
 
 
-def _neffs(rows: list[dict[str, Any]]) -> Table:
+def _neffs(rows: pl.DataFrame) -> Table:
     cells = [
         [r["neff"], duration(r["window_ns_base"]), duration(r["window_ns_head"]),
          change(r["window_ns_delta"]), signed_percent(r["window_pct_delta"]),
          _pp(r["mfu_pct_delta"]), _pp(r["hfu_pct_delta"]), _pp(r["mbu_pct_delta"]),
          _arrow(r["verdict_base"] or DASH, r["verdict_head"] or DASH)]
-        for r in rows
+        for r in rows.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
         text_col("NEFF", cut=24), num_col("base"), num_col("head"), num_col("change"),
@@ -97,7 +104,7 @@ def _neffs(rows: list[dict[str, Any]]) -> Table:
     return Table("NEFFs on both sides: window (head − base)", columns, cells)
 
 
-def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> list[Block]:
+def _neff(n: dict[str, Any], engines: pl.DataFrame, style: Style) -> list[Block]:
     intensity = _arrow(number(n["intensity_base"]), number(n["intensity_head"]))
     dma = (
         f"DMA active {duration(n['dma_active_ns_base'])} → {duration(n['dma_active_ns_head'])} "
@@ -110,7 +117,7 @@ def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> lis
          signed_percent(e["active_pct_delta"]), duration(e["instruction_ns_base"]),
          duration(e["instruction_ns_head"]), change(e["instruction_ns_delta"]),
          signed_percent(e["instruction_pct_delta"])]
-        for e in engines
+        for e in engines.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
         text_col("engine"), num_col("active base"), num_col("active head"),
@@ -130,4 +137,4 @@ def _neff(n: dict[str, Any], engines: list[dict[str, Any]], style: Style) -> lis
 
 def engines_diff_layout(result: EnginesDiffResult, style: Style, view: View) -> list[Block]:
     """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return engines_diff_from_json(as_doc(result, style, view), style, view)
+    return _engines_diff(result, style)
