@@ -1,4 +1,4 @@
-"""The text and Markdown of `traceana chain` (questions/chain/analysis.py's JSON)."""
+"""The text and Markdown of `traceana chain` (questions/chain/analysis.py's ``ChainResult``)."""
 
 from __future__ import annotations
 
@@ -17,13 +17,11 @@ from trace_analyzer.render.blocks import (
     heading,
     num_col,
     text_col,
-    total,
 )
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
-HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them; which a
+HOPS = (  # the hops of a chain: the table's µs columns, as the tables name them; which a
     # narrow terminal drops first (0: none); Neuron's schedule hops are hidden elsewhere
     ("dispatch_to_schedule_us", "dispatch→schedule", 4),
     ("schedule_to_hw_us", "schedule→hw", 5),
@@ -32,16 +30,17 @@ HOPS = (  # the hops of a chain: the JSON's µs columns, as the tables name them
 )
 
 
-def chain_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
+def chain_layout(result: ChainResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
     blocks: list[Block] = [
-        heading(f"chain: {shown(run['root'], style)}", style),
+        heading(f"chain: {shown(result.root, style)}", style),
         "",
-        coverage_line(run["coverage"]),
+        coverage_line(result.coverage),
     ]
-    rows = run["rows"]
-    if not rows:
+    table = result.table.head(view.top) if style == MARKDOWN else result.table
+    if table.is_empty():
         return blocks
-    per_execution = "hw_start_ns" in rows[0]
+    per_execution = "hw_start_ns" in table.columns
     columns: list[Column] = [text_col("op", cut=20)]
     if per_execution:
         columns += [text_col("hardware", cut=12, drop=2), text_col("lane", 12, 3, keep_end=True)]
@@ -51,15 +50,14 @@ def chain_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block
     columns += [num_col(name, drop=drop, optional=bool(drop)) for _, name, drop in HOPS]
     if per_execution:
         columns.append(num_col("start"))
-    shown_rows = rows[: view.top] if style == MARKDOWN else rows
-    cells = [_chain_cells(r, per_execution, run["start_ns"]) for r in shown_rows]
+    cells = [_chain_cells(r, per_execution, result.start_ns) for r in table.iter_rows(named=True)]
     title = (
         "per execution (start = time after the first execution)"
         if per_execution
         else "per op (the mean of each hop)"
     )
     noun = "executions" if per_execution else "ops"
-    n = total(run, "rows")
+    n = result.table.height
     return [*blocks, Table(title, tuple(columns), cells, total=n, noun=noun, more=TOP_MORE)]
 
 
@@ -67,12 +65,7 @@ def _chain_cells(r: dict[str, Any], per_execution: bool, origin: int | None) -> 
     cells = [r["op"] or "(unlinked)"]
     cells += [r["hw_name"], r["lane"]] if per_execution else [count(r["executions"])]
     cells.append(r["link_method"] or DASH)
-    cells += [from_us(r.get(key)) for key, _, _ in HOPS]
+    cells += [from_us(r[key]) for key, _, _ in HOPS]
     if per_execution:
         cells.append(instant(r["hw_start_ns"], origin))
     return cells
-
-
-def chain_layout(result: ChainResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return chain_from_json(as_doc(result, style, view), style, view)

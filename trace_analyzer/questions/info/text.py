@@ -1,9 +1,12 @@
-"""The text and Markdown of `traceana info` (questions/info/analysis.py's JSON)."""
+"""The text and Markdown of `traceana info` (questions/info/analysis.py's ``InfoResult``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
+
+from trace_analyzer.inputs.neff import Pair
 from trace_analyzer.numbers import DASH, count, duration, instant, number
 from trace_analyzer.questions.info.analysis import InfoResult
 from trace_analyzer.render.blocks import (
@@ -19,41 +22,41 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import plain, shown
-from trace_analyzer.render.text import as_doc, warnings_block
+from trace_analyzer.render.text import warnings_block
 from trace_analyzer.render.view import View
 
 
-def _info(run: dict[str, Any], style: Style) -> list[Block]:
-    origin = run["start_ns"]
-    cov = run.get("links") or {}
-    layouts = ", ".join(run["layouts"]) or "plain files"
-    span = None if origin is None else run["end_ns"] - origin
+def info_layout(result: InfoResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    d = result.details  # the plain-data fields (layouts, sources, processes, …)
+    origin: int | None = d["start_ns"]
+    layouts = ", ".join(d["layouts"]) or "plain files"
+    span = None if origin is None else d["end_ns"] - origin
     blocks: list[Block] = [
-        heading(f"run: {shown(run['root'], style)}", style),
+        heading(f"run: {shown(result.root, style)}", style),
         "",
-        f"{plural(run['events'], 'event')}{'' if span is None else ' over ' + duration(span)}; "
-        f"{plural(run['hardware_lanes'], 'hardware lane')}; layout: {layouts}",
+        f"{plural(result.events, 'event')}{'' if span is None else ' over ' + duration(span)}; "
+        f"{plural(result.hardware_lanes, 'hardware lane')}; layout: {layouts}",
     ]
-    if cov.get("hardware_executions"):
-        blocks.append(coverage_line(cov))
-    blocks += [_sources(run["sources"]), _processes(run["processes"])]
-    blocks.append(_lanes(run["lanes"], origin))
-    blocks += [_captures(run.get("captures") or []), _pairs(run["neff_ntff"])]
-    blocks += _neff_advice(run, style)
-    notes = run["notes"] + [f"{s['path']}: {n}" for s in run["sources"] for n in s["notes"]]
-    if run["warnings"]:
-        blocks.append(warnings_block(run["warnings"], style))
+    if result.links.get("hardware_executions"):
+        blocks.append(coverage_line(result.links))
+    blocks += [_sources(d["sources"]), _processes(d["processes"])]
+    blocks.append(_lanes(result.lanes, origin))
+    blocks += [_captures(d["captures"] or []), _pairs(d["neff_ntff"])]
+    blocks += _neff_advice(d["unpaired"] or {}, d["device_export"] or [], style)
+    notes = d["notes"] + [f"{s['path']}: {n}" for s in d["sources"] for n in s["notes"]]
+    if d["warnings"]:
+        blocks.append(warnings_block(d["warnings"], style))
     blocks.append(Items("notes", [shown(n, style) for n in notes], noun="notes"))
     return blocks
 
 
-def _neff_advice(run: dict[str, Any], style: Style) -> list[Block]:
-    """Return the list of the unpaired NEFF/NTFF files and the device export commands of an
-    info ``run`` (empty lists draw nothing)."""
-    lone = run.get("unpaired") or {}
+def _neff_advice(lone: dict[str, list[str]], export: list[str], style: Style) -> list[Block]:
+    """Return the list of the unpaired NEFF/NTFF files (``lone``) and the device export
+    commands (``export``) of a run (empty lists draw nothing)."""
     names = [f"NTFF without a NEFF: {n}" for n in lone.get("ntff", [])]
     names += [f"NEFF without an NTFF: {n}" for n in lone.get("neff", [])]
-    commands = [plain(c) for c in run.get("device_export") or []]
+    commands = [plain(c) for c in export]
     return [
         Items("unpaired NEFF/NTFF files", [shown(n, style) for n in names], noun="files"),
         Items("device export (Neuron Explorer commands)", commands, noun="commands", code=True),
@@ -97,7 +100,7 @@ def _processes(processes: list[dict[str, Any]]) -> Table:
     return Table("processes", columns, rows, noun="processes")
 
 
-def _lanes(lanes: list[dict[str, Any]], origin: int | None) -> Table:
+def _lanes(lanes: pl.DataFrame, origin: int | None) -> Table:
     columns = (
         text_col("lane", cut=20, keep_end=True),
         text_col("kinds", cut=12, drop=1),
@@ -106,14 +109,10 @@ def _lanes(lanes: list[dict[str, Any]], origin: int | None) -> Table:
         num_col("span"),
     )
     rows = [
-        [
-            lane["lane"],
-            ", ".join(lane["kinds"]),
-            count(lane["events"]),
-            instant(lane["start_ns"], origin),
-            duration(lane["span_ns"]),
-        ]
-        for lane in lanes
+        [lane, ", ".join(kinds), count(events), instant(start_ns, origin), duration(span_ns)]
+        for lane, kinds, events, start_ns, span_ns in lanes.select(
+            "lane", "kinds", "events", "start_ns", "span_ns"
+        ).iter_rows()
     ]
     return Table("lanes (start = time after the first event)", columns, rows, noun="lanes")
 
@@ -131,21 +130,11 @@ def _captures(captures: list[dict[str, Any]]) -> Table:
     return Table("captures (capture.json)", columns, rows, noun="captures")
 
 
-def _pairs(pairs: list[dict[str, Any]]) -> Table:
+def _pairs(pairs: list[Pair]) -> Table:
     columns = (
         text_col("ntff", cut=20, keep_end=True),
         text_col("neff", cut=20, keep_end=True),
         Column("mode", optional=True),
     )
-    rows = [[p["ntff"], p["neff"], p["mode"]] for p in pairs]
+    rows = [[p["ntff"] or DASH, p["neff"] or DASH, p["mode"] or DASH] for p in pairs]
     return Table("NEFF/NTFF files (not decoded)", columns, rows, noun="files")
-
-
-def info_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    """Return the blocks of one run of `traceana info` (its JSON ``run``)."""
-    return _info(run, style)
-
-
-def info_layout(result: InfoResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return info_from_json(as_doc(result, style, view), style, view)

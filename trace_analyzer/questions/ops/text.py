@@ -1,8 +1,6 @@
-"""The text and Markdown of `traceana ops` (questions/ops/analysis.py's JSON)."""
+"""The text and Markdown of `traceana ops` (questions/ops/analysis.py's ``OpsResult``)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from trace_analyzer.numbers import count, from_us, number, percent
 from trace_analyzer.questions.ops.analysis import OpsResult
@@ -18,21 +16,19 @@ from trace_analyzer.render.blocks import (
     num_col,
     plural,
     text_col,
-    total,
 )
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def ops_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    summary = coverage_line(run["coverage"])
-    if run["executions"]:
-        device = from_us(run["total_device_us"])
-        summary = f"device time {device} in {plural(run['executions'], 'execution')}; {summary}"
-    blocks: list[Block] = [heading(f"ops: {shown(run['root'], style)}", style), "", summary]
-    rows = run["rows"]
-    shown_rows = rows[: view.top] if style == MARKDOWN else rows
+def ops_layout(result: OpsResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    summary = coverage_line(result.coverage)
+    if result.executions:
+        device = from_us(result.total_device_us)
+        summary = f"device time {device} in {plural(result.executions, 'execution')}; {summary}"
+    blocks: list[Block] = [heading(f"ops: {shown(result.root, style)}", style), "", summary]
+    table = result.table.head(view.top) if style == MARKDOWN else result.table
     columns = (
         text_col("op", cut=20),
         num_col("calls"),
@@ -56,16 +52,12 @@ def ops_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
             number(r["executions_per_call"]),
             from_us(r["mean_dispatch_to_hw_us"]),
         ]
-        for r in shown_rows
+        for r in table.iter_rows(named=True)
     ]
     title = "ops by device time"
-    n = total(run, "rows")
+    n = result.table.height
     blocks.append(Table(title, columns, cells, total=n, noun="ops", more=TOP_MORE))
-    if not run.get("engines"):
+    if result.engines is None or result.engines.is_empty():
         return blocks
-    return [*blocks, engines_below(run["engines"], [r["name"] for r in shown_rows])]
-
-
-def ops_layout(result: OpsResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return ops_from_json(as_doc(result, style, view), style, view)
+    # engines_below counts every row under its table: it takes them all (one per op and NEFF)
+    return [*blocks, engines_below(result.engines.to_dicts(), table["name"].to_list())]

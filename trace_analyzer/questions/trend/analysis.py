@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import polars as pl
@@ -50,10 +51,7 @@ class TrendResult(RunResult):
     failed_runs: int
 
     def to_json(self) -> dict[str, Any]:
-        rows = [
-            {**r, "time": r["time"].isoformat() if r["time"] else None}
-            for r in self.table.to_dicts()
-        ]
+        rows = [{**r, "time": time_text(r["time"])} for r in self.table.to_dicts()]
         return {
             "root": self.root,
             "rows": rows,
@@ -69,6 +67,12 @@ class TrendResult(RunResult):
 
     def __repr__(self) -> str:
         return frame_repr("TrendResult", table=self.root, runs=self.table)
+
+
+def time_text(time: date | None) -> str | None:
+    """Return a run's time (the table's ``time``) as its JSON and text tables write it (ISO
+    8601), None when it has none."""
+    return time.isoformat() if time else None
 
 
 def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = ()) -> pl.DataFrame:

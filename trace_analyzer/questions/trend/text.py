@@ -1,11 +1,9 @@
-"""The text and Markdown of `traceana trend` (questions/trend/analysis.py's JSON)."""
+"""The text and Markdown of `traceana trend` (questions/trend/analysis.py's ``TrendResult``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from trace_analyzer.numbers import count, duration, percent
-from trace_analyzer.questions.trend.analysis import TrendResult
+from trace_analyzer.numbers import DASH, count, duration, percent
+from trace_analyzer.questions.trend.analysis import TrendResult, time_text
 from trace_analyzer.render.blocks import (
     Block,
     Style,
@@ -16,19 +14,20 @@ from trace_analyzer.render.blocks import (
     text_col,
 )
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def _trend(run: dict[str, Any], style: Style) -> list[Block]:
-    rows = run["rows"]
-    groups = len({r["group"] for r in rows})
-    runs = len({r["run_id"] for r in rows})
-    split = f" ({plural(len(rows), 'row')})" if runs != len(rows) else ""  # by rank, device
+def trend_layout(result: TrendResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
+    rows = result.table
+    groups = rows["group"].n_unique()
+    runs = rows["run_id"].n_unique()
+    split = f" ({plural(rows.height, 'row')})" if runs != rows.height else ""  # by rank, device
+    failed = result.failed_runs
     lines: list[Block] = [
-        heading(f"trend: {shown(run['root'], style)}", style),
+        heading(f"trend: {shown(result.root, style)}", style),
         f"{plural(runs, 'run')}{split} in {plural(groups, 'group')}"
-        + (f"; {count(run['failed_runs'])} failed runs left out" if run["failed_runs"] else ""),
+        + (f"; {count(failed)} failed runs left out" if failed else ""),
     ]
     table = Table(
         "idle % and device time over time",
@@ -43,24 +42,14 @@ def _trend(run: dict[str, Any], style: Style) -> list[Block]:
         [
             [
                 r["group"],
-                r["time"],
+                time_text(r["time"]) or DASH,
                 r["run_id"],
                 percent(r["idle_pct"]),
                 duration(None if r["device_time_ms"] is None else r["device_time_ms"] * 1e6),
                 count(r["executions"]),
             ]
-            for r in rows
+            for r in rows.iter_rows(named=True)
         ],
         noun="runs",
     )
     return [*lines, table]
-
-
-def trend_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    """Return the blocks of `traceana trend` (its JSON ``run``)."""
-    return _trend(run, style)
-
-
-def trend_layout(result: TrendResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return trend_from_json(as_doc(result, style, view), style, view)
