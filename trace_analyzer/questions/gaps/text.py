@@ -12,7 +12,6 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.numbers import DASH, count, duration, instant
 from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.gaps.causes import CAUSES
@@ -29,17 +28,15 @@ from trace_analyzer.render.blocks import (
     num_col,
     plural,
     text_col,
-    total,
 )
 from trace_analyzer.render.idle import IDLE_COLUMNS, bare_percent, idle_cells, idle_phrase
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def _verdict(run: dict[str, Any]) -> str:
-    s, w = run["summary"], run["window"]
-    if not s["lanes"]:
+def _verdict(result: GapsResult) -> str:
+    s, w = result.summary, result.window
+    if w is None or not s["lanes"]:  # no window: nothing ran on hardware, no lanes
         return "no hardware lanes: this profile records host activity only (no hardware executions)"
     if not s["executions"]:
         return "no hardware executions in the window: nothing to measure"
@@ -47,34 +44,33 @@ def _verdict(run: dict[str, Any]) -> str:
     top = max(causes, key=lambda c: causes[c]) if causes else None
     longest = f", longest {duration(s['gap_max_ns'])}" if s["gap_count"] else ""
     text = (
-        f"{plural(s['devices'], 'device')} {idle_phrase(s, w['origin'], bare_percent)} "
+        f"{plural(s['devices'], 'device')} {idle_phrase(s, w.origin, bare_percent)} "
         f"({duration(s['idle_ns'])} in {plural(s['gap_count'], 'gap')}{longest})"
     )
     if top:
         text += f"; top cause {top}: {duration(causes[top])}"
-    return ("FAILED " + "; ".join(run["failed"]) + ". " if run["failed"] else "") + text
+    failed = "FAILED " + "; ".join(result.failed) + ". " if result.failed else ""
+    return failed + text
 
 
-AGGREGATE = {  # --by: which table, and its first column
+AGGREGATE = {  # --by device or lane: the table's noun, and its first column
     "device": ("devices", "device"),
     "lane": ("lanes", "lane"),
-    "op": ("ops", "op"),
-    "step": ("steps", "step"),
 }
 
 
-def _aggregate(run: dict[str, Any], by: str, top: int) -> Table:
-    rows = run[AGGREGATE[by][0]]
+def _aggregate(result: GapsResult, by: str, top: int) -> Table:
     if by == "op":
-        return _ops_idle(rows, top, "by op: idle before each op (by cause)", total(run, "ops"))
+        return _ops_idle(result.ops, top, "by op: idle before each op (by cause)")
     if by == "step":
-        return _steps_idle(rows)
-    key = AGGREGATE[by][1]
+        return _steps_idle(result.steps)
+    noun, key = AGGREGATE[by]
+    rows = result.devices if by == "device" else result.lanes
     return Table(
         f"by {key}",
         (text_col(key, cut=16, keep_end=True), *(c for c, _ in IDLE_COLUMNS)),
-        [[r[key], *idle_cells(r)] for r in rows],
-        noun=AGGREGATE[by][0],
+        [[r[key], *idle_cells(r)] for r in rows.iter_rows(named=True)],
+        noun=noun,
     )
 
 
@@ -85,30 +81,30 @@ def _cause_columns() -> tuple[Column, ...]:
     return tuple(num_col(c, drop=2 + n - i, optional=True) for i, c in enumerate(CAUSES))
 
 
-def longest_rows(frame: pl.DataFrame, n: int, by: str) -> list[dict[str, Any]]:
+def longest(frame: pl.DataFrame, n: int, by: str) -> pl.DataFrame:
     """Return the ``n`` rows of ``frame`` with the largest ``by`` (never null), largest
-    first and in table order at equal values, as dicts: the rows are chosen on that one
-    column (``top_k``), so only they are gathered and made into dicts, not the whole table
-    sorted (800 thousand gaps at 1 GB of trace)."""
+    first and in table order at equal values: the rows are chosen on that one column
+    (``top_k``), so only they are gathered, not the whole table sorted (800 thousand gaps at
+    1 GB of trace)."""
     chosen = (
         frame.select(by)
         .with_row_index("row")
         .top_k(n, by=[by, "row"], reverse=[False, True])
         .sort([by, "row"], descending=[True, False])
     )
-    return frame[chosen["row"]].to_dicts()
+    return frame[chosen["row"]]
 
 
-def _ops_first(run: dict[str, Any], top: int) -> list[str]:
+def _ops_first(result: GapsResult, engines: pl.DataFrame, top: int) -> list[str]:
     """The ``top`` ops of the engines table below: those with the most idle before them,
     as the table above orders them, then the ops no gap ended (a run without gaps still
     shows why its executions take the time they do)."""
-    idle = [r["op"] for r in run["ops"]]
-    rest = sorted({r["op"] for r in run["engines"]} - set(idle))
+    idle: list[str] = result.ops["op"].head(top).to_list()
+    rest = sorted(set(engines["op"].to_list()) - set(idle))
     return [*idle, *rest][:top]
 
 
-def _ops_idle(rows: Sequence[dict[str, Any]], top: int, title: str, n: int) -> Table:
+def _ops_idle(ops: pl.DataFrame, top: int, title: str) -> Table:
     transfers = Column("transfers", cut=12, drop=1, optional=True)
     return Table(
         title,
@@ -121,15 +117,15 @@ def _ops_idle(rows: Sequence[dict[str, Any]], top: int, title: str, n: int) -> T
                 *(duration(r[f"{c}_ns"]) for c in CAUSES),
                 r["transfers"] or DASH,
             ]
-            for r in rows[:top]
+            for r in ops.head(top).iter_rows(named=True)
         ],
-        total=n,
+        total=ops.height,
         noun="ops",
         more=TOP_MORE,
     )
 
 
-def _steps_idle(rows: Sequence[dict[str, Any]]) -> Table:
+def _steps_idle(steps: pl.DataFrame) -> Table:
     return Table(
         "by step",
         (num_col("step"), num_col("idle"), num_col("gaps"), *_cause_columns()),
@@ -140,13 +136,13 @@ def _steps_idle(rows: Sequence[dict[str, Any]]) -> Table:
                 count(r["gaps"]),
                 *(duration(r[f"{c}_ns"]) for c in CAUSES),
             ]
-            for r in rows
+            for r in steps.iter_rows(named=True)
         ],
         noun="steps",
     )
 
 
-def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int, total: int) -> Table:
+def _gap_rows(gaps: pl.DataFrame, where: str, origin: int, total: int) -> Table:
     return Table(
         "longest gaps (device idle; at = time after the window start)",
         (
@@ -168,39 +164,12 @@ def _gap_rows(gaps: Sequence[dict[str, Any]], where: str, origin: int, total: in
                 g["next_op"] or "(unlinked)",
                 g.get("evidence") or DASH,
             ]
-            for g in gaps
+            for g in gaps.iter_rows(named=True)
         ],
         total=total,
         noun="gaps",
         more=TOP_MORE,
     )
-
-
-def _gaps(run: dict[str, Any], style: Style, by: str = "device", top: int = 10) -> list[Block]:
-    verdict = shown(_verdict(run), style)
-    blocks: list[Block] = [
-        heading(f"gaps: {shown(run['root'], style)}", style),
-        "",
-        f"**{verdict}**" if style == MARKDOWN else verdict,
-    ]
-    if not run["summary"]["executions"]:
-        return blocks
-    blocks.append(_aggregate(run, by, top))
-    dg = run["device_gaps"]
-    longest = (
-        longest_rows(dg.frame, top, "duration_ns")
-        if isinstance(dg, Rows)
-        else sorted(dg, key=lambda g: -g["duration_ns"])[:top]
-    )
-    blocks.append(_gap_rows(longest, "device", run["window"]["start_ns"], len(dg)))
-    if by != "op" and total(run, "ops"):
-        title = "idle before each op (by cause)"
-        blocks.append(_ops_idle(run["ops"], top, title, total(run, "ops")))
-    if run.get("engines"):
-        blocks.append(engines_below(run["engines"], _ops_first(run, top) if by != "op" else None))
-    hints = run.get("hints") or []
-    blocks.append(Items("next steps", next_steps(hints, style), noun="next steps"))
-    return blocks
 
 
 def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
@@ -214,11 +183,27 @@ def next_steps(hints: Sequence[dict[str, Any]], style: Style) -> list[str]:
     return out
 
 
-def gaps_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    """Return the blocks of one run of `traceana gaps` (its JSON ``run``), led by ``view.by``."""
-    return _gaps(run, style, view.by, view.top)
-
-
 def gaps_layout(result: GapsResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return gaps_from_json(as_doc(result, style, view), style, view)
+    """Return the blocks of one run of `traceana gaps` for a terminal or Markdown (``style``),
+    led by ``view.by``, its tables cut to ``view.top`` rows."""
+    by, top = view.by, view.top
+    verdict = shown(_verdict(result), style)
+    blocks: list[Block] = [
+        heading(f"gaps: {shown(result.root, style)}", style),
+        "",
+        f"**{verdict}**" if style == MARKDOWN else verdict,
+    ]
+    w = result.window
+    if w is None or not result.summary["executions"]:  # no window: nothing ran on hardware
+        return blocks
+    blocks.append(_aggregate(result, by, top))
+    dg = result.device_gaps
+    blocks.append(_gap_rows(longest(dg, top, "duration_ns"), "device", w.start_ns, dg.height))
+    if by != "op" and result.ops.height:
+        blocks.append(_ops_idle(result.ops, top, "idle before each op (by cause)"))
+    engines = result.engines
+    if engines is not None and engines.height:
+        ops = _ops_first(result, engines, top) if by != "op" else None
+        blocks.append(engines_below(engines.to_dicts(), ops))
+    blocks.append(Items("next steps", next_steps(result.hints, style), noun="next steps"))
+    return blocks
