@@ -24,7 +24,7 @@ from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
 
 # Who a row is shown under: its rank, or its process when it has no rank (``_owner``).
-OWNER = (pl.col("rank"), pl.when(pl.col("rank").is_null()).then(pl.col("pid")))
+SHOWN_UNDER = (pl.col("rank"), pl.when(pl.col("rank").is_null()).then(pl.col("pid")))
 
 
 def _owner(rank: int | None, pid: int) -> str:
@@ -37,12 +37,13 @@ def kernels_layout(result: KernelsResult, style: Style, view: View) -> list[Bloc
     kernel breakdown."""
     kinds, rows = result.kinds, result.kernels
     blocks: list[Block] = [heading(f"kernels: {shown(result.root, style)}", style), ""]
+    owners = kinds.select(SHOWN_UNDER).n_unique()
     noun = ("rank", "ranks") if kinds["rank"].null_count() == 0 else ("process", "processes")
     step = "" if result.step is None else f" launched in ProfilerStep#{result.step}"
     blocks.append(
         f"device work {duration(result.work_ns)} in "
         f"{plural(int(kinds['count'].sum()), 'execution')}{step}, "
-        f"{plural(rows.height, 'kernel')} on {plural(kinds.select(OWNER).n_unique(), *noun)}"
+        f"{plural(rows.height, 'kernel')} on {plural(owners, *noun)}"
         if rows.height
         else f"no device work{step}"
     )
@@ -68,7 +69,7 @@ def _kinds(kinds: pl.DataFrame) -> Table:
 
 def _kernels(rows: pl.DataFrame, top: int) -> Table:
     """The first ``top`` kernels of each rank (rows come sorted by rank, then total)."""
-    first = rows.filter(pl.int_range(pl.len()).over(*OWNER) < top)
+    first = rows.filter(pl.int_range(pl.len()).over(*SHOWN_UNDER) < top)
     cells = [
         [
             _owner(r["rank"], r["pid"]), r["name"], r["kind"], count(r["count"]),
