@@ -74,13 +74,18 @@ class KernelsResult(RunResult):
     def main_frame(self) -> pl.DataFrame:
         return self.kernels
 
+    @property
+    def work_ns(self) -> int:
+        """The device work of every rank, summed (ns): the kinds' totals."""
+        return int(self.kinds["total_ns"].sum())
+
     def summary_rows(self) -> list[tuple[str, object]]:
         top = self.kernels.sort("total_ns", descending=True).head(1).to_dicts()
         return [
             ("run", self.root),
             ("ranks", self.kinds.select(OWNER).n_unique() if self.kinds.height else 0),
             ("kernels", self.kernels.height),
-            ("device work (ns)", int(self.kinds["total_ns"].sum())),
+            ("device work (ns)", self.work_ns),
             ("top kernel", top[0]["name"] if top else None),
         ]
 

@@ -4,30 +4,29 @@ launches, their latency and delay, the queue length and the time blocked on a fu
 
 from __future__ import annotations
 
-from typing import Any
-
 from trace_analyzer.numbers import DASH, count, duration, number, percent
-from trace_analyzer.questions.launches.analysis import LaunchesResult
+from trace_analyzer.questions.launches.analysis import QUEUE_BOUND, LaunchesResult
 from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
-def launches_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    """Return the blocks of one run's launches per lane."""
-    blocks: list[Block] = [heading(f"launches: {shown(run['root'], style)}", style), ""]
-    lanes = run["lanes"]
-    if lanes:
-        top = max(lanes, key=lambda r: r["queue_max"] or 0)
+def launches_layout(result: LaunchesResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``): its
+    launches per lane."""
+    blocks: list[Block] = [heading(f"launches: {shown(result.root, style)}", style), ""]
+    lanes = result.lanes
+    if lanes.height:
+        # the first lane of the longest queue (a lane without a queue as 0)
+        top = lanes.row(lanes["queue_max"].fill_null(0).arg_max() or 0, named=True)
         blocks += [
             f"longest queue: {count(top['queue_max'])} launches on "
-            f"{shown(top['lane'], style)} (bound {count(run['queue_bound'])} on CUDA streams)",
+            f"{shown(top['lane'], style)} (bound {count(QUEUE_BOUND)} on CUDA streams)",
             "",
         ]
-    if run["notes"]:
-        blocks += [Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"), ""]
-    if not lanes:
+    if result.notes:
+        blocks += [Items("notes", [shown(n, style) for n in result.notes], noun="notes"), ""]
+    if not lanes.height:
         blocks.append("no launch linked to device work")
         return blocks
     cells = [
@@ -42,7 +41,7 @@ def launches_from_json(run: dict[str, Any], style: Style, view: View) -> list[Bl
             percent(r["queue_zero_pct"]),
             duration(r["blocked_ns"]),
         ]
-        for r in lanes
+        for r in lanes.iter_rows(named=True)
     ]
     columns = (
         num_col("rank", drop=3), text_col("lane", cut=24, keep_end=True), num_col("launches"),
@@ -60,8 +59,3 @@ def launches_from_json(run: dict[str, Any], style: Style, view: View) -> list[Bl
         )
     )
     return blocks
-
-
-def launches_layout(result: LaunchesResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return launches_from_json(as_doc(result, style, view), style, view)

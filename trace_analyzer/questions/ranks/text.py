@@ -3,13 +3,12 @@ their clocks, each device's step broken down, and the straggler of each step."""
 
 from __future__ import annotations
 
-from typing import Any
+import polars as pl
 
 from trace_analyzer.numbers import DASH, count, duration, number, percent
 from trace_analyzer.questions.ranks.analysis import RanksResult
 from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
 from trace_analyzer.render.safe import shown
-from trace_analyzer.render.text import as_doc
 from trace_analyzer.render.view import View
 
 
@@ -21,24 +20,25 @@ def _rank(value: int | None) -> str:
     return DASH if value is None else f"rank {value}"
 
 
-def ranks_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block]:
-    """Return the blocks of one run's ranks, steps and stragglers."""
-    blocks: list[Block] = [heading(f"ranks: {shown(run['root'], style)}", style), ""]
-    slow = run["stragglers"]
-    if slow:
-        s = slow[0]
+def ranks_layout(result: RanksResult, style: Style, view: View) -> list[Block]:
+    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``): its
+    ranks, steps and stragglers."""
+    blocks: list[Block] = [heading(f"ranks: {shown(result.root, style)}", style), ""]
+    slow = result.stragglers
+    if slow.height:
+        s = slow.row(0, named=True)
         blocks += [
             f"straggler of step {s['step']}: {_rank(s['rank'])}, {duration(s['behind_ns'])} behind "
             f"the others ({s['why']}: its step started {_signed(s['late_start_ns'])} after "
             f"theirs, its compute {_signed(s['extra_compute_ns'])} against theirs)",
             "",
         ]
-    if run["notes"]:
-        blocks += [Items("notes", [shown(n, style) for n in run["notes"]], noun="notes"), ""]
+    if result.notes:
+        blocks += [Items("notes", [shown(n, style) for n in result.notes], noun="notes"), ""]
     clocks = [
         [_rank(r["rank"]), count(r["pid"]), r["host"] or DASH,
          _signed(r["offset_ns"]), r["offset_from"] or DASH, "yes" if r["applied"] else "no"]
-        for r in run["ranks"]
+        for r in result.ranks.iter_rows(named=True)
     ]  # fmt: skip
     blocks.append(
         Table(
@@ -54,15 +54,15 @@ def ranks_from_json(run: dict[str, Any], style: Style, view: View) -> list[Block
             clocks,
         )  # fmt: skip
     )
-    blocks += ["", _steps(run["steps"], view), ""]
-    if slow:
+    blocks += ["", _steps(result.steps), ""]
+    if slow.height:
         blocks.append(_stragglers(slow))
     else:
         blocks.append("stragglers: none (no step on two ranks or more)")
     return blocks
 
 
-def _steps(rows: list[dict[str, Any]], view: View) -> Table:
+def _steps(steps: pl.DataFrame) -> Table:
     cells = [
         [
             _rank(r["rank"]),
@@ -73,7 +73,7 @@ def _steps(rows: list[dict[str, Any]], view: View) -> Table:
             *(duration(r[c]) for c in ("exposed_communication_ns", "memory_ns", "idle_ns")),
             percent(r["idle_pct"]),
         ]
-        for r in rows
+        for r in steps.iter_rows(named=True)
     ]
     columns = (
         text_col("rank"), text_col("device", cut=16), num_col("step"), num_col("window"),
@@ -90,12 +90,12 @@ def _steps(rows: list[dict[str, Any]], view: View) -> Table:
     )
 
 
-def _stragglers(rows: list[dict[str, Any]]) -> Table:
+def _stragglers(slow: pl.DataFrame) -> Table:
     cells = [
         [number(r["step"]), _rank(r["rank"]), count(r["ranks"]), duration(r["wait_ns"]),
          duration(r["others_wait_ns"]), duration(r["behind_ns"]), _signed(r["extra_compute_ns"]),
          _signed(r["late_start_ns"]), r["why"]]
-        for r in rows
+        for r in slow.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
         num_col("step"), text_col("straggler"), num_col("ranks"), num_col("its wait"),
@@ -103,8 +103,3 @@ def _stragglers(rows: list[dict[str, Any]]) -> Table:
         num_col("late start"), text_col("why"),
     )  # fmt: skip
     return Table("stragglers: the rank the others wait for, per step", columns, cells)
-
-
-def ranks_layout(result: RanksResult, style: Style, view: View) -> list[Block]:
-    """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return ranks_from_json(as_doc(result, style, view), style, view)
