@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 import polars as pl
@@ -40,13 +40,6 @@ class RunResult:
         """Return (label, value) pairs: the summary a notebook shows."""
         raise NotImplementedError
 
-    def shown(self, top: int, markdown: bool) -> tuple[RunResult, dict[str, int]]:
-        """Return the result as a text report lays it out, its long tables cut to the ``top``
-        rows shown before any row is made a dict, and their counts in all by JSON key (the
-        layouts say "… and N more"); ``markdown``: for a Markdown report (a terminal table
-        shows more). Most results are shown whole."""
-        return self, {}
-
     def to_pandas(self) -> Any:
         """Return ``main_frame()`` as a pandas DataFrame (needs pandas and pyarrow)."""
         return self.main_frame().to_pandas()
@@ -59,28 +52,14 @@ class RunResult:
         return f"<table><caption>{html.escape(repr(self))}</caption>{rows}</table>"
 
 
-TR = TypeVar("TR", bound="TableResult")
-
-
 class TableResult(RunResult):
     """A result about one long table, ``table`` (a row per op, or per hardware execution: a
-    large trace has many thousands), in the JSON as ``rows``: what ``to_pandas`` converts,
-    and what a Markdown report cuts to its first ``top`` rows (a terminal table shows them
-    all)."""
+    large trace has many thousands), in the JSON as ``rows``: what ``to_pandas`` converts."""
 
     table: pl.DataFrame
 
     def main_frame(self) -> pl.DataFrame:
         return self.table
-
-    def shown(self: TR, top: int, markdown: bool) -> tuple[TR, dict[str, int]]:
-        """Return the result with the ``top`` rows a Markdown report shows, and their count
-        in all."""
-        if not markdown:
-            return self, {}
-        # every TableResult is a frozen dataclass, which mypy cannot tell from this mixin
-        cut = replace(self, table=self.table.head(top))  # type: ignore[type-var]
-        return cut, {"rows": self.table.height}
 
 
 def _shown(v: object) -> str:

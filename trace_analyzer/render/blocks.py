@@ -303,10 +303,3 @@ def first(*values: Any) -> Any:
 def num(v: object) -> str:
     """Return a value ``v`` as a table shows it: floats shortest (``%g``), None as nothing."""
     return "" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def total(run: dict[str, Any], key: str) -> int:
-    """Return how many rows the table ``key`` of a run's document has in all: the text
-    layouts are given only the rows they show of the long ones (``RunResult.shown``), with
-    their counts in ``"totals"``."""
-    return int(run.get("totals", {}).get(key, len(run[key])))

@@ -52,15 +52,6 @@ def _blocks(result: RunResults[Any], style: Style, view: View) -> list[list[Bloc
     ]
 
 
-def as_doc(run: RunResult, style: Style, view: View) -> dict[str, Any]:
-    """Return ``run``'s document (``to_json()``) for a layout that reads it, its long tables
-    cut to the ``view.top`` rows shown before any row is made a dict, and their counts in all
-    under ``"totals"`` (``blocks.total``), as the result says (``RunResult.shown``)."""
-    cut, totals = run.shown(view.top, style == MARKDOWN)
-    doc = cut.to_json()
-    return {**doc, "totals": totals} if totals else doc
-
-
 def _run_blocks(run: RunResult, warnings: Sequence[str], style: Style, view: View) -> list[Block]:
     """Return the blocks of one run: its layout, opened (after its heading) by the run's
     ``warnings`` when the command gave them (info shows its own)."""

@@ -78,10 +78,6 @@ class GapsResult(RunResult):
 
     csv_table = "gaps"
 
-    def shown(self, top: int, markdown: bool) -> tuple[GapsResult, dict[str, int]]:
-        """Return the result with the ``top`` ops a text report lists, and their count in all."""
-        return replace(self, ops=self.ops.head(top)), {"ops": self.ops.height}
-
     def to_json(self) -> dict[str, Any]:
         """Return one run's gaps as plain data: the JSON output's shape (docs/gaps.md)."""
         w = self.window

@@ -11,6 +11,7 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.inputs.archive import AnyPath, MemberPath
 from trace_analyzer.inputs.capture import read_capture_json
+from trace_analyzer.inputs.neff import Pair as Pair  # the NEFF/NTFF pairs info lists (its layout)
 from trace_analyzer.inputs.neff import device_export, raw_without_export, unpaired
 from trace_analyzer.loading.profile import Profile, ReadResult
 from trace_analyzer.questions.chain.analysis import chain_table, coverage

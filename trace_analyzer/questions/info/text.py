@@ -6,9 +6,8 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.inputs.neff import Pair
 from trace_analyzer.numbers import DASH, count, duration, instant, number
-from trace_analyzer.questions.info.analysis import InfoResult
+from trace_analyzer.questions.info.analysis import InfoResult, Pair
 from trace_analyzer.render.blocks import (
     Block,
     Column,
