@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"
 FUNCTIONS = ("load", "load_runs", "gaps", "ops", "chains", "diff", "info", "export", "engines",
              "load_device", "ranks", "kernels", "launches", "report", "tables", "trend",
-             "run_batch", "graph")
+             "run_batch", "graph", "baseline")
 TYPES = ("Profile", "GapsResult", "OpsResult", "ChainResult", "DiffResult", "InfoResult",
          "RunResults", "EnginesResult", "DeviceRun", "ReportResult", "TrendResult", "BatchResult")
 

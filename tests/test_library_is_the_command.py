@@ -152,3 +152,12 @@ def test_graph_is_its_library_function(tmp_path):
     assert sorted(map(str, written.nodes)) == sorted(map(str, g.nodes))
     assert sorted((str(a), str(b)) for a, b in written.edges) == sorted(
         (str(a), str(b)) for a, b in g.edges)
+
+
+def test_baseline_save_is_its_library_function(tmp_path):
+    path = FIXTURES / "rmsnorm_naive"
+    out = tmp_path / "base.json"
+    code, _, err = run_cli("baseline", "save", path, "-o", out, "--no-cache")
+    assert code == 0, err
+    doc = ta.baseline(ta.load_runs(path), label=str(path))
+    assert json.loads(out.read_text()) == json.loads(json.dumps(doc))

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from trace_analyzer.model.schema import EVENTS_SCHEMA, LANE_KINDS
     from trace_analyzer.questions.chain.analysis import ChainResult, chains
     from trace_analyzer.questions.diff.analysis import DiffResult, diff
+    from trace_analyzer.questions.diff.sides import baseline
     from trace_analyzer.questions.engines.analysis import EnginesResult, engines
     from trace_analyzer.questions.gaps.analysis import GapsResult, Window, gaps
     from trace_analyzer.questions.graph.writer import graph
@@ -72,7 +73,7 @@ __all__ = [
     "RanksResult", "RunResults", "TraceanaError", "UsageError", "Window", "__version__",
     "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
     "load_runs", "ops", "ranks", "report", "ReportResult", "tables", "trend", "TrendResult",
-    "run_batch", "BatchResult", "graph",
+    "run_batch", "BatchResult", "graph", "baseline",
     "EnginesResult", "engines", "DeviceRun", "load_device",
 ]  # fmt: skip
 

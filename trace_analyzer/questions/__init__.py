@@ -87,7 +87,7 @@ def _q(path: str) -> str:
 QUESTIONS: list[Question] = [
     Question(
         "baseline", "Save a profile's summary (the numbers diff compares), to compare against "
-        "later.", _q("diff.command"),
+        "later.", _q("diff.command"), _q("diff.sides"), ("baseline",),
     ),
     Question(
         "batch", "Analyse every run under ROOTS into one Parquet table, one row per run × "

@@ -9,16 +9,17 @@ refuses a malformed one with one line naming the file (docs/diff.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from trace_analyzer._version import __version__
 from trace_analyzer.errors import InputError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
-from trace_analyzer.questions.gaps.analysis import CAUSES, GAP_STATS, GapsResult
+from trace_analyzer.questions.gaps.analysis import CAUSES, GAP_STATS, GapsResult, gaps
 from trace_analyzer.questions.ops.analysis import ops
 
 KIND = "traceana-baseline"  # the ``kind`` of a summary file
@@ -176,6 +177,22 @@ def summary_doc(side: Side, *, step: int | None, min_gap_ns: int, version: str) 
             for s in side.samples
         ],
     }
+
+
+def baseline(
+    profiles: Sequence[Profile],
+    *,
+    label: str | None = None,
+    step: int | None = None,
+    min_gap_ns: int = 0,
+) -> dict[str, Any]:
+    """Return the summary ``traceana baseline save`` writes of ``profiles`` (one side, its
+    runs), to diff against later without their traces: per run the metrics diff compares, per
+    op its calls, device µs and idle before. ``label``: the side's name (default: the first
+    run's root); ``step``, ``min_gap_ns``: as ``gaps`` measures each run."""
+    pairs = [(p, gaps(p, step=step, min_gap_ns=min_gap_ns)) for p in profiles]
+    name = label if label is not None else str(profiles[0].root) if profiles else ""
+    return summary_doc(side_of(name, pairs), step=step, min_gap_ns=min_gap_ns, version=__version__)
 
 
 def looks_like_summary(head: bytes) -> bool:
