@@ -109,9 +109,10 @@ def report(
     parts = {name: RunResults(label, (result,)) for name, result in found.items()}
     # the engines part, where the run has one, gives the table below its gaps and ops
     device_result = found.get("engines")
-    below = below_the_ops(head, device_result) if isinstance(device_result, EnginesResult) else None
     g = gaps(head)
     g_base = None if base is None else gaps(base)
+    engines_of = device_result if isinstance(device_result, EnginesResult) else None
+    below = None if engines_of is None else below_the_ops(head, engines_of, g.chain)
     edges = histogram_edges([g] if g_base is None else [g, g_base])  # one x scale for both
     own = (
         gaps_runs([replace(g, engines=below)], label, warnings=[head.warnings]),
@@ -128,7 +129,9 @@ def report(
         *own,
         diff=diff_runs(compared),
         base_gaps=gaps_runs(
-            [replace(g_base, engines=_below(base, base_device))], b_label, warnings=[base.warnings]
+            [replace(g_base, engines=_below(base, base_device, g_base.chain))],
+            b_label,
+            warnings=[base.warnings],
         ),
         base_timeline=RunResults(
             b_label, (timeline(base, g_base, histogram=gap_histogram(g_base, edges)),)
@@ -156,9 +159,12 @@ def _parts(
     return found, notes
 
 
-def _below(run: Profile, device: DeviceRun | None) -> pl.DataFrame | None:
-    """The table below ``run``'s ops from its device profiles, None without any."""
-    return below_the_ops(run, engines(device)) if device and device.profiles else None
+def _below(
+    run: Profile, device: DeviceRun | None, chain: pl.DataFrame | None
+) -> pl.DataFrame | None:
+    """The table below ``run``'s ops from its device profiles (``chain``: the run's chain
+    table, as its gaps hold it), None without any."""
+    return below_the_ops(run, engines(device), chain) if device and device.profiles else None
 
 
 def histogram_edges(results: Sequence[GapsResult]) -> tuple[list[float], bool]:
