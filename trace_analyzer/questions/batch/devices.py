@@ -45,8 +45,7 @@ def linked_pct(chain: pl.DataFrame) -> dict[str, float | None]:
     """Return, per device, the % of hardware executions linked to an op (rounded to 0.01).
 
     ``chain`` is the table of ``trace_analyzer.questions.chain.analysis.chains``: one row per
-    hardware
-    execution, ``op`` null when it reaches none. A device with no executions has no entry.
+    hardware execution, ``op`` null when it reaches none. A device with no executions has no entry.
     """
     per_device = chain.group_by(device=device_of(pl.col("lane"))).agg(
         n=pl.len(), linked=pl.col("op").is_not_null().sum()

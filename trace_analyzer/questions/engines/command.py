@@ -1,6 +1,5 @@
 """The command below the gaps: `traceana engines` (questions/engines/analysis.py), over the
-device-profile
-exports under a path (readers/device_profile.py)."""
+device-profile exports under a path (readers/device_profile.py)."""
 
 from __future__ import annotations
 

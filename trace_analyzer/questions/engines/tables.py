@@ -1,7 +1,6 @@
-"""The tables of `traceana engines` (questions/engines/analysis.py), per NEFF and physical core of
-one
-device profile: the windows, each engine's figures, the DMA, throttling, FLOPs and bytes, and
-the top opcodes, HLO ops and NKI source lines (docs/device.md has every definition).
+"""The tables of `traceana engines` (questions/engines/analysis.py), per NEFF and physical core
+of one device profile: the windows, each engine's figures, the DMA, throttling, FLOPs and bytes,
+and the top opcodes, HLO ops and NKI source lines (docs/device.md has every definition).
 
 Every frame here has ``neff`` filled (``UNKNOWN`` for a null NEFF) and ``pcore``; ``work`` is
 the instructions without the ``EVENT_SEMAPHORE`` waits.

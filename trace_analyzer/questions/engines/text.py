@@ -1,8 +1,7 @@
-"""The text and Markdown layout of `traceana engines` (questions/engines/analysis.py): per device
-profile
-and NEFF, its utilisation and roofline line, the engines of each core, the DMA, the top
-opcodes, HLO ops and NKI source lines, the HLO ops on the roofline and the hints; then the
-export's Summary beside traceana's figures, mismatches marked; then the pairs not exported."""
+"""The text and Markdown layout of `traceana engines` (questions/engines/analysis.py): per
+device profile and NEFF, its utilisation and roofline line, the engines of each core, the DMA,
+the top opcodes, HLO ops and NKI source lines, the HLO ops on the roofline and the hints; then
+the export's Summary beside traceana's figures, mismatches marked; then the pairs not exported."""
 
 from __future__ import annotations
 

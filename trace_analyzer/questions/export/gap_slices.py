@@ -1,13 +1,11 @@
 """The gaps of a run, and its summary, as slices of the Perfetto export
 (questions/export/perfetto.py).
 
-Each gap is a slice named by its cause on a track ``<lane> gaps`` beside its hardware lane,
-its evidence and its hint (``questions.tables.analysis.gap_rows``) in its args; the run's summary
-(what
-``traceana gaps`` totals) is one slice over the measured window, on a track of its own in a
-process ``traceana``, with the totals and the hints in its args: the Perfetto UI shows them
-when the slice is selected, and SQL reads them from ``args`` (docs/graph.md).
-"""
+Each gap is a slice named by its cause on a track ``<lane> gaps`` beside its hardware lane, its
+evidence and its hint (``questions.tables.analysis.gap_rows``) in its args; the run's summary (what
+``traceana gaps`` totals) is one slice over the measured window, on a track of its own in a process
+``traceana``, with the totals and the hints in its args: the Perfetto UI shows them when the slice
+is selected, and SQL reads them from ``args`` (docs/graph.md)."""
 
 from __future__ import annotations
 

@@ -63,8 +63,7 @@ LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequ
 def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> dict[str, Any]:
     """Return the trace document of one run, ``profile``, and its ``gaps``
     (``questions.gaps.analysis.gaps``): a dict ready for JSON. ``source``: the name the document
-    gives
-    the run (default: its root)."""
+    gives the run (default: its root)."""
     events = profile.events
     edges = profile.edges
     gaps_of_lanes = _gap_rows(gaps)

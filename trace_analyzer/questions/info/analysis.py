@@ -23,9 +23,7 @@ class InfoResult(RunResult):
 
     ``lanes``: one row per lane (its event kinds, source, count and span). ``links``: how many
     hardware executions reach an op (``questions.chain.analysis.coverage``). ``details``: the rest
-    of
-    the JSON output's fields (layouts, sources, processes, captures, …) as plain data.
-    """
+    of the JSON output's fields (layouts, sources, processes, captures, …) as plain data."""
 
     root: str
     events: int

@@ -1,7 +1,6 @@
-"""The text and Markdown layout of `traceana kernels` (questions/kernels/analysis.py): the time per
-kind
-of work, then the kernels (Neuron: the NEFFs) by total device time, the first ``--top`` of
-each rank."""
+"""The text and Markdown layout of `traceana kernels` (questions/kernels/analysis.py): the time
+per kind of work, then the kernels (Neuron: the NEFFs) by total device time, the first ``--top``
+of each rank."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The text and Markdown layout of `traceana launches` (questions/launches/analysis.py): per lane,
-the
-launches, their latency and delay, the queue length and the time blocked on a full queue."""
+"""The text and Markdown layout of `traceana launches` (questions/launches/analysis.py): per
+lane, the launches, their latency and delay, the queue length and the time blocked on a full
+queue."""
 
 from __future__ import annotations
 
