@@ -65,7 +65,7 @@ class Question:
     command's own); ``command``: the module holding the click command; ``face``: the names
     ``import trace_analyzer as ta`` offers from ``analysis`` (never a subpackage's name:
     ``ta.batch`` is the package of ``ta.run_batch``); ``layouts``: a result type
-    (``module:Class``) to its text layout (``module:function(doc, style, view) -> blocks``);
+    (``module:Class``) to its text layout (``module:function(result, style, view) -> blocks``);
     ``answers``: whether an unchanged run's output may be answered from the cache
     (cli/answers.py); ``report``: its part of the report page, if it has one.
     """
