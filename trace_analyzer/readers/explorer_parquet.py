@@ -13,7 +13,7 @@ are found by pointer jumping on polars columns.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 import polars as pl
 
@@ -118,7 +118,8 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
             del raw
             bad += _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
             del extra
-            slices.append(columns)
+            slices.append(columns.rechunk())  # one chunk a column: see _with
+            del columns  # (its columns read from Parquet hold the slice's buffers)
     columns = pl.concat(slices, rechunk=False) if len(slices) > 1 else slices[0]
     del slices
     if bad:
@@ -129,7 +130,8 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
         )
     events = _mark_dispatch(_lanes(columns).with_columns(file=pl.lit(str(src.path)).cast(Text)))
     del columns
-    result.events = assign_steps(conform(events), by_process=True)
+    events = assign_steps(conform(events), by_process=True)
+    result.events = _with(events, events.get_column("step"))
     result.rank_origin = WORKER_GID if result.events["rank"].is_not_null().any() else None
     return result
 
@@ -225,7 +227,10 @@ def _slices(path: AnyPath) -> Iterator[pl.DataFrame]:
         except (Exception, pl.exceptions.PanicException):
             yield _read_table(path).slice(offset)  # its error, or (unlikely) the rest
             return
-        yield part.with_columns(absent).select(list(names)) if absent else part
+        if absent:
+            part = part.with_columns(absent).select(list(names))
+        yield part
+        del part  # before the next slice is read
 
 
 def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
@@ -234,7 +239,7 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
     keys = lifted_keys(raw.select("extra_attributes_json"))
     extra = pl.col("extra_attributes_json")
     kept = extra if keep_args else pl.when(pl.col("name") == neuron.EXECUTIONS[0]).then(extra)
-    return raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
+    columns = raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
         orig_id=pl.col("id"),
         name=pl.col("name").cast(Text),
         source=pl.col("trace_event_source").cast(Text),
@@ -250,7 +255,30 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
         args_json=kept.cast(pl.String),
-    ).hstack(keys)
+    )
+    return _with(columns, *keys.get_columns())
+
+
+def _with(df: pl.DataFrame, *columns: pl.Series) -> pl.DataFrame:
+    """Return ``df`` with ``columns`` set, each cut into chunks where df's ``start_ns`` is.
+
+    Polars copies a whole table into one chunk per column before a select or a filter when
+    its columns are cut at different rows. The columns read from Parquet come in one chunk
+    per row group; a slice's events in one chunk per column (read() puts the slices one
+    under another without a copy, each a chunk); a column made by a gather or a lift comes
+    as one chunk: cut here where the table is (slices, no copy).
+    """
+    lengths = [c.len() for c in df.get_column("start_ns").get_chunks()]
+    cut = []
+    for column in columns:
+        if [c.len() for c in column.get_chunks()] != lengths:
+            column = column.rechunk()
+            if len(lengths) > 1:
+                starts = accumulate(lengths[:-1], initial=0)
+                parts = [column.slice(at, n) for at, n in zip(starts, lengths, strict=True)]
+                column = pl.concat(parts, rechunk=False)
+        cut.append(column)
+    return df.with_columns(cut)
 
 
 def _unparsed(df: pl.DataFrame) -> int:
@@ -295,11 +323,9 @@ def _lanes(df: pl.DataFrame, packed: bool = True) -> pl.DataFrame:
     done = worker_ranks(label(reps)).select(
         pl.col("name", "lane").cast(Text), pl.col("lane_kind").cast(LaneKind), "rank"
     )
-    return df.with_columns(  # label()'s order: name, lane_kind, lane, category
-        **{c: done.get_column(c).gather(index) for c in ("name", "lane_kind", "lane")},
-        category=pl.col("source"),
-        rank=done.get_column("rank").gather(index),
-    )
+    gathered = [done.get_column(c).gather(index) for c in ("name", "lane_kind", "lane")]
+    category = df.get_column("source").alias("category")  # label()'s order: after lane
+    return _with(df, *gathered, category, done.get_column("rank").gather(index))
 
 
 def _key_index(
@@ -372,13 +398,14 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     names = df["name"].gather(rows)
     same = names.gather(parent.clip(lower_bound=0)).eq_missing(names) & has_parent
     kinds = df.get_column("lane_kind").clone()  # scatter writes a copy, not df's column
-    return df.with_columns(kinds.scatter(rows.filter(same), "framework_dispatch"))
+    return _with(df, kinds.scatter(rows.filter(same), "framework_dispatch"))
 
 
 def _framework_ops(df: pl.DataFrame) -> pl.DataFrame:
     """Return the framework ops with a start and an end, in the sweep's order, by row."""
-    return (
-        df.select(
+    return (  # lazy: the row numbers are filtered with the rows, not put beside all of them
+        df.lazy()
+        .select(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
             "lane_kind",
             "pid",
@@ -397,6 +424,7 @@ def _framework_ops(df: pl.DataFrame) -> pl.DataFrame:
             descending=[False, False, False, True, False],
             nulls_last=True,
         )
+        .collect()
     )
 
 
