@@ -211,8 +211,9 @@ def _slices(path: AnyPath) -> Iterator[pl.DataFrame]:
         typed = all(c in have for c in REQUIRED) and all(
             have[c] == t for c, t in names.items() if c in have
         )
-        scan = pl.scan_parquet(data).select(c for c in names if c in have)
-        rows = scan.select(pl.len()).collect().item() if typed else 0
+        if typed:
+            scan = pl.scan_parquet(data).select(c for c in names if c in have)
+            rows = scan.select(pl.len()).collect().item()
     except (Exception, pl.exceptions.PanicException):
         typed = False
     if not typed:
@@ -235,10 +236,9 @@ def _slices(path: AnyPath) -> Iterator[pl.DataFrame]:
 
 def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
     """Return the export's rows as events columns, the link keys lifted (explorer_keys);
-    ``args_json`` null unless ``keep_args``, but in the executions (their NEFF: ``model_name``)."""
+    ``args_json`` null unless ``keep_args``, but in the executions (their NEFF: ``model_name``),
+    whose text is copied out of the slice's."""
     keys = lifted_keys(raw.select("extra_attributes_json"))
-    extra = pl.col("extra_attributes_json")
-    kept = extra if keep_args else pl.when(pl.col("name") == neuron.EXECUTIONS[0]).then(extra)
     columns = raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
         orig_id=pl.col("id"),
         name=pl.col("name").cast(Text),
@@ -254,8 +254,14 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
         rank=pl.col("worker_gid"),  # worker_ranks: >= 0 only, spread over its process
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
-        args_json=kept.cast(pl.String),
+        args_json=pl.col("extra_attributes_json") if keep_args else pl.lit(None, pl.String),
     )
+    if not keep_args:  # the executions' text copied out: a column of views into the
+        # slice's text (what a when/then gives) would keep all of that text alive
+        rows = raw.select((pl.col("name") == neuron.EXECUTIONS[0]).arg_true()).to_series()
+        text = raw.get_column("extra_attributes_json").gather(rows)
+        args = pl.repeat(None, raw.height, dtype=pl.String, eager=True).scatter(rows, text)
+        keys = keys.with_columns(args_json=args)
     return _with(columns, *keys.get_columns())
 
 
@@ -335,8 +341,9 @@ def _key_index(
     those values (one row per number).
 
     Each row's key is packed into one integer, mixed radix over per-column codes (code 0:
-    null; text by its dictionary code), and numbered by a join on it; keys too spread to
-    pack into an int64 are numbered by a join on the columns themselves.
+    null; text by its dictionary code; a column of one value left out), and numbered in the
+    order keys first appear (replace_strict: a hash); keys too spread to pack into an int64
+    are numbered by a join on the columns themselves.
     """
     phys = {
         c: pl.col(c).cast(Text).to_physical().cast(pl.Int64)
