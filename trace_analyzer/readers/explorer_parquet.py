@@ -118,8 +118,8 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
             del raw
             bad += _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
             del extra
-            slices.append(columns.rechunk())  # one chunk a column: see _with
-            del columns  # (its columns read from Parquet hold the slice's buffers)
+            slices.append(_with(columns, *columns.get_columns()))  # cut alike: see _with
+            del columns
     columns = pl.concat(slices, rechunk=False) if len(slices) > 1 else slices[0]
     del slices
     if bad:
@@ -270,9 +270,10 @@ def _with(df: pl.DataFrame, *columns: pl.Series) -> pl.DataFrame:
 
     Polars copies a whole table into one chunk per column before a select or a filter when
     its columns are cut at different rows. The columns read from Parquet come in one chunk
-    per row group; a slice's events in one chunk per column (read() puts the slices one
-    under another without a copy, each a chunk); a column made by a gather or a lift comes
-    as one chunk: cut here where the table is (slices, no copy).
+    per row group, and read() puts the slices one under another without a copy; a column
+    made by a gather, a scatter or the lift comes as one chunk: cut here where the table is
+    (slices, no copy). Copying the table into one chunk instead would cost more than the
+    chunks cost the gathers after the read (numbered()).
     """
     lengths = [c.len() for c in df.get_column("start_ns").get_chunks()]
     cut = []
