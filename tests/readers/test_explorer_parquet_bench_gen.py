@@ -118,7 +118,7 @@ def odd_rows(n: int = 3_000) -> pl.DataFrame:
         "duration_ns": None, "trace_event_source": pick(["framework"] * 4 + ["neuron_rt", "neuron_hw"]),
         "instance_id": pick(["i-1", "i-2"], 0.05), "process_id": pick([1, 2]),
         "thread_id": pick([10, 11], 0.05), "nc_idx": pick([0, 1], 0.3), "pcore_idx": pick([0, 1, 2], 0.3),
-        "worker_gid": None, "flow_id": None, "framework_stream_id": pick(["0", "1", "x"], 0.6),
+        "worker_gid": pick([3, 5, -1], 0.5), "flow_id": None, "framework_stream_id": pick(["0", "1", "x"], 0.6),
         "extra_attributes_json": pick(ODD_JSON),
     }, schema={**EXPLORER_COLUMNS})
 
@@ -137,6 +137,7 @@ def test_reader_shortcuts_give_what_the_shared_code_gives(export):
             expect = raw["extra_attributes_json"].str.json_path_match(f"$['{key}']").cast(pl.Int64, strict=False)
             assert cols[col].equals(expect, null_equal=True), key
         labelled = neuron.label(cols)
-        assert ep._label(cols).equals(labelled, null_equal=True)
-        assert ep._label_by_join(cols).equals(labelled, null_equal=True)
+        ranked = neuron.worker_ranks(labelled)
+        assert ep._lanes(cols).equals(ranked, null_equal=True)
+        assert ep._lanes(cols, packed=False).equals(ranked, null_equal=True)
         assert ep._mark_dispatch(labelled).equals(neuron.mark_dispatch(labelled), null_equal=True)

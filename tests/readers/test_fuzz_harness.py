@@ -334,8 +334,8 @@ def test_parquet_rows_whose_label_columns_are_all_null(tmp_path):
     df.write_parquet(tmp_path / "SystemProfileEvents.parquet")
     cols = explorer_parquet._columns(explorer_parquet._read_table(tmp_path / "SystemProfileEvents.parquet"))
     keys = ["name", "lane_kind", "lane", "category"]
-    packed = explorer_parquet._label(cols).select(keys)
-    assert packed.height == 2 and packed.equals(explorer_parquet._label_by_join(cols).select(keys))
+    packed = explorer_parquet._lanes(cols).select(keys)
+    assert packed.height == 2 and packed.equals(explorer_parquet._lanes(cols, packed=False).select(keys))
     p = ta.load(tmp_path)
     assert p.events.is_empty() and p.dropped == {"null name": 2, "null lane": 2, "null source": 2}
 

@@ -16,7 +16,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.inputs.limits import PARAM, too_large
-from trace_analyzer.model.schema import conform, empty_events, matching, text
+from trace_analyzer.model.schema import Text, conform, empty_events, matching, text
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -143,12 +143,85 @@ def assign_steps(events: pl.DataFrame, *, by_process: bool = False) -> pl.DataFr
     several processes whose every row names its process (an Explorer export of several
     ranks, whose steps need not line up); a Kineto trace's device rows do not (a GPU's pid
     is its device), so a Kineto trace's steps are the file's.
+
+    An event's step is the last (in start order; of equal starts, the last after a sort by
+    start) that starts at or before it, if that one ends after it starts. Found without a
+    sort of the events (millions of rows; steps are a few thousand): each row's process and
+    start are packed into one integer, process-major, and each event's looked up among the
+    steps' by binary search. Where they do not pack into an int64: ``_steps_by_join``.
     """
     host = pl.col("source") == "framework"
+    is_step = events.select(matching(events["name"], r"^ProfilerStep#\d+$") & host).to_series()
+    if not is_step.any():
+        return events
+    start = events.get_column("start_ns")
+    lo, hi = start.min(), start.max()
+    span = 1 if lo is None else int(hi) - int(lo) + 1  # type: ignore[arg-type]
+    base = _process_bases(events, span) if by_process else None
+    if lo is None or (by_process and base is None):
+        return _steps_by_join(events, is_step, by_process)
+    key = start if base is None else base + (start - lo)
+    steps = (
+        events.select("name", step_start="start_ns", step_end="end_ns")
+        .with_columns(_key=key)
+        .filter(is_step & key.is_not_null())
+        .sort("step_start")  # as the join sorted them: of equal starts, the last is taken
+        .sort("_key", maintain_order=True)
+    )
+    if steps.is_empty():  # every step without a start or a process
+        return events.with_columns(step=pl.lit(None, pl.Int64))
+    number = text("name").str.extract(r"#(\d+)$").cast(pl.Int64, strict=False)  # past int64: none
+    step_no = steps.select(number).to_series()
+    pos = steps["_key"].search_sorted(key, side="right").cast(pl.Int64) - 1
+    at = pos.clip(lower_bound=0)
+    found = (pos >= 0) & key.is_not_null()
+    if base is not None:  # the step found is the event's process's: its key is in its range
+        found &= steps["_key"].gather(at) >= base
+    inside = found & (start < steps["step_end"].gather(at))
+    step = pl.select(pl.when(inside).then(step_no.gather(at))).to_series()
+    return events.with_columns(step=step.cast(pl.Int64))
+
+
+def _process_bases(events: pl.DataFrame, span: int) -> pl.Series | None:
+    """Return each row's process (host, pid) as its number times ``span``, or None where that
+    does not fit in an int64 (beside a start, in ``[0, span)``).
+
+    Null where the pid is null: such a row takes no step, as a null key of a join matches
+    none. A null host is the host "", as in ``_steps_by_join``. Hosts are numbered once per
+    distinct host and mapped to rows by their dictionary codes: no text per row.
+    """
+    host = events.get_column("host")
+    host = host if host.dtype == Text else host.cast(Text)
+    pid = events.get_column("pid")
+    plo, phi = pid.min(), pid.max()
+    if plo is None:  # no row has a process
+        return pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
+    distinct = host.unique()
+    numbers = distinct.cast(pl.String).fill_null("").rank("dense").cast(pl.Int64) - 1
+    pids = int(phi) - int(plo) + 1  # type: ignore[arg-type]
+    if (int(numbers.max()) + 1) * pids * span >= 2**62:  # type: ignore[arg-type]
+        return None
+    named = distinct.is_not_null()
+    codes = host.to_physical()
+    if named.any():  # a table from code to number, gathered by each row's code
+        size = int(distinct.to_physical().max()) + 1  # type: ignore[arg-type]
+        table = pl.repeat(None, size, dtype=pl.Int64, eager=True)
+        table = table.scatter(distinct.to_physical().filter(named), numbers.filter(named))
+        number = table.gather(codes)
+    else:
+        number = pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
+    if not named.all():  # the null host's number (that of "", when there is one)
+        number = number.fill_null(numbers.filter(~named)[0])
+    return (number * pids + (pid - plo)) * span
+
+
+def _steps_by_join(events: pl.DataFrame, is_step: pl.Series, by_process: bool) -> pl.DataFrame:
+    """assign_steps by ``join_asof`` on the events sorted by start: for starts and processes
+    too spread to pack into one integer. ``is_step``: which rows are steps."""
     keys = ["_host", "_pid"] if by_process else []
     process = {"_host": pl.col("host").cast(pl.String).fill_null(""), "_pid": pl.col("pid")}
     steps = (
-        events.filter(matching(events["name"], r"^ProfilerStep#\d+$") & host)
+        events.filter(is_step)
         .select(
             *(process[k].alias(k) for k in keys),
             pl.col("start_ns").alias("step_start"),

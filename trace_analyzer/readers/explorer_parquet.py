@@ -12,7 +12,8 @@ are found by pointer jumping on polars columns.
 
 from __future__ import annotations
 
-from itertools import pairwise
+from collections.abc import Iterator
+from itertools import accumulate, pairwise
 
 import polars as pl
 
@@ -20,7 +21,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.inputs.limits import refuse_inflating_parquet
-from trace_analyzer.model.schema import Text, conform
+from trace_analyzer.model.schema import LaneKind, Text, conform
 from trace_analyzer.readers import neuron
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.explorer_keys import lifted_keys
@@ -95,32 +96,42 @@ def split_parts(folder: AnyPath) -> tuple[list[AnyPath], list[str]]:
 
 
 def read(src: Source, keep_args: bool = False) -> ReadResult:
-    """Return the events of one Parquet export folder; ``keep_args``: every row's args kept."""
+    """Return the events of one Parquet export folder; ``keep_args``: every row's args kept.
+
+    The tables are read slice by slice (``SLICE_ROWS``): each slice's JSON text, most of an
+    export's bytes, is let go once its keys are lifted and its malformed rows counted, so
+    the text of the whole export is never held beside the events built from it.
+    """
     result = ReadResult(source=src, format="explorer-parquet")
     result.schema_version = _schema_version(src, result)
     paths, layout = split_parts(src.path)
     result.warnings += layout
-    frames = [_read_table(p) for p in paths]
-    n_files = len(frames)
-    raw = pl.concat(frames, how="diagonal_relaxed") if n_files > 1 else frames[0]
-    del frames
     present = [c for c in COMPANIONS if any(src.path.glob(f"{c}*.parquet"))]
     result.notes.append(
-        f"{n_files} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
+        f"{len(paths)} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
     )
-    columns = _columns(raw, keep_args)
-    extra = raw.select(args_json="extra_attributes_json")
-    del raw
-    bad = _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
-    del extra
+    slices, bad = [], 0
+    for path in paths:
+        for raw in _slices(path):
+            columns = _columns(raw, keep_args)
+            extra = raw.select(args_json="extra_attributes_json")
+            del raw
+            bad += _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
+            del extra
+            slices.append(_with(columns, *columns.get_columns()))  # cut alike: see _with
+            del columns
+    columns = pl.concat(slices, rechunk=False) if len(slices) > 1 else slices[0]
+    del slices
     if bad:
         result.warnings.append(
             f"{src.path}: {bad} of {columns.height} rows have an extra_attributes_json that is "
             "not JSON: their exec_id and nrt_sequence_id (which link executions to runtime "
             "calls) are lost; the rest of each row is read"
         )
-    events = _mark_dispatch(_label(columns).with_columns(file=pl.lit(str(src.path)).cast(Text)))
-    result.events = assign_steps(conform(worker_ranks(events)), by_process=True)
+    events = _mark_dispatch(_lanes(columns).with_columns(file=pl.lit(str(src.path)).cast(Text)))
+    del columns
+    events = assign_steps(conform(events), by_process=True)
+    result.events = _with(events, events.get_column("step"))
     result.rank_origin = WORKER_GID if result.events["rank"].is_not_null().any() else None
     return result
 
@@ -179,13 +190,56 @@ def _read_table(path: AnyPath) -> pl.DataFrame:
     return df.select(casts)
 
 
+# Rows read at a time: a slice's JSON text (about 120 bytes a row) is let go before the next.
+SLICE_ROWS = 1 << 20
+
+
+def _slices(path: AnyPath) -> Iterator[pl.DataFrame]:
+    """Yield the rows of one table as ``_read_table`` gives them, ``SLICE_ROWS`` at a time.
+
+    A table whose columns all have their types already is scanned slice by slice (polars
+    reads only the row groups a slice covers); any other table, and any table a slice of
+    which fails to read, is read whole by ``_read_table``, whose checks and error messages
+    are then those of every table.
+    """
+    names = {**REQUIRED, **OPTIONAL}
+    try:
+        data = parquet_input(path)
+        have = pl.read_parquet_schema(data)
+        if hasattr(data, "seek"):
+            data.seek(0)
+        typed = all(c in have for c in REQUIRED) and all(
+            have[c] == t for c, t in names.items() if c in have
+        )
+        if typed:
+            scan = pl.scan_parquet(data).select(c for c in names if c in have)
+            rows = scan.select(pl.len()).collect().item()
+    except (Exception, pl.exceptions.PanicException):
+        typed = False
+    if not typed:
+        whole = _read_table(path)
+        for offset in range(0, max(whole.height, 1), SLICE_ROWS):
+            yield whole.slice(offset, SLICE_ROWS)
+        return
+    absent = [pl.lit(None, dtype=t).alias(c) for c, t in names.items() if c not in have]
+    for offset in range(0, max(rows, 1), SLICE_ROWS):
+        try:
+            part = scan.slice(offset, SLICE_ROWS).collect()
+        except (Exception, pl.exceptions.PanicException):
+            yield _read_table(path).slice(offset)  # its error, or (unlikely) the rest
+            return
+        if absent:
+            part = part.with_columns(absent).select(list(names))
+        yield part
+        del part  # before the next slice is read
+
+
 def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
     """Return the export's rows as events columns, the link keys lifted (explorer_keys);
-    ``args_json`` null unless ``keep_args``, but in the executions (their NEFF: ``model_name``)."""
+    ``args_json`` null unless ``keep_args``, but in the executions (their NEFF: ``model_name``),
+    whose text is copied out of the slice's."""
     keys = lifted_keys(raw.select("extra_attributes_json"))
-    extra = pl.col("extra_attributes_json")
-    kept = extra if keep_args else pl.when(pl.col("name") == neuron.EXECUTIONS[0]).then(extra)
-    return raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
+    columns = raw.select(  # text dictionary-encoded at once (schema.Text): labels work on codes
         orig_id=pl.col("id"),
         name=pl.col("name").cast(Text),
         source=pl.col("trace_event_source").cast(Text),
@@ -200,8 +254,38 @@ def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
         rank=pl.col("worker_gid"),  # worker_ranks: >= 0 only, spread over its process
         stream=pl.col("framework_stream_id").cast(pl.Int64, strict=False),
         flow_ids=pl.col("flow_id").list.eval(pl.element().cast(pl.Int64, strict=False)),
-        args_json=kept.cast(pl.String),
-    ).hstack(keys)
+        args_json=pl.col("extra_attributes_json") if keep_args else pl.lit(None, pl.String),
+    )
+    if not keep_args:  # the executions' text copied out: a column of views into the
+        # slice's text (what a when/then gives) would keep all of that text alive
+        rows = raw.select((pl.col("name") == neuron.EXECUTIONS[0]).arg_true()).to_series()
+        text = raw.get_column("extra_attributes_json").gather(rows)
+        args = pl.repeat(None, raw.height, dtype=pl.String, eager=True).scatter(rows, text)
+        keys = keys.with_columns(args_json=args)
+    return _with(columns, *keys.get_columns())
+
+
+def _with(df: pl.DataFrame, *columns: pl.Series) -> pl.DataFrame:
+    """Return ``df`` with ``columns`` set, each cut into chunks where df's ``start_ns`` is.
+
+    Polars copies a whole table into one chunk per column before a select or a filter when
+    its columns are cut at different rows. The columns read from Parquet come in one chunk
+    per row group, and read() puts the slices one under another without a copy; a column
+    made by a gather, a scatter or the lift comes as one chunk: cut here where the table is
+    (slices, no copy). Copying the table into one chunk instead would cost more than the
+    chunks cost the gathers after the read (numbered()).
+    """
+    lengths = [c.len() for c in df.get_column("start_ns").get_chunks()]
+    cut = []
+    for column in columns:
+        if [c.len() for c in column.get_chunks()] != lengths:
+            column = column.rechunk()
+            if len(lengths) > 1:
+                starts = accumulate(lengths[:-1], initial=0)
+                parts = [column.slice(at, n) for at, n in zip(starts, lengths, strict=True)]
+                column = pl.concat(parts, rechunk=False)
+        cut.append(column)
+    return df.with_columns(cut)
 
 
 def _unparsed(df: pl.DataFrame) -> int:
@@ -223,66 +307,84 @@ def _unparsed(df: pl.DataFrame) -> int:
 
 # The columns neuron.label reads; lane_kind, lane, name and category depend on nothing else.
 LABEL_KEYS = ["source", "name", "host", "pid", "tid", "device", "core", "stream"]
+# And with them the columns worker_ranks reads (rank, host, pid): a row's rank depends on
+# its own worker id and its process's, and a process is a pair of LABEL_KEYS.
+LANE_KEYS = [*LABEL_KEYS, "rank"]
 
 
-def _label(df: pl.DataFrame) -> pl.DataFrame:
-    """Return ``neuron.label(df)``, computed on one row per distinct label key.
+def _lanes(df: pl.DataFrame, packed: bool = True) -> pl.DataFrame:
+    """Return ``worker_ranks(label(df))``, computed on one row per distinct lane key.
 
-    An export has millions of rows but a few thousand (lane, name) combinations; formatting
-    every row's lane string was most of the reading time. Each row's label key is packed into
-    one integer (mixed radix over per-column codes); label() runs on the first row of each
-    key, and every row takes its key's results. label() is given the LABEL_KEYS columns
+    An export has millions of rows but a few thousand (lane, name, worker id) combinations:
+    formatting every row's lane string, and grouping every row by its process for its rank,
+    were most of the reading time. label() and worker_ranks() run on one row of each key
+    (a process's worker ids are all among its keys, so its rank is the same), and every row
+    takes its key's results, gathered by the key's number: codes, not text (lane_kind as its
+    Enum). category is the source column itself. label() is given the LANE_KEYS columns
     only, so a label() that came to read another column would fail here, not go wrong.
+    ``packed``: False to number keys by a join even where they pack into one integer.
     """
     if df.is_empty():
-        return label(df)
-    codes = df.select(
-        pl.col(c).cast(Text).to_physical().cast(pl.Int64)
+        return worker_ranks(label(df))
+    index, reps = _key_index(df, LANE_KEYS, packed)
+    done = worker_ranks(label(reps)).select(
+        pl.col("name", "lane").cast(Text), pl.col("lane_kind").cast(LaneKind), "rank"
+    )
+    gathered = [done.get_column(c).gather(index) for c in ("name", "lane_kind", "lane")]
+    category = df.get_column("source").alias("category")  # label()'s order: after lane
+    return _with(df, *gathered, category, done.get_column("rank").gather(index))
+
+
+def _key_index(
+    df: pl.DataFrame, keys: list[str], packed: bool = True
+) -> tuple[pl.Series, pl.DataFrame]:
+    """Return each row's number among the distinct values of ``df``'s ``keys`` columns, and
+    those values (one row per number).
+
+    Each row's key is packed into one integer, mixed radix over per-column codes (code 0:
+    null; text by its dictionary code; a column of one value left out), and numbered in the
+    order keys first appear (replace_strict: a hash); keys too spread to pack into an int64
+    are numbered by a join on the columns themselves.
+    """
+    phys = {
+        c: pl.col(c).cast(Text).to_physical().cast(pl.Int64)
         if df.schema[c] in (pl.String, Text)
         else pl.col(c).cast(pl.Int64)
-        for c in LABEL_KEYS
-    )
-    bounds = codes.select(pl.all().min().name.suffix("_lo"), pl.all().max().name.suffix("_hi")).row(
-        0, named=True
-    )
-    key, radix = pl.lit(0, pl.Int64), 1
-    for col in LABEL_KEYS:
-        lo, hi = bounds[f"{col}_lo"], bounds[f"{col}_hi"]
-        size = 1 if lo is None else hi - lo + 2  # code 0: null; 1 + value - lo otherwise
+        for c in keys
+    }
+    bounds = df.select(
+        *(e.min().alias(f"{c}_lo") for c, e in phys.items()),
+        *(e.max().alias(f"{c}_hi") for c, e in phys.items()),
+    ).row(0, named=True)
+    key: pl.Expr | None = None
+    radix = 1
+    for c, e in phys.items():
+        lo, hi, nulls = bounds[f"{c}_lo"], bounds[f"{c}_hi"], df[c].null_count()
+        if lo is None or (lo == hi and not nulls):  # one value in every row: no part of it
+            continue
+        size = hi - lo + 1 + (nulls > 0)  # null: 0; a value: 1 + value - lo (no nulls: - lo)
         radix *= size
-        if radix >= 2**62:
-            return _label_by_join(df)
-        key = key * size + (
-            pl.lit(0, pl.Int64) if lo is None else (pl.col(col) - lo + 1).fill_null(0)
-        )
-    # with_columns, not select: a key of only literals (every label column null in every
-    # row) must still be one value per row, not a single value
-    keys = codes.with_columns(key.alias("_key"))["_key"]
-    first = keys.arg_unique()
-    reps = df.select(pl.col(LABEL_KEYS).gather(first))
-    labelled = label(reps).with_columns(_key=keys.gather(first)).sort("_key")
-    labelled = labelled.with_columns(pl.col("name", "lane", "category").cast(Text))
-    got = labelled[labelled["_key"].search_sorted(keys)]  # codes gathered, not text
-    return df.with_columns(
-        name=got["name"], lane_kind=got["lane_kind"], lane=got["lane"], category=got["category"]
-    )
+        term = (e - lo + 1).fill_null(0) if nulls else e - lo
+        key = term if key is None else key * size + term
+    if not packed or radix >= 2**62:
+        return _key_index_by_join(df, keys)
+    if key is None:  # every row the same key
+        return pl.zeros(df.height, pl.UInt32, eager=True), df.select(keys).head(1)
+    packs = df.select(key.alias("_key")).get_column("_key")
+    first = packs.arg_unique()
+    number = pl.int_range(first.len(), dtype=pl.UInt32, eager=True)
+    index = packs.replace_strict(packs.gather(first), number, return_dtype=pl.UInt32)
+    return index, df.select(pl.col(keys).gather(first))
 
 
-def _label_by_join(df: pl.DataFrame) -> pl.DataFrame:
-    """_label for label keys too spread to pack into one integer: unique keys, then a join."""
-    keys = df.select(LABEL_KEYS).unique()
-    labelled = label(keys.with_columns(_key=pl.col("name"))).select(
-        *[c for c in LABEL_KEYS if c != "name"],
-        "lane_kind",
-        "lane",
-        "category",
-        name="_key",
-        _name="name",
+def _key_index_by_join(df: pl.DataFrame, keys: list[str]) -> tuple[pl.Series, pl.DataFrame]:
+    """_key_index for keys too spread to pack into one integer: unique keys, then a join."""
+    reps = df.select(keys).unique(maintain_order=True)
+    numbered = reps.with_columns(_number=pl.int_range(pl.len(), dtype=pl.UInt32))
+    index = df.select(keys).join(
+        numbered, on=keys, how="left", nulls_equal=True, maintain_order="left"
     )
-    out = df.join(labelled, on=LABEL_KEYS, how="left", nulls_equal=True, maintain_order="left")
-    return out.with_columns(name=pl.col("_name")).select(
-        *df.columns, "lane_kind", "lane", "category"
-    )
+    return index.get_column("_number"), reps
 
 
 def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
@@ -303,18 +405,15 @@ def _mark_dispatch(df: pl.DataFrame) -> pl.DataFrame:
     has_parent = parent >= 0
     names = df["name"].gather(rows)
     same = names.gather(parent.clip(lower_bound=0)).eq_missing(names) & has_parent
-    dispatch = pl.repeat(False, df.height, eager=True).scatter(rows.filter(same), True)
-    return df.with_columns(
-        lane_kind=pl.when(dispatch)
-        .then(pl.lit("framework_dispatch"))
-        .otherwise(pl.col("lane_kind"))
-    )
+    kinds = df.get_column("lane_kind").clone()  # scatter writes a copy, not df's column
+    return _with(df, kinds.scatter(rows.filter(same), "framework_dispatch"))
 
 
 def _framework_ops(df: pl.DataFrame) -> pl.DataFrame:
     """Return the framework ops with a start and an end, in the sweep's order, by row."""
-    return (
-        df.select(
+    return (  # lazy: the row numbers are filtered with the rows, not put beside all of them
+        df.lazy()
+        .select(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
             "lane_kind",
             "pid",
@@ -333,6 +432,7 @@ def _framework_ops(df: pl.DataFrame) -> pl.DataFrame:
             descending=[False, False, False, True, False],
             nulls_last=True,
         )
+        .collect()
     )
 
 
