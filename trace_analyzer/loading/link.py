@@ -48,7 +48,16 @@ from typing import Literal, NamedTuple, TypeAlias
 
 import polars as pl
 
-from trace_analyzer.loading.link_time import caller, launch_to_op, take, within_core
+from trace_analyzer.loading.link_time import (
+    caller,
+    launch_to_op,
+    least,
+    matches,
+    one_each,
+    one_key,
+    take,
+    within_core,
+)
 from trace_analyzer.model.schema import Text, by_row, matching
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
@@ -177,26 +186,18 @@ class _Rows:
         self.ev = ev
         self.done = _mask(ev.height, pl.Series([], dtype=pl.Int64))
         self._flows: pl.DataFrame | None = None
-        self._pairs: dict[str, pl.DataFrame] = {}
 
     def mask(self, rows: pl.Series) -> pl.Series:
         """Return a mask over the table, true at ``rows``."""
         return _mask(self.ev.height, rows)
 
-    def pairs(self, mask: pl.Series) -> pl.DataFrame:
-        """Return the (pid, flow) pairs of the events ``mask`` selects, once per mask (two hops
-        share their other side)."""
-        if mask.name not in self._pairs:
-            self._pairs[mask.name] = self.flows(mask).select("pid", "flow")
-        return self._pairs[mask.name]
-
     def flows(self, mask: pl.Series) -> pl.DataFrame:
-        """Return (row, pid, flow): one row per flow id of each event ``mask`` selects."""
+        """Return (row, pid, key): one row per flow id of each event ``mask`` selects."""
         if self._flows is None:
             self._flows = (
-                self.ev.select(row="event_id", pid="pid", flow="flow_ids")
-                .explode("flow")
-                .drop_nulls("flow")
+                self.ev.select(row="event_id", pid="pid", key="flow_ids")
+                .explode("key", keep_nulls=False)  # an event without flows: no row
+                .drop_nulls()  # a null flow id, or pid: matches nothing
             )
         return self._flows.filter(mask.gather(self._flows["row"]))
 
@@ -307,61 +308,51 @@ def _hop(
     """Return the edges of one hop: each child (``child``: those not yet linked) to its parent
     (among ``parent``), by the hop's keys in turn, then by time. ``other``: the events whose
     flow ids, held by a child too, are not the child's link (the hop's other side)."""
-    kids = child.arg_true().cast(pl.Int64)
-    parents = parent.arg_true().cast(pl.Int64)
-    found = _by_keys(rows, kids, parents, hop, child, parent, other)
+    found = _by_keys(rows, child, parent, hop, other)
     if hop.time is not None:
-        if found.height:
-            kids = kids.filter(~rows.mask(found["dst"]).gather(kids))
+        kids = child & ~rows.mask(found["dst"]) if found.height else child
         if hop.prefer_linked:
-            seq = rows.ev["seq_id"].gather(parents).is_not_null()
-            parents = parents.filter(rows.done.gather(parents) | seq)
-        if len(kids) and len(parents):  # nothing left: no time rule
-            found = pl.concat([found, hop.time(rows.ev, kids, parents)])
+            parent = parent & (rows.done | rows.ev["seq_id"].is_not_null())
+        if kids.any() and parent.any():  # nothing left: no time rule
+            found = pl.concat([found, hop.time(rows.ev, kids, parent)])
     return found
 
 
 def _by_keys(
-    rows: _Rows,
-    kids: pl.Series,
-    parents: pl.Series,
-    hop: Hop,
-    child: pl.Series,
-    parent: pl.Series,
-    other: pl.Series | None,
+    rows: _Rows, child: pl.Series, parent: pl.Series, hop: Hop, other: pl.Series | None
 ) -> pl.DataFrame:
     """Return edges found by each key in turn; a child keeps the first key that finds it.
 
-    ``kids`` and ``parents`` are rows, ``child`` and ``parent`` the same as masks. A key side
-    named ``flow_ids`` matches any of the event's flow ids; the method is then named after
-    the other side's key (the flow stands for it). Each side's flows are taken once for the
-    hop, the children's less those of ``other`` (its (pid, flow) pairs)."""
+    A key side named ``flow_ids`` matches any of the event's flow ids; the method is then
+    named after the other side's key (the flow stands for it). Each side's flows are taken
+    once for the hop, the children's less those of ``other`` (its (pid, flow) pairs)."""
     found: list[pl.DataFrame] = []
     kid_flows = parent_flows = None
-    taken = None  # the children found by the keys so far, as a mask over the table
+    kids, taken = child, None  # taken: the children found by the keys so far
     for key in hop.keys:
         if taken is not None:
-            kids = kids.filter(~taken.gather(kids))
-        if not len(kids):
-            break
+            kids = kids & ~taken
+            if not kids.any():
+                break
         child_col, parent_col = ("flow", "flow") if isinstance(key, str) else key
         child_col, parent_col = ("flow" if c == "flow_ids" else c for c in (child_col, parent_col))
         if child_col == "flow":
             if kid_flows is None:
                 kid_flows = rows.flows(child)
                 if other is not None:
-                    kid_flows = kid_flows.join(rows.pairs(other), on=["pid", "flow"], how="anti")
-            left = kid_flows if taken is None else kid_flows.filter(~taken.gather(kid_flows["row"]))
-            left = left.rename({"flow": "key"})
+                    kid_flows = _less(kid_flows, rows.flows(other))
+            if taken is not None:  # the flows of the children still unlinked
+                kid_flows = kid_flows.filter(kids.gather(kid_flows["row"]))
+            left = kid_flows
         else:
             left = take(rows.ev, kids, "pid", row="event_id", key=child_col)
         if parent_col == "flow":
             if parent_flows is None:
-                parent_flows = rows.flows(parent).rename({"flow": "key"})
+                parent_flows = rows.flows(parent)
             right = parent_flows
         else:
-            right = take(rows.ev, parents, "pid", row="event_id", key=parent_col)
-        hits = _matches(left, right)
+            right = take(rows.ev, parent, "pid", row="event_id", key=parent_col)
+        hits = matches(left, right)
         method = (
             "flow_id"
             if child_col == parent_col == "flow"
@@ -369,44 +360,24 @@ def _by_keys(
         )
         hits = _one_parent(hits, rows) if hop.prefer_linked else _first_parent(hits, rows.ev.height)
         found.append(hits.with_columns(link_method=pl.lit(method, Text)))
-        taken = rows.mask(hits["dst"]) if taken is None else taken | rows.mask(hits["dst"])
+        taken = rows.mask(hits["dst"])  # of the children still unlinked: this key's alone
     if not found:
         return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": Text})
     return pl.concat(found)
 
 
-def _matches(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
-    """Return (src, dst): each child row of ``left`` to each parent row of ``right`` that holds
-    its key in its process (both: row, pid, key), other than itself.
-
-    A null key or process matches nothing. Where every (pid, key) pair of both sides fits one
-    integer, ``(pid - least pid) * keys + (key - least key)``, the join is on that one column:
-    a join on two columns hashes each row's encoding, twice the time of one integer."""
-    left, right = left.drop_nulls(), right.drop_nulls()
-    on = ["pid", "key"]
-    if left.height and right.height:
-        bounds = pl.concat([left.select(on), right.select(on)]).select(
-            p0=pl.col("pid").min(),
-            p1=pl.col("pid").max(),
-            k0=pl.col("key").min(),
-            k1=pl.col("key").max(),
-        )
-        p0, p1, k0, k1 = bounds.row(0)
-        keys = k1 - k0 + 1
-        if (p1 - p0 + 1) * keys < 2**62:  # Python integers: no overflow in the test
-            packed = (pl.col("pid") - p0) * keys + (pl.col("key") - k0)
-            left, right = left.select("row", key=packed), right.select("row", key=packed)
-            on = ["key"]
-    return (
-        left.join(right, on=on, suffix="_p", maintain_order="left")  # children in row order
-        .filter(pl.col("row") != pl.col("row_p"))
-        .select(src="row_p", dst="row")
-    )
+def _less(flows: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
+    """Return the rows of ``flows`` whose (pid, key) pair ``other`` does not hold."""
+    one = one_key(flows, other)
+    if one is None:
+        return flows.join(other, on=["pid", "key"], how="anti")
+    theirs = other.select(_k=one)
+    return flows.with_columns(_k=one).join(theirs, on="_k", how="anti").drop("_k")
 
 
 def _first_parent(hits: pl.DataFrame, n: int) -> pl.DataFrame:
     """Return one parent per child: the earliest-listed (lowest event id, i.e. earliest start)."""
-    return _least(hits, hits["src"], n)
+    return least(hits, pl.col("src"), n)
 
 
 def _one_parent(hits: pl.DataFrame, rows: _Rows) -> pl.DataFrame:
@@ -416,39 +387,12 @@ def _one_parent(hits: pl.DataFrame, rows: _Rows) -> pl.DataFrame:
 
     The three criteria are one number, ``rank * n + src`` (rank 0 to 3, n rows): the parent
     sought holds the least."""
-    n, ev = rows.ev.height, rows.ev
-    if _one_each(hits):
+    if one_each(hits):
         return hits
+    n, ev = rows.ev.height, rows.ev
     src = hits["src"]
     t = ev["start_ns"].gather(hits["dst"])
     loose = ~rows.done.gather(src)
     outside = ~t.is_between(ev["start_ns"].gather(src), ev["end_ns"].gather(src))
     rank = loose.cast(pl.Int64) * 2 + outside.cast(pl.Int64)
-    return _least(hits, rank * n + src, n)
-
-
-def _one_each(hits: pl.DataFrame) -> bool:
-    """Whether each child has one hit: its rows strictly increasing, as where no child has two
-    (``_matches`` keeps the children's row order)."""
-    return hits.height < 2 or bool(hits.select((pl.col("dst").diff() > 0).all()).item())
-
-
-def _least(hits: pl.DataFrame, best: pl.Series, n: int) -> pl.DataFrame:
-    """Return (src, dst), one per child: the hit whose ``best`` is least (``best`` below 4 n,
-    ``src`` its remainder by n).
-
-    Children with one hit each are returned as they are. Otherwise child and ``best`` are one
-    number, ``dst * 4n + best``, and a sort of it (nearly sorted: the hits are in the
-    children's order) puts each child's least hit first: cheaper than a group minimum, which
-    hashes every hit. A table too large for that number (above a billion rows) groups."""
-    if _one_each(hits):
-        return hits
-    span = 4 * n
-    if span * n >= 2**62:
-        least = hits.with_columns(_best=best).group_by("dst").agg(pl.col("_best").min())
-        return least.select(src=pl.col("_best") % n, dst="dst")
-    one = (hits["dst"] * span + best).sort().to_frame("_c")
-    dst = pl.col("_c") // span
-    return one.filter(dst != dst.shift(1).fill_null(-1)).select(
-        src=pl.col("_c") % span % n, dst=dst
-    )
+    return least(hits, rank * n + src, 4 * n)
