@@ -142,19 +142,20 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
         if not child.any() or not parent.any():
             continue
         other = masks[str(h.other_side)] if h.other_side is not None else None
-        found = _hop(rows, child, parent, h, other)
+        found, left = _hop(rows, child, parent, h, other)
         edges[h.name] = found.with_columns(hop=pl.lit(h.name, Text))
-        rows.done = rows.done | rows.mask(found["dst"])
+        rows.done = rows.done | (child & ~left)  # the children it linked
     out = pl.concat(edges.values()) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
-    del masks, rows
+    del masks
     # Each event is the child of one edge at most: the edges in the children's order are
     # the rows their children hold, taken in row order (no sort of the edges).
     order = (
         pl.Series("_at", [0], pl.UInt32)
         .new_from_index(0, ev.height)
         .scatter(out["dst"], pl.int_range(out.height, dtype=pl.UInt32, eager=True))
-        .filter(_mask(ev.height, out["dst"]))
+        .filter(rows.done)  # the rows of the children, every one linked
     )
+    del rows
     out = out.rechunk().select(pl.all().gather(order))  # one chunk: a faster gather
     starts = ev["start_ns"]
     out = out.with_columns(latency_ns=starts.gather(out["dst"]) - starts.gather(out["src"]))
@@ -304,34 +305,37 @@ def _hops(names: pl.Series) -> list[Hop]:
 
 def _hop(
     rows: _Rows, child: pl.Series, parent: pl.Series, hop: Hop, other: pl.Series | None
-) -> pl.DataFrame:
-    """Return the edges of one hop: each child (``child``: those not yet linked) to its parent
-    (among ``parent``), by the hop's keys in turn, then by time. ``other``: the events whose
-    flow ids, held by a child too, are not the child's link (the hop's other side)."""
-    found = _by_keys(rows, child, parent, hop, other)
+) -> tuple[pl.DataFrame, pl.Series]:
+    """Return the edges of one hop, and the children it left unlinked (a mask): each child
+    (``child``: those not yet linked) to its parent (among ``parent``), by the hop's keys in
+    turn, then by time. ``other``: the events whose flow ids, held by a child too, are not
+    the child's link (the hop's other side)."""
+    found, kids = _by_keys(rows, child, parent, hop, other)
     if hop.time is not None:
-        kids = child & ~rows.mask(found["dst"]) if found.height else child
         if hop.prefer_linked:
             parent = parent & (rows.done | rows.ev["seq_id"].is_not_null())
         if kids.any() and parent.any():  # nothing left: no time rule
-            found = pl.concat([found, hop.time(rows.ev, kids, parent)])
-    return found
+            timed = hop.time(rows.ev, kids, parent)
+            found = pl.concat([found, timed])
+            kids = kids & ~rows.mask(timed["dst"])
+    return found, kids
 
 
 def _by_keys(
     rows: _Rows, child: pl.Series, parent: pl.Series, hop: Hop, other: pl.Series | None
-) -> pl.DataFrame:
-    """Return edges found by each key in turn; a child keeps the first key that finds it.
+) -> tuple[pl.DataFrame, pl.Series]:
+    """Return edges found by each key in turn (a child keeps the first key that finds it),
+    and the children none found (a mask).
 
     A key side named ``flow_ids`` matches any of the event's flow ids; the method is then
     named after the other side's key (the flow stands for it). Each side's flows are taken
     once for the hop, the children's less those of ``other`` (its (pid, flow) pairs)."""
     found: list[pl.DataFrame] = []
     kid_flows = parent_flows = None
-    kids, taken = child, None  # taken: the children found by the keys so far
+    kids, taken = child, None  # taken: the children the last key found
     for key in hop.keys:
         if taken is not None:
-            kids = kids & ~taken
+            kids, taken = kids & ~taken, None
             if not kids.any():
                 break
         child_col, parent_col = ("flow", "flow") if isinstance(key, str) else key
@@ -341,7 +345,7 @@ def _by_keys(
                 kid_flows = rows.flows(child)
                 if other is not None:
                     kid_flows = _less(kid_flows, rows.flows(other))
-            if taken is not None:  # the flows of the children still unlinked
+            if found:  # the flows of the children still unlinked
                 kid_flows = kid_flows.filter(kids.gather(kid_flows["row"]))
             left = kid_flows
         else:
@@ -361,9 +365,11 @@ def _by_keys(
         hits = _one_parent(hits, rows) if hop.prefer_linked else _first_parent(hits, rows.ev.height)
         found.append(hits.with_columns(link_method=pl.lit(method, Text)))
         taken = rows.mask(hits["dst"])  # of the children still unlinked: this key's alone
+    if taken is not None:
+        kids = kids & ~taken
     if not found:
-        return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": Text})
-    return pl.concat(found)
+        return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": Text}), kids
+    return pl.concat(found), kids
 
 
 def _less(flows: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
