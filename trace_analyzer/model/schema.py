@@ -123,9 +123,11 @@ def numbered(held: list[pl.DataFrame]) -> pl.DataFrame:
     one column, not two tables (at 5 million events, 0.8 GB less than ``DataFrame.sort``).
     A column that no event fills (a Kineto trace has no ``core``, ``seq_id``, ``exec_id`` ...)
     comes back as one null broadcast, not a column of nulls (at 3 million events, 0.24 GB).
-    A column in several chunks (a reader's batches) is made one before it is sorted: a gather
+    A table already in order is not copied. A column in several chunks is made one before it
+    is sorted, its chunks let go before the sorted copy is made (the same peak): a gather
     across chunks looks up each row's chunk, seven times slower for a list column than the
-    copy into one (at 3 million events, 0.4 s of 0.8). A table already in order is not copied.
+    copy into one (the readers' tables reach here in one chunk today; a concatenation of
+    batches would not).
     """
     events = held.pop()
     names, n = events.columns, events.height
