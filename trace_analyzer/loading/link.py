@@ -88,6 +88,23 @@ EDGE_SCHEMA = pl.Schema(
     }
 )
 
+# The columns the hops read.
+COLUMNS = (
+    "event_id",
+    "name",
+    "lane_kind",
+    "source",
+    "start_ns",
+    "end_ns",
+    "pid",
+    "tid",
+    "device",
+    "correlation",
+    "external_id",
+    "seq_id",
+    "exec_id",
+    "flow_ids",
+)
 KINETO_DEVICE = ("hardware", "transfer", "sync")
 LAUNCH_KINDS = ("runtime", "framework_dispatch")
 
@@ -101,22 +118,7 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
     mask over the rows. The flow ids are exploded once for the table. The profile's table is
     numbered by row (``schema.numbered``); another table's ids are put back on the edges at
     the end."""
-    ev = events.select(
-        "event_id",
-        "name",
-        "lane_kind",
-        "source",
-        "start_ns",
-        "end_ns",
-        "pid",
-        "tid",
-        "device",
-        "correlation",
-        "external_id",
-        "seq_id",
-        "exec_id",
-        "flow_ids",
-    )
+    ev = events.select(COLUMNS)
     ids = ev["event_id"]
     numbered = by_row(ev)
     if not numbered:
@@ -145,23 +147,31 @@ def link(events: pl.DataFrame) -> pl.DataFrame:
         found, left = _hop(rows, child, parent, h, other)
         edges[h.name] = found.with_columns(hop=pl.lit(h.name, Text))
         rows.done = rows.done | (child & ~left)  # the children it linked
-    out = pl.concat(edges.values()) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
     del masks
-    # Each event is the child of one edge at most: the edges in the children's order are
-    # the rows their children hold, taken in row order (no sort of the edges).
-    order = (
-        pl.Series("_at", [0], pl.UInt32)
-        .new_from_index(0, ev.height)
-        .scatter(out["dst"], pl.int_range(out.height, dtype=pl.UInt32, eager=True))
-        .filter(rows.done)  # the rows of the children, every one linked
-    )
+    out = _in_child_order(list(edges.values()), ev, rows.done)
     del rows
-    out = out.rechunk().select(pl.all().gather(order))  # one chunk: a faster gather
     starts = ev["start_ns"]
     out = out.with_columns(latency_ns=starts.gather(out["dst"]) - starts.gather(out["src"]))
     if not numbered:
         out = out.with_columns(src=ids.gather(out["src"]), dst=ids.gather(out["dst"]))
     return out.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA)
+
+
+def _in_child_order(edges: list[pl.DataFrame], ev: pl.DataFrame, done: pl.Series) -> pl.DataFrame:
+    """Return the hops' edges in their children's order (``done``: the children, a mask).
+
+    Each event is the child of one edge at most: the edges in the children's order are the
+    rows their children hold, taken in row order (no sort of the edges)."""
+    if not edges:
+        return pl.DataFrame(schema=EDGE_SCHEMA).drop("latency_ns")
+    out = pl.concat(edges)
+    order = (
+        pl.Series("_at", [0], pl.UInt32)
+        .new_from_index(0, ev.height)
+        .scatter(out["dst"], pl.int_range(out.height, dtype=pl.UInt32, eager=True))
+        .filter(done)
+    )
+    return out.rechunk().select(pl.all().gather(order))  # one chunk: a faster gather
 
 
 def _child(hop: Hop) -> pl.Expr:
@@ -205,7 +215,7 @@ class _Rows:
 
 # A key of a hop: "flow_id" (a shared flow id), or (child column, parent column) to match.
 Key: TypeAlias = Literal["flow_id"] | tuple[str, str]
-# A link by time: (the table, rows of the children no key linked, rows of the candidate
+# A link by time: (the table, a mask of the children no key linked, a mask of the candidate
 # parents) -> their edges.
 TimeLink: TypeAlias = Callable[[pl.DataFrame, pl.Series, pl.Series], pl.DataFrame]
 
