@@ -48,7 +48,16 @@ from typing import Literal, NamedTuple, TypeAlias
 
 import polars as pl
 
-from trace_analyzer.loading.link_time import caller, launch_to_op, within_core
+from trace_analyzer.loading.link_time import (
+    caller,
+    launch_to_op,
+    least,
+    matches,
+    one_each,
+    one_key,
+    take,
+    within_core,
+)
 from trace_analyzer.model.schema import Text, by_row, matching
 
 # Link methods, most trusted first. A chain is as trustworthy as its weakest hop.
@@ -79,6 +88,23 @@ EDGE_SCHEMA = pl.Schema(
     }
 )
 
+# The columns the hops read.
+COLUMNS = (
+    "event_id",
+    "name",
+    "lane_kind",
+    "source",
+    "start_ns",
+    "end_ns",
+    "pid",
+    "tid",
+    "device",
+    "correlation",
+    "external_id",
+    "seq_id",
+    "exec_id",
+    "flow_ids",
+)
 KINETO_DEVICE = ("hardware", "transfer", "sync")
 LAUNCH_KINDS = ("runtime", "framework_dispatch")
 
@@ -86,58 +112,75 @@ LAUNCH_KINDS = ("runtime", "framework_dispatch")
 def link(events: pl.DataFrame) -> pl.DataFrame:
     """Return the edges table of a profile's events table.
 
-    The hops work on row positions: which events are linked already is a mask over the rows
-    (one pass each hop, not a membership test of every row against every edge so far). The
-    profile's table is numbered by row (``schema.numbered``); another table's ids are put back
-    on the edges at the end."""
-    ev = events.select(
-        "event_id",
-        "name",
-        "lane_kind",
-        "source",
-        "start_ns",
-        "end_ns",
-        "pid",
-        "tid",
-        "device",
-        "correlation",
-        "external_id",
-        "seq_id",
-        "exec_id",
-        "flow_ids",
-    )
+    The hops work on row positions: each hop's children and parents are the rows its masks
+    select, and a key or a time rule takes the few columns it compares at those rows only
+    (not the table's rows filtered whole, hop by hop). Which events are linked already is a
+    mask over the rows. The flow ids are exploded once for the table. The profile's table is
+    numbered by row (``schema.numbered``); another table's ids are put back on the edges at
+    the end."""
+    ev = events.select(COLUMNS)
     ids = ev["event_id"]
     numbered = by_row(ev)
     if not numbered:
         ev = ev.with_columns(event_id=pl.int_range(pl.len(), dtype=pl.Int64))
-    done = pl.Series("_done", [False], pl.Boolean).new_from_index(0, ev.height)
     hops = _hops(ev["name"])
-    # Each hop's children and parents as masks, all in one pass over the table: a hop with
-    # no child left or no parent is skipped without filtering the table.
+    # Each hop's children, parents and other side as masks, all in one pass over the table: a
+    # hop with no child left or no parent is skipped without looking at its rows.
+    sides = {str(h.other_side): h.other_side for h in hops if h.other_side is not None}
     masks = ev.select(
-        *(h.child.alias(f"child{i}") for i, h in enumerate(hops)),
+        *(_child(h).alias(f"child{i}") for i, h in enumerate(hops)),
         *(h.parent.alias(f"parent{i}") for i, h in enumerate(hops)),
+        *(side.alias(name) for name, side in sides.items()),  # named by the expression
     )
-    other: dict[str, pl.DataFrame] = {}  # (pid, flow) pairs of each hop's other side, once
+    rows = _Rows(ev)
     edges: dict[str, pl.DataFrame] = {}
     for i, h in enumerate(hops):
-        child = masks[f"child{i}"] & ~done
+        child = masks[f"child{i}"] & ~rows.done
         if h.parents_of is not None:  # children: the parents of that hop's edges only
             if h.parents_of not in edges:
                 continue
-            child = child & _mask(ev.height, edges[h.parents_of]["src"])
+            child = child & rows.mask(edges[h.parents_of]["src"])
         parent = masks[f"parent{i}"]
         if not child.any() or not parent.any():
             continue
-        found = _hop(ev.with_columns(done), child, parent, h, other)
-        edges[h.name] = found.with_columns(hop=pl.lit(h.name))
-        done = done | _mask(ev.height, found["dst"])
-    out = pl.concat(edges.values()) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
+        other = masks[str(h.other_side)] if h.other_side is not None else None
+        found, left = _hop(rows, child, parent, h, other)
+        edges[h.name] = found.with_columns(hop=pl.lit(h.name, Text))
+        rows.done = rows.done | (child & ~left)  # the children it linked
+    del masks
+    out = _in_child_order(list(edges.values()), ev, rows.done)
+    del rows
     starts = ev["start_ns"]
     out = out.with_columns(latency_ns=starts.gather(out["dst"]) - starts.gather(out["src"]))
     if not numbered:
         out = out.with_columns(src=ids.gather(out["src"]), dst=ids.gather(out["dst"]))
-    return out.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA).sort("dst")
+    return out.select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA)
+
+
+def _in_child_order(edges: list[pl.DataFrame], ev: pl.DataFrame, done: pl.Series) -> pl.DataFrame:
+    """Return the hops' edges in their children's order (``done``: the children, a mask).
+
+    Each event is the child of one edge at most: the edges in the children's order are the
+    rows their children hold, taken in row order (no sort of the edges)."""
+    if not edges:
+        return pl.DataFrame(schema=EDGE_SCHEMA).drop("latency_ns")
+    out = pl.concat(edges)
+    order = (
+        pl.Series("_at", [0], pl.UInt32)
+        .new_from_index(0, ev.height)
+        .scatter(out["dst"], pl.int_range(out.height, dtype=pl.UInt32, eager=True))
+        .filter(done)
+    )
+    return out.rechunk().select(pl.all().gather(order))  # one chunk: a faster gather
+
+
+def _child(hop: Hop) -> pl.Expr:
+    """Return the mask of a hop's children; with no time rule, only those that hold one of
+    the hop's keys (no other can be linked)."""
+    if hop.time is not None:
+        return hop.child
+    held = {"flow_ids" if k == "flow_id" else k[0] for k in hop.keys}
+    return hop.child & pl.any_horizontal(pl.col(c).is_not_null() for c in held)
 
 
 def _mask(n: int, rows: pl.Series) -> pl.Series:
@@ -145,10 +188,36 @@ def _mask(n: int, rows: pl.Series) -> pl.Series:
     return pl.Series("_done", [False], pl.Boolean).new_from_index(0, n).scatter(rows, True)
 
 
+class _Rows:
+    """The linker's table (``event_id`` is the row), which rows are linked so far (``done``),
+    and its flow ids, one row per (event, flow id), exploded on first use and kept for every
+    hop."""
+
+    def __init__(self, ev: pl.DataFrame) -> None:
+        self.ev = ev
+        self.done = _mask(ev.height, pl.Series([], dtype=pl.Int64))
+        self._flows: pl.DataFrame | None = None
+
+    def mask(self, rows: pl.Series) -> pl.Series:
+        """Return a mask over the table, true at ``rows``."""
+        return _mask(self.ev.height, rows)
+
+    def flows(self, mask: pl.Series) -> pl.DataFrame:
+        """Return (row, pid, key): one row per flow id of each event ``mask`` selects."""
+        if self._flows is None:
+            self._flows = (
+                self.ev.select(row="event_id", pid="pid", key="flow_ids")
+                .explode("key", keep_nulls=False)  # an event without flows: no row
+                .drop_nulls()  # a null flow id, or pid: matches nothing
+            )
+        return self._flows.filter(mask.gather(self._flows["row"]))
+
+
 # A key of a hop: "flow_id" (a shared flow id), or (child column, parent column) to match.
 Key: TypeAlias = Literal["flow_id"] | tuple[str, str]
-# A link by time: (children not linked by a key, candidate parents) -> their edges.
-TimeLink: TypeAlias = Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]
+# A link by time: (the table, a mask of the children no key linked, a mask of the candidate
+# parents) -> their edges.
+TimeLink: TypeAlias = Callable[[pl.DataFrame, pl.Series, pl.Series], pl.DataFrame]
 
 
 # The Neuron keys: a runtime event to its framework event, a hardware event to its runtime
@@ -245,121 +314,101 @@ def _hops(names: pl.Series) -> list[Hop]:
 
 
 def _hop(
-    ev: pl.DataFrame,
-    child: pl.Series,
-    parent: pl.Series,
-    hop: Hop,
-    others: dict[str, pl.DataFrame],
-) -> pl.DataFrame:
-    """Return the edges of one hop: each child (``child``: those not yet linked) to its parent
-    (among ``parent``), by the hop's keys in turn, then by time. ``_done``: the events linked
-    by earlier hops; ``others``: the other sides' flows found so far, by the expression that
-    selects them."""
-    kids = ev.filter(child)
-    if hop.time is None:  # only a child that holds one of the hop's keys can be linked
-        held = {"flow_ids" if k == "flow_id" else k[0] for k in hop.keys}
-        kids = kids.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in held))
-        if kids.is_empty():
-            return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
-    parents = ev.filter(parent)
-    # (pid, flow) pairs the children's flows may not link by: the other side's
-    other = None
-    if hop.other_side is not None:
-        side = str(hop.other_side)
-        if side not in others:
-            others[side] = _flows(ev.filter(hop.other_side)).select("pid", "flow").unique()
-        other = others[side]
-    found = _by_keys(kids, parents, hop.keys, other, hop.prefer_linked)
+    rows: _Rows, child: pl.Series, parent: pl.Series, hop: Hop, other: pl.Series | None
+) -> tuple[pl.DataFrame, pl.Series]:
+    """Return the edges of one hop, and the children it left unlinked (a mask): each child
+    (``child``: those not yet linked) to its parent (among ``parent``), by the hop's keys in
+    turn, then by time. ``other``: the events whose flow ids, held by a child too, are not
+    the child's link (the hop's other side)."""
+    found, kids = _by_keys(rows, child, parent, hop, other)
     if hop.time is not None:
-        rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
         if hop.prefer_linked:
-            parents = parents.filter(pl.col("_done") | pl.col("seq_id").is_not_null())
-        if not rest.is_empty() and not parents.is_empty():  # nothing left: no time rule
-            found = pl.concat([found, hop.time(rest, parents)])
-    return found
+            parent = parent & (rows.done | rows.ev["seq_id"].is_not_null())
+        if kids.any() and parent.any():  # nothing left: no time rule
+            timed = hop.time(rows.ev, kids, parent)
+            found = pl.concat([found, timed])
+            kids = kids & ~rows.mask(timed["dst"])
+    return found, kids
 
 
 def _by_keys(
-    kids: pl.DataFrame,
-    parents: pl.DataFrame,
-    keys: list[Key],
-    other: pl.DataFrame | None,
-    prefer_linked: bool,
-) -> pl.DataFrame:
-    """Return edges found by each key in turn; a child keeps the first key that finds it.
+    rows: _Rows, child: pl.Series, parent: pl.Series, hop: Hop, other: pl.Series | None
+) -> tuple[pl.DataFrame, pl.Series]:
+    """Return edges found by each key in turn (a child keeps the first key that finds it),
+    and the children none found (a mask).
 
     A key side named ``flow_ids`` matches any of the event's flow ids; the method is then
-    named after the other side's key (the flow stands for it)."""
-    found = pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": pl.String})
-    for key in keys:
-        rest = kids.filter(~pl.col("event_id").is_in(found["dst"].implode()))
-        if rest.is_empty():
-            break
-        if isinstance(key, str):  # "flow_id"
-            child_col, parent_col = "flow", "flow"
+    named after the other side's key (the flow stands for it). Each side's flows are taken
+    once for the hop, the children's less those of ``other`` (its (pid, flow) pairs)."""
+    found: list[pl.DataFrame] = []
+    kid_flows = parent_flows = None
+    kids, taken = child, None  # taken: the children the last key found
+    for key in hop.keys:
+        if taken is not None:
+            kids, taken = kids & ~taken, None
+            if not kids.any():
+                break
+        child_col, parent_col = ("flow", "flow") if isinstance(key, str) else key
+        child_col, parent_col = ("flow" if c == "flow_ids" else c for c in (child_col, parent_col))
+        if child_col == "flow":
+            if kid_flows is None:
+                kid_flows = rows.flows(child)
+                if other is not None:
+                    kid_flows = _less(kid_flows, rows.flows(other))
+            if found:  # the flows of the children still unlinked
+                kid_flows = kid_flows.filter(kids.gather(kid_flows["row"]))
+            left = kid_flows
         else:
-            child_col, parent_col = (("flow" if c == "flow_ids" else c) for c in key)
-        left = (
-            _flows(rest, other)
-            if child_col == "flow"
-            else rest.select("event_id", "pid", child_col)
-        )
-        right = (
-            _flows(parents)
-            if parent_col == "flow"
-            else parents.select("event_id", "pid", parent_col)
-        )
-        hits = (
-            left.drop_nulls(child_col)
-            .join(
-                right.drop_nulls(parent_col),
-                left_on=["pid", child_col],
-                right_on=["pid", parent_col],
-                suffix="_p",
-            )
-            .filter(pl.col("event_id") != pl.col("event_id_p"))
-            .select(src="event_id_p", dst="event_id")
-        )
+            left = take(rows.ev, kids, "pid", row="event_id", key=child_col)
+        if parent_col == "flow":
+            if parent_flows is None:
+                parent_flows = rows.flows(parent)
+            right = parent_flows
+        else:
+            right = take(rows.ev, parent, "pid", row="event_id", key=parent_col)
+        hits = matches(left, right)
         method = (
             "flow_id"
             if child_col == parent_col == "flow"
             else (parent_col if child_col == "flow" else child_col)
         )
-        hits = _one_parent(hits, kids, parents) if prefer_linked else _first_parent(hits)
-        found = pl.concat([found, hits.with_columns(link_method=pl.lit(method))])
-    return found
+        hits = _one_parent(hits, rows) if hop.prefer_linked else _first_parent(hits, rows.ev.height)
+        found.append(hits.with_columns(link_method=pl.lit(method, Text)))
+        taken = rows.mask(hits["dst"])  # of the children still unlinked: this key's alone
+    if taken is not None:
+        kids = kids & ~taken
+    if not found:
+        return pl.DataFrame(schema={"src": pl.Int64, "dst": pl.Int64, "link_method": Text}), kids
+    return pl.concat(found), kids
 
 
-def _flows(df: pl.DataFrame, other: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Return (event_id, pid, flow): one row per flow id of each event, less ``other``'s."""
-    out = (
-        df.select("event_id", "pid", "flow_ids")
-        .explode("flow_ids")
-        .drop_nulls("flow_ids")
-        .rename({"flow_ids": "flow"})
-    )
-    return out if other is None else out.join(other, on=["pid", "flow"], how="anti")
+def _less(flows: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
+    """Return the rows of ``flows`` whose (pid, key) pair ``other`` does not hold."""
+    one = one_key(flows, other)
+    if one is None:
+        return flows.join(other, on=["pid", "key"], how="anti")
+    theirs = other.select(_k=one)
+    return flows.with_columns(_k=one).join(theirs, on="_k", how="anti").drop("_k")
 
 
-def _first_parent(hits: pl.DataFrame) -> pl.DataFrame:
+def _first_parent(hits: pl.DataFrame, n: int) -> pl.DataFrame:
     """Return one parent per child: the earliest-listed (lowest event id, i.e. earliest start)."""
-    return hits.sort("dst", "src").unique(subset="dst", keep="first", maintain_order=True)
+    return least(hits, pl.col("src"), n)
 
 
-def _one_parent(hits: pl.DataFrame, kids: pl.DataFrame, parents: pl.DataFrame) -> pl.DataFrame:
-    """Return one parent per child: first one that links on upward (``_done``), then one whose
+def _one_parent(hits: pl.DataFrame, rows: _Rows) -> pl.DataFrame:
+    """Return one parent per child: first one that links on upward (``done``), then one whose
     span holds the child's start (the runtime call that waits for a hardware execution), then
-    the earliest-listed."""
-    t = kids.select(dst="event_id", t="start_ns")
-    span = parents.select(src="event_id", s0="start_ns", s1="end_ns", _linked="_done")
-    return (
-        hits.join(t, on="dst")
-        .join(span, on="src")
-        .with_columns(
-            _loose=~pl.col("_linked"),
-            _outside=~pl.col("t").is_between(pl.col("s0"), pl.col("s1")),
-        )
-        .sort("dst", "_loose", "_outside", "src")
-        .unique(subset="dst", keep="first", maintain_order=True)
-        .select("src", "dst")
-    )
+    the earliest-listed.
+
+    The three criteria are one number, ``rank * n + src`` (rank 0 to 3, n rows): the parent
+    sought holds the least."""
+    if one_each(hits):
+        return hits
+    n, ev = rows.ev.height, rows.ev
+    src = hits["src"]
+    t = ev["start_ns"].gather(hits["dst"])
+    loose = ~rows.done.gather(src)
+    outside = ~t.is_between(ev["start_ns"].gather(src), ev["end_ns"].gather(src))
+    rank = loose.cast(pl.Int64) * 2 + outside.cast(pl.Int64)
+    return least(hits, rank * n + src, 4 * n)
