@@ -20,9 +20,20 @@
  * not read.
  *
  * The scan itself touches no Python object, so it runs without the GIL.
+ *
+ * After the scan, split() does in C what kineto.py does to the other paths' raw table: it keeps
+ * the events (X records but the profiler's own) as the rows, their times as ns, counts the
+ * records that are neither events nor device flows, and binds each device flow to the event
+ * at its (pid, tid, ns) point, as kineto._bind does with polars joins. What it is told of each
+ * name (a phase, a category) comes from kineto.py (_kinds), which owns those meanings. A trace
+ * with B/E records is left to the raw table (kineto_records.pair_spans makes their events).
  */
 #include "_arrow.h"
 #include <errno.h>
+#include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +65,7 @@ typedef struct {
     int64_t metadata; /* "ph": "M" records counted, not kept */
     int state;        /* 0: after "[", 1: after a record, 2: after ",", 3: after "]" */
     int busy;         /* a feed is running (without the GIL) */
+    int split;        /* split() kept the events alone, their times as ns */
     char *arena;      /* the interned strings' bytes */
     size_t arena_len, arena_cap;
     Entry *entries;
@@ -835,10 +847,312 @@ static PyObject *feed(Scanner *s, PyObject *args)
     return Py_BuildValue("(nO)", (Py_ssize_t)used, s->state == 3 ? Py_True : Py_False);
 }
 
+/* --- after the scan: the events and the device flows apart, each flow bound to its event --- */
+
+/* What split() is told of each interned string, a byte per index of names() and one for a null
+ * after them: as a phase, as a category (kineto.py's NOT_EVENTS and DEVICE_FLOWS), and the
+ * rank of a flow's preference for an event of that category (lower first). */
+enum { K_X = 1, K_SF = 2, K_BE = 4, K_NOT_EVENT = 8, K_DEVICE_FLOW = 16 };
+#define K_RANK(k) ((uint64_t)(((k) >> 5) & 3))
+#define ROW_MASK ((1ULL << 48) - 1) /* a bound value: (rank << 48 | row) + 1 */
+enum { R_SKIPPED, R_EVENT, R_FLOW }; /* what a row is to split() */
+
+static int valid_at(const Column *col, int64_t row)
+{
+    return (col->bits[row / 8] >> (row % 8)) & 1;
+}
+
+static void set_valid(Column *col, int64_t row, int ok)
+{
+    uint8_t bit = (uint8_t)(1u << (row % 8));
+    col->bits[row / 8] = ok ? (uint8_t)(col->bits[row / 8] | bit)
+                            : (uint8_t)(col->bits[row / 8] & ~bit);
+    col->nulls += !ok;
+}
+
+/* A time's µs (a double's bits) as int64 ns after base, as kineto._ns computes it: whole µs and
+ * the fraction apart (rounded half to even, as polars rounds), int64 sums wrapping as polars'
+ * do; 0 (null) where the time is not finite or the ns fall outside int64. */
+static int to_ns(uint64_t bits, int64_t base, int64_t *ns)
+{
+    double us, whole;
+    memcpy(&us, &bits, sizeof us);
+    double approx = us * 1000.0 + (double)base;
+    if (!isfinite(us) || !(approx > -9.2e18 && approx < 9.2e18))
+        return 0;
+    whole = floor(us);
+    int64_t frac = (int64_t)rint((us - whole) * 1000.0);
+    *ns = (int64_t)((uint64_t)(int64_t)whole * 1000u + (uint64_t)frac + (uint64_t)base);
+    return 1;
+}
+
+typedef struct { /* a device flow record */
+    int64_t pid, tid, ns, id;
+    uint64_t ph;
+    size_t point;    /* its point's slot (split) */
+    int ok, id_ok;   /* pid, tid and ns all valid (it can bind); its id valid */
+} Flow;
+
+typedef struct { /* a slot of a Map: its key, and a value (USED set once claimed) */
+    uint64_t k[3], v;
+} Slot;
+#define USED (1ULL << 63)
+
+typedef struct {
+    Slot *slot;
+    size_t mask;
+} Map;
+
+/* A map of room for n keys (open addressing, never more than half full); 0 when out of memory. */
+static int map_new(Map *m, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    m->slot = calloc(cap, sizeof(Slot));
+    m->mask = cap - 1;
+    return m->slot != NULL;
+}
+
+/* Where key (a, b, c) is looked for first. */
+static size_t map_home(const Map *m, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t h = (a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xC2B2AE3D27D4EB4FULL) ^ c;
+    h = (h ^ (h >> 31)) * 0x94D049BB133111EBULL;
+    return (size_t)(h ^ (h >> 29)) & m->mask;
+}
+
+/* The slot of key (a, b, c) looked for from i (its home), claimed (v USED) when new unless
+ * ``find`` (then NULL). */
+static Slot *map_at(Map *m, size_t i, uint64_t a, uint64_t b, uint64_t c, int find)
+{
+    for (;; i = (i + 1) & m->mask) {
+        Slot *sl = &m->slot[i];
+        if (!sl->v) {
+            if (find)
+                return NULL;
+            *sl = (Slot){{a, b, c}, USED};
+            return sl;
+        }
+        if (sl->k[0] == a && sl->k[1] == b && sl->k[2] == c)
+            return sl;
+    }
+}
+
+/* The tables are larger than the caches: each lookup's slot is fetched this many ahead. */
+#define AHEAD 16
+
+typedef struct { /* one flow id bound to one event row */
+    int64_t row, id;
+    int id_ok;
+} Pair;
+
+static int pair_order(const void *x, const void *y)
+{
+    const Pair *a = x, *b = y;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    if (a->id_ok != b->id_ok) /* a null id first, as polars sorts */
+        return a->id_ok < b->id_ok ? -1 : 1;
+    return a->id_ok && a->id != b->id ? (a->id < b->id ? -1 : 1) : 0;
+}
+
+static const char *const COLUMN_SPLIT[NCOL] = {
+    "ph",      "category", "name",   "pid",         "tid",         "start_ns", "duration_ns",
+    "flow_id", "device",   "stream", "external_id", "correlation", "seq_id",   "exec_id",
+};
+static const char *const PAIR_COLUMN[2] = {"_row", "flow_id"};
+static const char *const PAIR_FORMAT[2] = {"l", "l"};
+
+/* The kind of row's phase or category: kinds holds one byte per name, then the null's. */
+#define KIND_OF(s, kinds, c, row)                                                             \
+    (kinds)[valid_at(&(s)->col[c], row) ? (s)->col[c].vals[row] : (s)->n_entries]
+
+static PyObject *survey(Scanner *s, PyObject *args)
+{
+    Py_buffer view;
+    int paired = 0;
+    PyObject *first = NULL;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    const uint8_t *kinds = view.buf;
+    if ((size_t)view.len != s->n_entries + 1 || s->busy || s->split) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "Scanner.survey: a kind for each name, once, at rest");
+        return NULL;
+    }
+    for (int64_t row = 0; row < s->rows; row++) {
+        uint8_t ph = KIND_OF(s, kinds, PH, row);
+        paired |= (ph & K_BE) != 0;
+        if (first == NULL && (ph & K_X)) {
+            double ts;
+            memcpy(&ts, &s->col[TS].vals[row], sizeof ts);
+            first = valid_at(&s->col[TS], row) ? PyFloat_FromDouble(ts) : Py_NewRef(Py_None);
+            if (first == NULL) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *out = Py_BuildValue("(ON)", paired ? Py_True : Py_False,
+                                  first != NULL ? first : Py_NewRef(Py_None));
+    return out;
+}
+
+/* Keep the event rows (compacted in place, ts and dur as ns), bind the device flows; the rest
+ * counted. The Pairs out, sorted and unique, in *pairs; 0 when out of memory. */
+static int split_rows(Scanner *s, const uint8_t *kinds, int64_t base, Map *skipped,
+                      Pair **pairs, int64_t *n_pairs, int64_t *distinct, int64_t *bound)
+{
+    int64_t n = s->rows, events = 0, n_flows = 0, n_skipped = 0;
+    uint8_t *cls = malloc((size_t)n + 1);
+    Flow *flows = NULL;
+    Map points = {NULL, 0}, keys = {NULL, 0};
+    int64_t *at = NULL;
+    int ok = 0;
+    if (cls == NULL)
+        return 0;
+    for (int64_t row = 0; row < n; row++) {
+        uint8_t ph = KIND_OF(s, kinds, PH, row), cat = KIND_OF(s, kinds, CAT, row);
+        cls[row] = (ph & K_X) && !(cat & K_NOT_EVENT)       ? R_EVENT
+                   : (ph & K_SF) && (cat & K_DEVICE_FLOW) ? R_FLOW
+                                                          : R_SKIPPED;
+        n_flows += cls[row] == R_FLOW;
+        n_skipped += cls[row] == R_SKIPPED;
+    }
+    if (!map_new(skipped, (size_t)n_skipped) ||
+        (flows = malloc(sizeof(Flow) * (size_t)(n_flows + 1))) == NULL)
+        goto done;
+    n_flows = 0;
+    for (int i = 0; i < NCOL; i++)
+        s->col[i].nulls = 0;
+    for (int64_t row = 0; row < n; row++) {
+        Column *c = s->col;
+        if (cls[row] == R_SKIPPED) {
+            uint64_t ph = valid_at(&c[PH], row) ? c[PH].vals[row] + 1 : 0;
+            uint64_t cat = valid_at(&c[CAT], row) ? c[CAT].vals[row] + 1 : 0;
+            map_at(skipped, map_home(skipped, ph, cat, 0), ph, cat, 0, 0)->v++; /* a count */
+        } else if (cls[row] == R_FLOW) {
+            Flow *f = &flows[n_flows++];
+            *f = (Flow){c[PID].vals[row], c[TID].vals[row], 0, c[FLOW].vals[row],
+                        c[PH].vals[row], 0, 0, valid_at(&c[FLOW], row)};
+            f->ok = valid_at(&c[PID], row) && valid_at(&c[TID], row) &&
+                    valid_at(&c[TS], row) && to_ns(c[TS].vals[row], base, &f->ns);
+        } else { /* an event: row moves up to events (rows before it are done with) */
+            int64_t to = events++;
+            for (int i = 0; i < NCOL; i++) {
+                int valid = valid_at(&c[i], row);
+                uint64_t v = c[i].vals[row];
+                if (valid && (i == TS || i == DUR)) {
+                    int64_t ns;
+                    valid = to_ns(v, i == TS ? base : 0, &ns);
+                    v = valid ? (uint64_t)ns : 0;
+                }
+                c[i].vals[to] = valid ? v : 0;
+                set_valid(&c[i], to, valid);
+            }
+        }
+    }
+    s->rows = events;
+    /* each flow's (pid, tid, ns) point, then its preferred event: the lowest (rank, row) */
+    if (!map_new(&points, (size_t)n_flows) || !map_new(&keys, (size_t)n_flows))
+        goto done;
+    for (int64_t i = 0; i < n_flows; i++) {
+        Flow *f = &flows[i];
+        if (i + AHEAD < n_flows && flows[i + AHEAD].ok) {
+            Flow *g = &flows[i + AHEAD];
+            __builtin_prefetch(&points.slot[map_home(&points, (uint64_t)g->pid, (uint64_t)g->tid,
+                                                     (uint64_t)g->ns)]);
+        }
+        if (f->ok) {
+            uint64_t pid = (uint64_t)f->pid, tid = (uint64_t)f->tid, ns = (uint64_t)f->ns;
+            f->point = (size_t)(map_at(&points, map_home(&points, pid, tid, ns), pid, tid, ns,
+                                       0) - points.slot);
+        }
+    }
+    Column *c = s->col;
+    for (int64_t row = 0; row < events; row++) {
+        int64_t next = row + AHEAD;
+        if (next < events)
+            __builtin_prefetch(&points.slot[map_home(&points, c[PID].vals[next],
+                                                     c[TID].vals[next], c[TS].vals[next])]);
+        if (!valid_at(&c[PID], row) || !valid_at(&c[TID], row) || !valid_at(&c[TS], row))
+            continue;
+        uint64_t pid = c[PID].vals[row], tid = c[TID].vals[row], ns = c[TS].vals[row];
+        Slot *sl = map_at(&points, map_home(&points, pid, tid, ns), pid, tid, ns, 1);
+        uint64_t best = (K_RANK(KIND_OF(s, kinds, CAT, row)) << 48 | (uint64_t)row) + 1;
+        if (sl != NULL && (sl->v == USED || (best | USED) < sl->v))
+            sl->v = best | USED;
+    }
+    /* each (flow id, phase): the preferred event of its records' points */
+    for (int64_t i = 0; i < n_flows; i++) {
+        Flow *f = &flows[i];
+        if (i + AHEAD < n_flows) {
+            Flow *g = &flows[i + AHEAD];
+            __builtin_prefetch(&keys.slot[map_home(&keys, (uint64_t)g->id_ok,
+                                                   g->id_ok ? (uint64_t)g->id : 0, g->ph)]);
+        }
+        uint64_t ok = (uint64_t)f->id_ok, id = f->id_ok ? (uint64_t)f->id : 0;
+        Slot *key = map_at(&keys, map_home(&keys, ok, id, f->ph), ok, id, f->ph, 0);
+        uint64_t best = f->ok ? points.slot[f->point].v : USED;
+        if (best != USED && (key->v == USED || best < key->v))
+            key->v = best;
+    }
+    /* the bound keys as pairs, in row order (a count of each row's, then each put in place),
+     * each row's few sorted by id, then those twice (a flow's start and end on one event) once */
+    *distinct = *bound = 0;
+    *pairs = malloc(sizeof(Pair) * (size_t)(n_flows + 1));
+    at = calloc((size_t)events + 1, sizeof *at);
+    if (*pairs == NULL || at == NULL)
+        goto done;
+    for (size_t i = 0; i <= keys.mask; i++) {
+        uint64_t v = keys.slot[i].v;
+        *distinct += v != 0;
+        *bound += v > USED;
+        if (v > USED)
+            at[(v - 1) & ROW_MASK]++;
+    }
+    for (int64_t row = 0, sum = 0; row <= events; row++) { /* at[row]: where row's pairs end */
+        sum += at[row];
+        at[row] = sum;
+    }
+    for (size_t i = 0; i <= keys.mask; i++) {
+        Slot *key = &keys.slot[i];
+        if (key->v > USED) {
+            int64_t row = (int64_t)((key->v - 1) & ROW_MASK);
+            (*pairs)[--at[row]] = (Pair){row, (int64_t)key->k[1], (int)key->k[0]};
+        }
+    }
+    *n_pairs = 0;
+    for (int64_t row = 0; row < events; row++) {
+        int64_t from = at[row], to = at[row + 1];
+        for (int64_t i = from + 1; i < to; i++) /* insertion sort: a row has one or two */
+            for (int64_t j = i; j > from && pair_order(&(*pairs)[j - 1], &(*pairs)[j]) > 0; j--) {
+                Pair t = (*pairs)[j];
+                (*pairs)[j] = (*pairs)[j - 1];
+                (*pairs)[j - 1] = t;
+            }
+        for (int64_t i = from; i < to; i++)
+            if (*n_pairs == 0 || pair_order(&(*pairs)[*n_pairs - 1], &(*pairs)[i]) != 0)
+                (*pairs)[(*n_pairs)++] = (*pairs)[i];
+    }
+    ok = 1;
+done:
+    free(at);
+    free(cls);
+    free(flows);
+    free(points.slot);
+    free(keys.slot);
+    return ok;
+}
+
 /* --- out, through Arrow's C data interface (_arrow.h) ------------------------------------- */
 
 static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g",
                                          "l", "l", "l", "l", "l", "l", "l"};
+static const char *const FORMAT_SPLIT[NCOL] = {"l", "l", "l", "l", "l", "l", "l",
+                                               "l", "l", "l", "l", "l", "l", "l"};
 
 static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
 {
@@ -850,10 +1164,98 @@ static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "Scanner.feed is running");
         return NULL;
     }
-    PyObject *pair = arrow_export(s->col, NCOL, s->rows, COLUMN, FORMAT);
+    /* the columns leave no larger than their rows: they grew by doubling, and split() keeps
+     * the events alone (two thirds of the rows), so up to two thirds of them would go unused
+     * for as long as the events table lives */
+    for (int i = 0; i < NCOL && s->rows < s->cap; i++) {
+        uint64_t *v = realloc(s->col[i].vals, (size_t)(s->rows + 1) * sizeof *v);
+        uint8_t *b = realloc(s->col[i].bits, (size_t)s->rows / 8 + 1);
+        s->col[i].vals = v != NULL ? v : s->col[i].vals;
+        s->col[i].bits = b != NULL ? b : s->col[i].bits;
+    }
+    PyObject *pair = arrow_export(s->col, NCOL, s->rows, s->split ? COLUMN_SPLIT : COLUMN,
+                                  s->split ? FORMAT_SPLIT : FORMAT);
     if (pair != NULL)
         s->rows = s->cap = 0; /* the rows left with their buffers */
     return pair;
+}
+
+/* The Pairs as the columns _row and flow_id, through Arrow (the buffers move out). */
+static PyObject *pairs_out(Pair *pairs, int64_t n)
+{
+    Column col[2] = {{NULL, NULL, 0}, {NULL, NULL, 0}};
+    for (int i = 0; i < 2; i++) {
+        col[i].vals = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+        col[i].bits = calloc((size_t)n / 8 + 1, 1);
+        if (col[i].vals == NULL || col[i].bits == NULL) {
+            for (int j = 0; j <= i; j++) {
+                free(col[j].vals);
+                free(col[j].bits);
+            }
+            return PyErr_NoMemory();
+        }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        col[0].vals[i] = (uint64_t)pairs[i].row;
+        col[0].bits[i / 8] |= (uint8_t)(1u << (i % 8));
+        col[1].vals[i] = pairs[i].id_ok ? (uint64_t)pairs[i].id : 0;
+        set_valid(&col[1], i, pairs[i].id_ok);
+    }
+    PyObject *out = arrow_export(col, 2, n, PAIR_COLUMN, PAIR_FORMAT);
+    if (out == NULL)
+        for (int i = 0; i < 2; i++) {
+            free(col[i].vals);
+            free(col[i].bits);
+        }
+    return out;
+}
+
+static PyObject *split(Scanner *s, PyObject *args)
+{
+    Py_buffer view;
+    long long base;
+    Map skipped = {NULL, 0};
+    Pair *pairs = NULL;
+    int64_t n_pairs = 0, distinct = 0, bound = 0;
+    if (!PyArg_ParseTuple(args, "y*L", &view, &base))
+        return NULL;
+    if ((size_t)view.len != s->n_entries + 1 || s->busy || s->split) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "Scanner.split: a kind for each name, once, at rest");
+        return NULL;
+    }
+    s->split = 1;
+    int ok = split_rows(s, view.buf, (int64_t)base, &skipped, &pairs, &n_pairs, &distinct, &bound);
+    PyBuffer_Release(&view);
+    PyObject *counts = ok ? PyList_New(0) : NULL, *out = NULL;
+    for (size_t i = 0; counts != NULL && i <= skipped.mask; i++) {
+        Slot *sl = &skipped.slot[i];
+        if (!sl->v)
+            continue;
+        PyObject *ph = sl->k[0] ? PyLong_FromUnsignedLongLong(sl->k[0] - 1) : Py_NewRef(Py_None);
+        PyObject *cat = sl->k[1] ? PyLong_FromUnsignedLongLong(sl->k[1] - 1) : Py_NewRef(Py_None);
+        PyObject *t = ph && cat ? Py_BuildValue("(OOK)", ph, cat, (unsigned long long)(sl->v & ~USED)) : NULL;
+        Py_XDECREF(ph);
+        Py_XDECREF(cat);
+        if (t == NULL || PyList_Append(counts, t) < 0)
+            Py_CLEAR(counts);
+        Py_XDECREF(t);
+    }
+    PyObject *bound_pairs = counts != NULL ? pairs_out(pairs, n_pairs) : NULL;
+    if (bound_pairs != NULL)
+        out = Py_BuildValue("(NLLN)", counts, (long long)distinct, (long long)bound, bound_pairs);
+    else
+        Py_XDECREF(counts);
+    free(skipped.slot);
+    free(pairs);
+#ifdef __GLIBC__
+    /* split's tables (tens of MB) are freed, but glibc keeps what it took from the heap once
+     * a freed block has raised its mmap threshold (the file's blocks do): give it back */
+    malloc_trim(0);
+#endif
+    if (!ok && !PyErr_Occurred())
+        PyErr_NoMemory();
+    return out;
 }
 
 static PyObject *names(Scanner *s, PyObject *unused)
@@ -903,6 +1305,14 @@ static PyMethodDef scanner_methods[] = {
      "cannot, or one is longer than max_record bytes."},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))arrow_c_array,
      METH_VARARGS | METH_KEYWORDS, "The rows read, as an Arrow struct array (taken out)."},
+    {"survey", (PyCFunction)survey, METH_VARARGS,
+     "survey(kinds) -> (paired, first_ts): whether a row is a B or E record, and the ts of the "
+     "first X record (None where none); kinds: a byte per name, as split() takes."},
+    {"split", (PyCFunction)split, METH_VARARGS,
+     "split(kinds, base) -> (skipped, keys, bound, pairs): keep the events alone, times as ns "
+     "after base; bind each device flow (flow id, phase) to its event. skipped: (ph, cat, n) "
+     "by name index (None: null); keys: the flows' (id, phase) keys, bound: those bound; "
+     "pairs: the (_row, flow_id) bound, sorted and unique, as an Arrow capsule pair."},
     {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
     {"counts", (PyCFunction)counts, METH_NOARGS,
      "(rows, metadata): the rows kept so far, and the metadata records counted."},
