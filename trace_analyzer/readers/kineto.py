@@ -201,7 +201,7 @@ def _range_note(df: pl.DataFrame) -> list[str]:
     measured (Kineto splits the profiled span evenly between the ranges), their counters are."""
     if df.is_empty():
         return []
-    n = df.filter(pl.col("category") == RANGE).height
+    n = df.select("category").filter(pl.col("category") == RANGE).height
     if not n:
         return []
     return [
@@ -316,9 +316,13 @@ def _accelerator(meta: dict[str, Any], rows: pl.DataFrame) -> str:
     props = (json_text(meta.get("deviceProperties") or []) or "").lower()
     if "amd" in props or "instinct" in props or "gfx" in props:
         return "rocm"
-    first = rows.filter(
-        pl.col("category").is_in(["cuda_runtime", "Runtime"]) & pl.col("name").is_not_null()
-    )["name"].first()
+    first = (
+        rows.select("name", "category")
+        .filter(
+            pl.col("category").is_in(["cuda_runtime", "Runtime"]) & pl.col("name").is_not_null()
+        )["name"]
+        .first()
+    )
     if isinstance(first, str):  # a name: a str, or null
         return "rocm" if first.startswith("hip") else "cuda"
     return "cuda"
@@ -328,7 +332,9 @@ def _host_pid(df: pl.DataFrame) -> int | None:
     """Return the pid of the process that owns the trace: the one that runs most cpu_ops and
     such (of two as busy, the lower: a tie must not be decided by group_by's hash order)."""
     cats = ["cpu_op", "user_annotation", "cuda_runtime", "Runtime", "mtia_runtime"]
-    host = df.filter(pl.col("category").is_in([*cats, "privateuse1_runtime"]))
+    host = df.select("pid", "category").filter(  # two columns: no copy of the wide table
+        pl.col("category").is_in([*cats, "privateuse1_runtime"])
+    )
     if host.is_empty():
         return None
     pid = host.group_by("pid").len().sort(["len", "pid"], descending=[True, False])["pid"][0]
@@ -376,7 +382,21 @@ def _label(
         .then(pl.format(prefix + "{}" + fw + "/Stream:{}", "pid", "stream"))
         .otherwise(pl.format(prefix + "{}" + fw + "/TID:{}", "pid", "tid"))
     )
-    return df.with_columns(lane=lane).drop("where")
+    # Each distinct lane is written once, from what it is made of (the rest nulled), and set
+    # on its events by a join of those keys alone: a trace has a few hundred lanes, and three
+    # formats of every event cost more than the join.
+    keys = df.select(
+        "where",
+        "pid",
+        source=pl.when(device_side).then("source"),
+        device=pl.when(device_side).then("device"),
+        stream=pl.when(pl.col("where") != HOST).then("stream"),
+        tid=pl.when(pl.col("where") == HOST).then("tid"),
+    )
+    lanes = keys.unique().with_columns(lane=lane)
+    on = keys.columns
+    lane_of = keys.join(lanes, on=on, how="left", nulls_equal=True, maintain_order="left")
+    return df.with_columns(lane=lane_of["lane"]).drop("where")
 
 
 def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
@@ -385,8 +405,12 @@ def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
     Device events use the device index as pid; some runtimes (MTIA) also log host-side calls
     under it. Neither is a process: both belong to the host process that owns the trace.
     """
-    device_pids = set(df.filter(pl.col("where") == DEVICE)["pid"].drop_nulls().unique())
-    host_pids = set(df.filter(pl.col("category") == "cpu_op")["pid"].drop_nulls().unique())
+
+    def pids(where: pl.Expr) -> set[int]:  # of one column: no copy of the wide table
+        return set(df.select(pl.col("pid").filter(where).drop_nulls().unique())["pid"])
+
+    device_pids = pids(pl.col("where") == DEVICE)
+    host_pids = pids(pl.col("category") == "cpu_op")
     return (pl.col("where") == DEVICE) | pl.col("pid").is_in(list(device_pids - host_pids))
 
 
