@@ -970,8 +970,6 @@ static const char *const COLUMN_SPLIT[NCOL] = {
     "ph",      "category", "name",   "pid",         "tid",         "start_ns", "duration_ns",
     "flow_id", "device",   "stream", "external_id", "correlation", "seq_id",   "exec_id",
 };
-static const char *const PAIR_COLUMN[2] = {"_row", "flow_id"};
-static const char *const PAIR_FORMAT[2] = {"l", "l"};
 
 /* The kind of row's phase or category: kinds holds one byte per name, then the null's. */
 #define KIND_OF(s, kinds, c, row)                                                             \
@@ -1189,34 +1187,119 @@ static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
     return pair;
 }
 
-/* The Pairs as the columns _row and flow_id, through Arrow (the buffers move out). */
-static PyObject *pairs_out(Pair *pairs, int64_t n)
+/* The flow_ids column, each event's bound flow ids (null where none), out through Arrow as a
+ * struct of one large-list column of int64 (Arrow's nesting, below: each level releases its
+ * own buffers and what it still holds of the level under it). */
+typedef struct {
+    struct ArrowArray child, *children[1];
+    const void *buffers[2];
+} Level;
+
+static void release_level(struct ArrowArray *x)
 {
-    Column col[2] = {{NULL, NULL, 0}, {NULL, NULL, 0}};
-    for (int i = 0; i < 2; i++) {
-        col[i].vals = malloc(sizeof(uint64_t) * (size_t)(n + 1));
-        col[i].bits = calloc((size_t)n / 8 + 1, 1);
-        if (col[i].vals == NULL || col[i].bits == NULL) {
-            for (int j = 0; j <= i; j++) {
-                free(col[j].vals);
-                free(col[j].bits);
-            }
-            return PyErr_NoMemory();
-        }
+    Level *l = x->private_data;
+    if (x->n_children && l->child.release)
+        l->child.release(&l->child);
+    for (int64_t i = 0; i < x->n_buffers; i++)
+        free((void *)l->buffers[i]);
+    free(l);
+    x->release = NULL;
+}
+
+/* Make x an array of length n, its buffers bufs (nb of them, taken), with child (taken) when
+ * not NULL; 0 when out of memory (nothing taken). */
+static int level(struct ArrowArray *x, int64_t n, int64_t nulls, const void *b0, const void *b1,
+                 int nb, struct ArrowArray *child)
+{
+    Level *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return 0;
+    l->buffers[0] = b0;
+    l->buffers[1] = b1;
+    if (child != NULL) {
+        l->child = *child;
+        l->children[0] = &l->child;
     }
-    for (int64_t i = 0; i < n; i++) {
-        col[0].vals[i] = (uint64_t)pairs[i].row;
-        col[0].bits[i / 8] |= (uint8_t)(1u << (i % 8));
-        col[1].vals[i] = pairs[i].id_ok ? (uint64_t)pairs[i].id : 0;
-        set_valid(&col[1], i, pairs[i].id_ok);
-    }
-    PyObject *out = arrow_export(col, 2, n, PAIR_COLUMN, PAIR_FORMAT);
-    if (out == NULL)
-        for (int i = 0; i < 2; i++) {
-            free(col[i].vals);
-            free(col[i].bits);
+    *x = (struct ArrowArray){.length = n, .null_count = nulls, .n_buffers = nb,
+                             .buffers = l->buffers, .n_children = child != NULL,
+                             .children = child != NULL ? l->children : NULL,
+                             .release = release_level, .private_data = l};
+    return 1;
+}
+
+static PyObject *flow_ids_out(const Pair *pairs, int64_t n, int64_t events)
+{
+    static const char *const names[] = {"flow_ids", "item"}, *const formats[] = {"+L", "l"};
+    uint8_t *id_bits = calloc((size_t)n / 8 + 1, 1), *list_bits = calloc((size_t)events / 8 + 1, 1);
+    uint64_t *ids = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    int64_t *offsets = malloc(sizeof(int64_t) * (size_t)(events + 1)), id_nulls = 0, empty = 0;
+    struct ArrowArray values, list, *top = calloc(1, sizeof *top);
+    int made = 0;
+    if (id_bits == NULL || list_bits == NULL || ids == NULL || offsets == NULL || top == NULL)
+        goto fail;
+    for (int64_t i = 0, row = 0; row <= events; row++) {
+        offsets[row] = i;
+        while (row < events && i < n && pairs[i].row == row) {
+            ids[i] = pairs[i].id_ok ? (uint64_t)pairs[i].id : 0;
+            id_bits[i / 8] |= (uint8_t)(pairs[i].id_ok << (i % 8));
+            id_nulls += !pairs[i].id_ok;
+            i++;
         }
-    return out;
+        if (row < events && i > offsets[row])
+            list_bits[row / 8] |= (uint8_t)(1u << (row % 8));
+        else if (row < events)
+            empty++;
+    }
+    if (!level(&values, n, id_nulls, id_bits, ids, 2, NULL))
+        goto fail;
+    made = 1;
+    if (!level(&list, events, empty, list_bits, offsets, 2, &values))
+        goto fail;
+    made = 2;
+    if (!level(top, events, 0, NULL, NULL, 1, &list))
+        goto fail;
+    struct ArrowSchema *schema = arrow_schema(1, names, formats);
+    if (schema == NULL) {
+        top->release(top);
+        free(top);
+        return PyErr_NoMemory();
+    }
+    /* the list's one child: the schema of its items */
+    SchemaData *d = schema->private_data;
+    d->schema[1] = (struct ArrowSchema){.format = formats[1], .name = names[1], .flags = 2,
+                                        .release = release_child_schema};
+    d->schemas[1] = &d->schema[1];
+    d->schema[0].n_children = 1;
+    d->schema[0].children = &d->schemas[1];
+    PyObject *sc = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
+    PyObject *ac = PyCapsule_New(top, "arrow_array", array_capsule_free);
+    PyObject *pair = sc && ac ? PyTuple_Pack(2, sc, ac) : NULL;
+    if (sc == NULL) {
+        schema->release(schema);
+        free(schema);
+    }
+    if (ac == NULL) {
+        top->release(top);
+        free(top);
+    }
+    Py_XDECREF(sc);
+    Py_XDECREF(ac);
+    return pair;
+fail:
+    if (made == 2)
+        list.release(&list);
+    else if (made == 1)
+        values.release(&values);
+    else {
+        free(id_bits);
+        free(ids);
+    }
+    if (made < 2) {
+        free(list_bits);
+        free(offsets);
+    }
+    free(top);
+    return PyErr_NoMemory();
 }
 
 static PyObject *split(Scanner *s, PyObject *args)
@@ -1250,7 +1333,7 @@ static PyObject *split(Scanner *s, PyObject *args)
             Py_CLEAR(counts);
         Py_XDECREF(t);
     }
-    PyObject *bound_pairs = counts != NULL ? pairs_out(pairs, n_pairs) : NULL;
+    PyObject *bound_pairs = counts != NULL ? flow_ids_out(pairs, n_pairs, s->rows) : NULL;
     if (bound_pairs != NULL)
         out = Py_BuildValue("(NLLN)", counts, (long long)distinct, (long long)bound, bound_pairs);
     else
@@ -1318,10 +1401,11 @@ static PyMethodDef scanner_methods[] = {
      "survey(kinds) -> (paired, first_ts): whether a row is a B or E record, and the ts of the "
      "first X record (None where none); kinds: a byte per name, as split() takes."},
     {"split", (PyCFunction)split, METH_VARARGS,
-     "split(kinds, base) -> (skipped, keys, bound, pairs): keep the events alone, times as ns "
-     "after base; bind each device flow (flow id, phase) to its event. skipped: (ph, cat, n) "
-     "by name index (None: null); keys: the flows' (id, phase) keys, bound: those bound; "
-     "pairs: the (_row, flow_id) bound, sorted and unique, as an Arrow capsule pair."},
+     "split(kinds, base) -> (skipped, keys, bound, flow_ids): keep the events alone, times as "
+     "ns after base; bind each device flow (flow id, phase) to its event. skipped: (ph, cat, "
+     "n) by name index (None: null); keys: the flows' (id, phase) keys, bound: those bound; "
+     "flow_ids: each event's bound ids, sorted and unique (null: none), as an Arrow capsule "
+     "pair (a struct of one list column)."},
     {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
     {"counts", (PyCFunction)counts, METH_NOARGS,
      "(rows, metadata): the rows kept so far, and the metadata records counted."},

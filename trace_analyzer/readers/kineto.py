@@ -415,8 +415,9 @@ def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
 
 
 def _bind(df: pl.DataFrame, fl: pl.DataFrame) -> Binding | None:
-    """Return the ac2g flows bound to events at the flow's (pid, tid, ts): (_row, flow_id),
-    sorted and unique, and the count of (flow id, phase) keys bound to none; None without flows.
+    """Return the ac2g flows bound to events at the flow's (pid, tid, ts): each event's flow
+    ids (sorted, unique; null where none), and the count of (flow id, phase) keys bound to
+    none; None without flows.
 
     Kineto writes a flow start at its launch event's ts and a flow end at its device event's
     ts, on the same pid/tid. Where several events share that point, the launch (runtime or
@@ -443,24 +444,28 @@ def _bind(df: pl.DataFrame, fl: pl.DataFrame) -> Binding | None:
         .collect()
     )
     unbound = len(fl.unique(subset=["flow_id", "ph"])) - len(bound)
-    return bound.unique().sort("_row", "flow_id"), unbound
-
-
-def _set_flows(df: pl.DataFrame, binding: Binding | None, result: ReadResult) -> pl.DataFrame:
-    """Return df with ``flow_ids``, each event's bound flows (``binding``: _bind's)."""
-    if binding is None:
-        return df
-    pairs, unbound = binding
-    if unbound:
-        result.notes.append(f"{unbound} flow endpoints matched no event")
-    per_event = pairs.group_by(pl.col("_row").cast(pl.UInt32), maintain_order=True).agg(
-        flow_ids="flow_id"
+    per_event = (
+        bound.unique()
+        .sort("_row", "flow_id")
+        .group_by("_row", maintain_order=True)
+        .agg(flow_ids="flow_id")
     )
     # the new column is built on the row numbers alone, then set: no copy of the wide table
     ids = pl.DataFrame({"_row": pl.int_range(df.height, dtype=pl.UInt32, eager=True)}).join(
         per_event, on="_row", how="left", maintain_order="left"
     )["flow_ids"]
-    return df.with_columns(flow_ids=ids.cast(pl.List(pl.Int64)))
+    return ids.cast(pl.List(pl.Int64)), unbound
+
+
+def _set_flows(df: pl.DataFrame, binding: Binding | None, result: ReadResult) -> pl.DataFrame:
+    """Return df with ``flow_ids``, each event's bound flows (``binding``: _bind's, or the
+    compiled scanner's), and a note of the flow endpoints bound to no event."""
+    if binding is None:
+        return df
+    ids, unbound = binding
+    if unbound:
+        result.notes.append(f"{unbound} flow endpoints matched no event")
+    return df.with_columns(flow_ids=ids)
 
 
 def _rank(meta: dict[str, Any], src: Source) -> tuple[int | None, str | None]:

@@ -72,15 +72,15 @@ class Records:
     ) -> tuple[pl.DataFrame, list[tuple[str | None, str | None, int]], Binding | None]:
         """Return the events (the columns kineto._split_records gives them, times as ns after
         ``base``), the records skipped as (ph, category, count), and the device flows' binding
-        (None where there are none): (_row, flow_id) sorted and unique, and the count of
-        (flow id, phase) keys bound to no event."""
+        (None where there are none): each event's flow ids (sorted, unique; null where none),
+        and the count of (flow id, phase) keys bound to no event."""
         names = self.scanner.names()
-        skipped, keys, bound, pairs = self.scanner.split(kinds, base)
+        skipped, keys, bound, flow_ids = self.scanner.split(kinds, base)
         counts = [
             (None if p is None else names[p], None if c is None else names[c], n)
             for p, c, n in skipped
         ]
-        binding = (pl.DataFrame(_Arrow(pairs)), keys - bound) if keys else None
+        binding = (pl.DataFrame(_Arrow(flow_ids))["flow_ids"], keys - bound) if keys else None
         rows = self.scanner.counts()[0]
         if not rows:
             return pl.DataFrame(schema=EVENT_COLUMNS), counts, binding
@@ -103,7 +103,7 @@ class _Arrow:
         return self.pair
 
 
-Binding = tuple[pl.DataFrame, int]  # (_row, flow_id) bound, and the flow keys left unbound
+Binding = tuple[pl.Series, int]  # each event's flow ids, and the flow keys left unbound
 # The columns of the events split() keeps, as kineto._split_records selects them.
 EVENT_COLUMNS: dict[str, pl.DataType] = {
     "name": Text,
