@@ -55,9 +55,12 @@ ABSENT = f"../shared/corpus is absent: no {CORPUS_DATA} nor {REAL}"
 
 
 def native(src) -> ReadResult:
-    """Return the compiled scanner's result (NotFast when it declines the file)."""
-    meta, raw, metadata = kineto_native.native_scan(src.path, False, max_bytes=None)
-    return kineto._result(src, meta, [raw], 0, metadata)
+    """Return the compiled scanner's result (NotFast when it declines the file): its records
+    split in C, their flows bound there, as read_fast takes them."""
+    meta, records, metadata = kineto_native.native_scan(
+        src.path, False, max_bytes=None, table=False
+    )
+    return kineto._result(src, meta, [records], 0, metadata)
 
 
 def polars_path(src, monkeypatch) -> ReadResult | None:
@@ -334,6 +337,41 @@ def test_random_records_read_as_the_exact_path(tmp_path):
         taken += 1
         assert_same(got, exact(source(path)), keep_args=False, where=path.read_text())
     assert taken >= 20  # the scanner is exercised, not only declining
+
+
+def random_flow_trace(rng: random.Random) -> list[str]:
+    """Events and device flows crowded on a few points: flows bound to several events at
+    once, to none, ids null or shared, a start and an end on one event, times that differ
+    below a ns, B/E pairs now and then."""
+    cats = ["cuda_runtime", "kernel", "cpu_op", "cuda_sync", "gpu_memcpy", None, "Trace"]
+    times = [1.0, 1.0004, 1.0001, 2.5, 2.0005, 2.0015, None, 1e300]
+    records = []
+    for _ in range(rng.randint(1, 40)):
+        r = {"ph": rng.choice(["X", "X", "s", "f", "i", "B", "E"] if rng.random() < 0.1
+                              else ["X", "X", "s", "f"]),
+             "cat": rng.choice(cats), "name": rng.choice(["a", "b"]),
+             "pid": rng.choice([0, 1, None]), "tid": rng.choice([1, 2]),
+             "ts": rng.choice(times)}
+        if r["ph"] in ("s", "f"):
+            r["cat"] = rng.choice(["ac2g", "ac2g", "async_gpu", "fwdbwd"])
+            if rng.random() < 0.9:
+                r["id"] = rng.choice([1, 2, 3, None, -4])
+        else:
+            r["dur"] = rng.choice([1, 0.5])
+        records.append(json.dumps(r))
+    return records
+
+
+@needs_native
+def test_flows_bound_in_the_scanner_as_the_exact_path_binds_them(tmp_path):
+    rng = random.Random(7)
+    for i in range(150):
+        trace = trace_of(random_flow_trace(rng))
+        if rng.random() < 0.5:  # no base: ts taken as they are
+            trace = trace.replace(b', "baseTimeNanoseconds": 1000}', b"}")
+        path = write(tmp_path, trace, name=f"{i}.json")
+        got = native(source(path))
+        assert_same(got, exact(source(path)), keep_args=False, where=trace.decode())
 
 
 # --- 3. the choice of path ------------------------------------------------------------------

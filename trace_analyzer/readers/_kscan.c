@@ -15,13 +15,25 @@
  * a record that is not an object, nesting deeper than MAX_DEPTH, invalid JSON or UTF-8), it
  * declines (Decline), and the polars path reads the file instead. Declining is always
  * correct; a wrong value never is.
- * Metadata records ("ph": "M") are read, to check them, but only counted, not kept as rows:
- * the exact path only counts them too.
+ * Metadata records ("ph": "M") are only counted, not kept as rows (the exact path only counts
+ * them too): once a record's phase says M, its other values are skipped as JSON, checked but
+ * not read.
  *
  * The scan itself touches no Python object, so it runs without the GIL.
+ *
+ * After the scan, split() does in C what kineto.py does to the other paths' raw table: it keeps
+ * the events (X records but the profiler's own) as the rows, their times as ns, counts the
+ * records that are neither events nor device flows, and binds each device flow to the event
+ * at its (pid, tid, ns) point, as kineto._bind does with polars joins. What it is told of each
+ * name (a phase, a category) comes from kineto.py (_kinds), which owns those meanings. A trace
+ * with B/E records is left to the raw table (kineto_records.pair_spans makes their events).
  */
 #include "_arrow.h"
 #include <errno.h>
+#include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +65,7 @@ typedef struct {
     int64_t metadata; /* "ph": "M" records counted, not kept */
     int state;        /* 0: after "[", 1: after a record, 2: after ",", 3: after "]" */
     int busy;         /* a feed is running (without the GIL) */
+    int split;        /* split() kept the events alone, their times as ns */
     char *arena;      /* the interned strings' bytes */
     size_t arena_len, arena_cap;
     Entry *entries;
@@ -123,6 +136,18 @@ static int hex4(const char *p)
     return v;
 }
 
+/* Whether none of the eight bytes at p ends a string's plain run: no quote, backslash, control
+ * character or non-ASCII byte (word-at-a-time tests, each exact for "any byte"). */
+static int plain8(const char *p)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+    uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x;
+    return (special & high) == 0;
+}
+
 /* Read the string at c->p (its opening quote): its bytes between the quotes in *s, *n, and
  * whether it holds an escape. A \u escape of a surrogate declines (lone ones are errors). */
 static int string(Cur *c, const char **s, size_t *n, int *escaped)
@@ -130,6 +155,10 @@ static int string(Cur *c, const char **s, size_t *n, int *escaped)
     const char *p = c->p + 1;
     *escaped = 0;
     while (p < c->end) {
+        while (c->end - p >= 8 && plain8(p)) /* most of a trace's text: eight bytes a step */
+            p += 8;
+        if (p >= c->end)
+            break;
         unsigned char b = (unsigned char)*p;
         if (b == '"') {
             *s = c->p + 1;
@@ -318,12 +347,22 @@ static int skip_value(Cur *c, int depth)
 
 /* --- interning ------------------------------------------------------------------------------ */
 
-static uint64_t fnv1a(const char *s, size_t n)
+/* A string's hash, eight bytes a step (kernel names run to hundreds of bytes): each word mixed
+ * in by a multiply and a shift, the length last. */
+static uint64_t hash(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
+    const uint64_t k = 0x9E3779B97F4A7C15ULL;
+    uint64_t h = 1469598103934665603ULL, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w ^ n) * k;
+    return h ^ (h >> 29);
 }
 
 static int grow(void **buf, size_t *cap, size_t need, size_t size)
@@ -362,7 +401,7 @@ static int rehash(Scanner *s)
 /* The index of string s[0..n) among the interned ones, added when new; -1 when out of memory. */
 static int64_t intern(Scanner *s, const char *str, size_t n)
 {
-    uint64_t h = fnv1a(str, n);
+    uint64_t h = hash(str, n);
     if ((s->n_entries + 1) * 2 > s->table_cap && !rehash(s))
         return -1;
     size_t k = h & (s->table_cap - 1);
@@ -512,6 +551,35 @@ static int id(Cur *c, Record *r, int slot)
     return skip_value(c, 1);
 }
 
+/* A number written as digits, a point and digits (no exponent) whose digits make an integer
+ * below 2**53 with at most 22 after the point: *d as strtod reads it, and 1; 0 for any other.
+ * Both the integer and the power of ten are exact doubles and division rounds correctly, so the
+ * quotient is the correctly rounded value (Clinger's fast path): no strtod, a third of the
+ * scan's time where every record writes two times. */
+static int exact_decimal(const char *s, size_t n, double *d)
+{
+    static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t i = s[0] == '-' ? 1 : 0;
+    uint64_t m = 0;
+    int point = -1, digits = 0;
+    for (; i < n; i++) {
+        if (s[i] == '.') {
+            point = digits;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9' || ++digits > 16)
+            return 0;
+        m = m * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (point < 0 || m > (1ULL << 53) || digits - point > 22)
+        return 0;
+    double v = (double)m / POW10[digits - point];
+    *d = s[0] == '-' ? -v : v;
+    return 1;
+}
+
 /* A time (num): a number below 1e300 as a double, null for any other value. Integers convert
  * exactly as Python's float() does (both round to nearest), others through strtod (correctly
  * rounded, as orjson); anything strtod reports out of range declines. */
@@ -531,7 +599,7 @@ static int time_value(Cur *c, Record *r, int slot)
         if (!to_i64(s, n, &v))
             DECLINE(c, "a time beyond int64");
         d = (double)v;
-    } else {
+    } else if (!exact_decimal(s, n, &d)) {
         char *stop;
         if (n >= TOKEN_MAX)
             DECLINE(c, "a time written with too many digits");
@@ -576,6 +644,15 @@ static const Key ARGS[] = {
 };
 #undef K
 
+/* Whether the n bytes at a and b are the same: a key is a few bytes, shorter than a call. */
+static inline int same(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 /* Read the object at c->p, the keys of ``keys`` into r, the rest skipped. ``seen_base`` puts
  * the keys' bits apart in r->seen (top-level keys, then args keys). */
 static int object(Cur *c, Record *r, const Key *keys, int seen_base)
@@ -608,14 +685,16 @@ static int object(Cur *c, Record *r, const Key *keys, int seen_base)
         if (c->p >= c->end)
             return MORE;
         const Key *k = keys;
-        while (k->key && !(k->len == n && memcmp(k->key, s, n) == 0))
+        while (k->key && !(k->len == n && same(k->key, s, n)))
             k++;
         if (k->key) {
             uint32_t bit = 1u << (seen_base + (int)(k - keys));
             if (r->seen & bit)
                 DECLINE(c, "a key the scanner reads written twice in a record");
             r->seen |= bit;
-            rc = k->read(c, r, k->slot);
+            /* a metadata record's values but its phase are only checked: it is never a row */
+            rc = r->meta && !(keys == TOP && k->slot == PH) ? skip_value(c, 1)
+                                                             : k->read(c, r, k->slot);
         } else {
             rc = skip_value(c, 1);
         }
@@ -777,10 +856,310 @@ static PyObject *feed(Scanner *s, PyObject *args)
     return Py_BuildValue("(nO)", (Py_ssize_t)used, s->state == 3 ? Py_True : Py_False);
 }
 
+/* --- after the scan: the events and the device flows apart, each flow bound to its event --- */
+
+/* What split() is told of each interned string, a byte per index of names() and one for a null
+ * after them: as a phase, as a category (kineto.py's NOT_EVENTS and DEVICE_FLOWS), and the
+ * rank of a flow's preference for an event of that category (lower first). */
+enum { K_X = 1, K_SF = 2, K_BE = 4, K_NOT_EVENT = 8, K_DEVICE_FLOW = 16 };
+#define K_RANK(k) ((uint64_t)(((k) >> 5) & 3))
+#define ROW_MASK ((1ULL << 48) - 1) /* a bound value: (rank << 48 | row) + 1 */
+enum { R_SKIPPED, R_EVENT, R_FLOW }; /* what a row is to split() */
+
+static int valid_at(const Column *col, int64_t row)
+{
+    return (col->bits[row / 8] >> (row % 8)) & 1;
+}
+
+static void set_valid(Column *col, int64_t row, int ok)
+{
+    uint8_t bit = (uint8_t)(1u << (row % 8));
+    col->bits[row / 8] = ok ? (uint8_t)(col->bits[row / 8] | bit)
+                            : (uint8_t)(col->bits[row / 8] & ~bit);
+    col->nulls += !ok;
+}
+
+/* A time's µs (a double's bits) as int64 ns after base, as kineto._ns computes it: whole µs and
+ * the fraction apart (rounded half to even, as polars rounds), int64 sums wrapping as polars'
+ * do; 0 (null) where the time is not finite or the ns fall outside int64. */
+static int to_ns(uint64_t bits, int64_t base, int64_t *ns)
+{
+    double us, whole;
+    memcpy(&us, &bits, sizeof us);
+    double approx = us * 1000.0 + (double)base;
+    if (!isfinite(us) || !(approx > -9.2e18 && approx < 9.2e18))
+        return 0;
+    whole = floor(us);
+    int64_t frac = (int64_t)rint((us - whole) * 1000.0);
+    *ns = (int64_t)((uint64_t)(int64_t)whole * 1000u + (uint64_t)frac + (uint64_t)base);
+    return 1;
+}
+
+typedef struct { /* a device flow record */
+    int64_t pid, tid, ns, id;
+    uint64_t ph;
+    size_t point;    /* its point's slot (split) */
+    int ok, id_ok;   /* pid, tid and ns all valid (it can bind); its id valid */
+} Flow;
+
+typedef struct { /* a slot of a Map: its key, and a value (USED set once claimed) */
+    uint64_t k[3], v;
+} Slot;
+#define USED (1ULL << 63)
+
+typedef struct {
+    Slot *slot;
+    size_t mask;
+} Map;
+
+/* A map of room for n keys (open addressing, never more than half full); 0 when out of memory. */
+static int map_new(Map *m, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n + 2)
+        cap *= 2;
+    m->slot = calloc(cap, sizeof(Slot));
+    m->mask = cap - 1;
+    return m->slot != NULL;
+}
+
+/* Where key (a, b, c) is looked for first. */
+static size_t map_home(const Map *m, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t h = (a * 0x9E3779B97F4A7C15ULL) ^ (b * 0xC2B2AE3D27D4EB4FULL) ^ c;
+    h = (h ^ (h >> 31)) * 0x94D049BB133111EBULL;
+    return (size_t)(h ^ (h >> 29)) & m->mask;
+}
+
+/* The slot of key (a, b, c) looked for from i (its home), claimed (v USED) when new unless
+ * ``find`` (then NULL). */
+static Slot *map_at(Map *m, size_t i, uint64_t a, uint64_t b, uint64_t c, int find)
+{
+    for (;; i = (i + 1) & m->mask) {
+        Slot *sl = &m->slot[i];
+        if (!sl->v) {
+            if (find)
+                return NULL;
+            *sl = (Slot){{a, b, c}, USED};
+            return sl;
+        }
+        if (sl->k[0] == a && sl->k[1] == b && sl->k[2] == c)
+            return sl;
+    }
+}
+
+/* The tables are larger than the caches: each lookup's slot is fetched this many ahead. */
+#define AHEAD 16
+
+typedef struct { /* one flow id bound to one event row */
+    int64_t row, id;
+    int id_ok;
+} Pair;
+
+static int pair_order(const void *x, const void *y)
+{
+    const Pair *a = x, *b = y;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    if (a->id_ok != b->id_ok) /* a null id first, as polars sorts */
+        return a->id_ok < b->id_ok ? -1 : 1;
+    return a->id_ok && a->id != b->id ? (a->id < b->id ? -1 : 1) : 0;
+}
+
+static const char *const COLUMN_SPLIT[NCOL] = {
+    "ph",      "category", "name",   "pid",         "tid",         "start_ns", "duration_ns",
+    "flow_id", "device",   "stream", "external_id", "correlation", "seq_id",   "exec_id",
+};
+
+/* The kind of row's phase or category: kinds holds one byte per name, then the null's. */
+#define KIND_OF(s, kinds, c, row)                                                             \
+    (kinds)[valid_at(&(s)->col[c], row) ? (s)->col[c].vals[row] : (s)->n_entries]
+
+static PyObject *survey(Scanner *s, PyObject *args)
+{
+    Py_buffer view;
+    int paired = 0;
+    PyObject *first = NULL;
+    if (!PyArg_ParseTuple(args, "y*", &view))
+        return NULL;
+    const uint8_t *kinds = view.buf;
+    if ((size_t)view.len != s->n_entries + 1 || s->busy || s->split) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "Scanner.survey: a kind for each name, once, at rest");
+        return NULL;
+    }
+    for (int64_t row = 0; row < s->rows; row++) {
+        uint8_t ph = KIND_OF(s, kinds, PH, row);
+        paired |= (ph & K_BE) != 0;
+        if (first == NULL && (ph & K_X)) {
+            double ts;
+            memcpy(&ts, &s->col[TS].vals[row], sizeof ts);
+            first = valid_at(&s->col[TS], row) ? PyFloat_FromDouble(ts) : Py_NewRef(Py_None);
+            if (first == NULL) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    PyObject *out = Py_BuildValue("(ON)", paired ? Py_True : Py_False,
+                                  first != NULL ? first : Py_NewRef(Py_None));
+    return out;
+}
+
+/* Keep the event rows (compacted in place, ts and dur as ns), bind the device flows; the rest
+ * counted. The Pairs out, sorted and unique, in *pairs; 0 when out of memory. */
+static int split_rows(Scanner *s, const uint8_t *kinds, int64_t base, Map *skipped,
+                      Pair **pairs, int64_t *n_pairs, int64_t *distinct, int64_t *bound)
+{
+    int64_t n = s->rows, events = 0, n_flows = 0, n_skipped = 0;
+    uint8_t *cls = malloc((size_t)n + 1);
+    Flow *flows = NULL;
+    Map points = {NULL, 0}, keys = {NULL, 0};
+    int64_t *at = NULL;
+    int ok = 0;
+    if (cls == NULL)
+        return 0;
+    for (int64_t row = 0; row < n; row++) {
+        uint8_t ph = KIND_OF(s, kinds, PH, row), cat = KIND_OF(s, kinds, CAT, row);
+        cls[row] = (ph & K_X) && !(cat & K_NOT_EVENT)       ? R_EVENT
+                   : (ph & K_SF) && (cat & K_DEVICE_FLOW) ? R_FLOW
+                                                          : R_SKIPPED;
+        n_flows += cls[row] == R_FLOW;
+        n_skipped += cls[row] == R_SKIPPED;
+    }
+    if (!map_new(skipped, (size_t)n_skipped) ||
+        (flows = malloc(sizeof(Flow) * (size_t)(n_flows + 1))) == NULL)
+        goto done;
+    n_flows = 0;
+    for (int i = 0; i < NCOL; i++)
+        s->col[i].nulls = 0;
+    for (int64_t row = 0; row < n; row++) {
+        Column *c = s->col;
+        if (cls[row] == R_SKIPPED) {
+            uint64_t ph = valid_at(&c[PH], row) ? c[PH].vals[row] + 1 : 0;
+            uint64_t cat = valid_at(&c[CAT], row) ? c[CAT].vals[row] + 1 : 0;
+            map_at(skipped, map_home(skipped, ph, cat, 0), ph, cat, 0, 0)->v++; /* a count */
+        } else if (cls[row] == R_FLOW) {
+            Flow *f = &flows[n_flows++];
+            *f = (Flow){c[PID].vals[row], c[TID].vals[row], 0, c[FLOW].vals[row],
+                        c[PH].vals[row], 0, 0, valid_at(&c[FLOW], row)};
+            f->ok = valid_at(&c[PID], row) && valid_at(&c[TID], row) &&
+                    valid_at(&c[TS], row) && to_ns(c[TS].vals[row], base, &f->ns);
+        } else { /* an event: row moves up to events (rows before it are done with) */
+            int64_t to = events++;
+            for (int i = 0; i < NCOL; i++) {
+                int valid = valid_at(&c[i], row);
+                uint64_t v = c[i].vals[row];
+                if (valid && (i == TS || i == DUR)) {
+                    int64_t ns;
+                    valid = to_ns(v, i == TS ? base : 0, &ns);
+                    v = valid ? (uint64_t)ns : 0;
+                }
+                c[i].vals[to] = valid ? v : 0;
+                set_valid(&c[i], to, valid);
+            }
+        }
+    }
+    s->rows = events;
+    /* each flow's (pid, tid, ns) point, then its preferred event: the lowest (rank, row) */
+    if (!map_new(&points, (size_t)n_flows) || !map_new(&keys, (size_t)n_flows))
+        goto done;
+    for (int64_t i = 0; i < n_flows; i++) {
+        Flow *f = &flows[i];
+        if (i + AHEAD < n_flows && flows[i + AHEAD].ok) {
+            Flow *g = &flows[i + AHEAD];
+            __builtin_prefetch(&points.slot[map_home(&points, (uint64_t)g->pid, (uint64_t)g->tid,
+                                                     (uint64_t)g->ns)]);
+        }
+        if (f->ok) {
+            uint64_t pid = (uint64_t)f->pid, tid = (uint64_t)f->tid, ns = (uint64_t)f->ns;
+            f->point = (size_t)(map_at(&points, map_home(&points, pid, tid, ns), pid, tid, ns,
+                                       0) - points.slot);
+        }
+    }
+    Column *c = s->col;
+    for (int64_t row = 0; row < events; row++) {
+        int64_t next = row + AHEAD;
+        if (next < events)
+            __builtin_prefetch(&points.slot[map_home(&points, c[PID].vals[next],
+                                                     c[TID].vals[next], c[TS].vals[next])]);
+        if (!valid_at(&c[PID], row) || !valid_at(&c[TID], row) || !valid_at(&c[TS], row))
+            continue;
+        uint64_t pid = c[PID].vals[row], tid = c[TID].vals[row], ns = c[TS].vals[row];
+        Slot *sl = map_at(&points, map_home(&points, pid, tid, ns), pid, tid, ns, 1);
+        uint64_t best = (K_RANK(KIND_OF(s, kinds, CAT, row)) << 48 | (uint64_t)row) + 1;
+        if (sl != NULL && (sl->v == USED || (best | USED) < sl->v))
+            sl->v = best | USED;
+    }
+    /* each (flow id, phase): the preferred event of its records' points */
+    for (int64_t i = 0; i < n_flows; i++) {
+        Flow *f = &flows[i];
+        if (i + AHEAD < n_flows) {
+            Flow *g = &flows[i + AHEAD];
+            __builtin_prefetch(&keys.slot[map_home(&keys, (uint64_t)g->id_ok,
+                                                   g->id_ok ? (uint64_t)g->id : 0, g->ph)]);
+        }
+        uint64_t ok = (uint64_t)f->id_ok, id = f->id_ok ? (uint64_t)f->id : 0;
+        Slot *key = map_at(&keys, map_home(&keys, ok, id, f->ph), ok, id, f->ph, 0);
+        uint64_t best = f->ok ? points.slot[f->point].v : USED;
+        if (best != USED && (key->v == USED || best < key->v))
+            key->v = best;
+    }
+    /* the bound keys as pairs, in row order (a count of each row's, then each put in place),
+     * each row's few sorted by id, then those twice (a flow's start and end on one event) once */
+    *distinct = *bound = 0;
+    *pairs = malloc(sizeof(Pair) * (size_t)(n_flows + 1));
+    at = calloc((size_t)events + 1, sizeof *at);
+    if (*pairs == NULL || at == NULL)
+        goto done;
+    for (size_t i = 0; i <= keys.mask; i++) {
+        uint64_t v = keys.slot[i].v;
+        *distinct += v != 0;
+        *bound += v > USED;
+        if (v > USED)
+            at[(v - 1) & ROW_MASK]++;
+    }
+    for (int64_t row = 0, sum = 0; row <= events; row++) { /* at[row]: where row's pairs end */
+        sum += at[row];
+        at[row] = sum;
+    }
+    for (size_t i = 0; i <= keys.mask; i++) {
+        Slot *key = &keys.slot[i];
+        if (key->v > USED) {
+            int64_t row = (int64_t)((key->v - 1) & ROW_MASK);
+            (*pairs)[--at[row]] = (Pair){row, (int64_t)key->k[1], (int)key->k[0]};
+        }
+    }
+    *n_pairs = 0;
+    for (int64_t row = 0; row < events; row++) {
+        int64_t from = at[row], to = at[row + 1];
+        for (int64_t i = from + 1; i < to; i++) /* insertion sort: a row has one or two */
+            for (int64_t j = i; j > from && pair_order(&(*pairs)[j - 1], &(*pairs)[j]) > 0; j--) {
+                Pair t = (*pairs)[j];
+                (*pairs)[j] = (*pairs)[j - 1];
+                (*pairs)[j - 1] = t;
+            }
+        for (int64_t i = from; i < to; i++)
+            if (*n_pairs == 0 || pair_order(&(*pairs)[*n_pairs - 1], &(*pairs)[i]) != 0)
+                (*pairs)[(*n_pairs)++] = (*pairs)[i];
+    }
+    ok = 1;
+done:
+    free(at);
+    free(cls);
+    free(flows);
+    free(points.slot);
+    free(keys.slot);
+    return ok;
+}
+
 /* --- out, through Arrow's C data interface (_arrow.h) ------------------------------------- */
 
 static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g",
                                          "l", "l", "l", "l", "l", "l", "l"};
+static const char *const FORMAT_SPLIT[NCOL] = {"l", "l", "l", "l", "l", "l", "l",
+                                               "l", "l", "l", "l", "l", "l", "l"};
 
 static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
 {
@@ -792,10 +1171,183 @@ static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_RuntimeError, "Scanner.feed is running");
         return NULL;
     }
-    PyObject *pair = arrow_export(s->col, NCOL, s->rows, COLUMN, FORMAT);
+    /* the columns leave no larger than their rows: they grew by doubling, and split() keeps
+     * the events alone (two thirds of the rows), so up to two thirds of them would go unused
+     * for as long as the events table lives */
+    for (int i = 0; i < NCOL && s->rows < s->cap; i++) {
+        uint64_t *v = realloc(s->col[i].vals, (size_t)(s->rows + 1) * sizeof *v);
+        uint8_t *b = realloc(s->col[i].bits, (size_t)s->rows / 8 + 1);
+        s->col[i].vals = v != NULL ? v : s->col[i].vals;
+        s->col[i].bits = b != NULL ? b : s->col[i].bits;
+    }
+    PyObject *pair = arrow_export(s->col, NCOL, s->rows, s->split ? COLUMN_SPLIT : COLUMN,
+                                  s->split ? FORMAT_SPLIT : FORMAT);
     if (pair != NULL)
         s->rows = s->cap = 0; /* the rows left with their buffers */
     return pair;
+}
+
+/* The flow_ids column, each event's bound flow ids (null where none), out through Arrow as a
+ * struct of one large-list column of int64 (Arrow's nesting, below: each level releases its
+ * own buffers and what it still holds of the level under it). */
+typedef struct {
+    struct ArrowArray child, *children[1];
+    const void *buffers[2];
+} Level;
+
+static void release_level(struct ArrowArray *x)
+{
+    Level *l = x->private_data;
+    if (x->n_children && l->child.release)
+        l->child.release(&l->child);
+    for (int64_t i = 0; i < x->n_buffers; i++)
+        free((void *)l->buffers[i]);
+    free(l);
+    x->release = NULL;
+}
+
+/* Make x an array of length n, its buffers bufs (nb of them, taken), with child (taken) when
+ * not NULL; 0 when out of memory (nothing taken). */
+static int level(struct ArrowArray *x, int64_t n, int64_t nulls, const void *b0, const void *b1,
+                 int nb, struct ArrowArray *child)
+{
+    Level *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return 0;
+    l->buffers[0] = b0;
+    l->buffers[1] = b1;
+    if (child != NULL) {
+        l->child = *child;
+        l->children[0] = &l->child;
+    }
+    *x = (struct ArrowArray){.length = n, .null_count = nulls, .n_buffers = nb,
+                             .buffers = l->buffers, .n_children = child != NULL,
+                             .children = child != NULL ? l->children : NULL,
+                             .release = release_level, .private_data = l};
+    return 1;
+}
+
+static PyObject *flow_ids_out(const Pair *pairs, int64_t n, int64_t events)
+{
+    static const char *const names[] = {"flow_ids", "item"}, *const formats[] = {"+L", "l"};
+    uint8_t *id_bits = calloc((size_t)n / 8 + 1, 1), *list_bits = calloc((size_t)events / 8 + 1, 1);
+    uint64_t *ids = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    int64_t *offsets = malloc(sizeof(int64_t) * (size_t)(events + 1)), id_nulls = 0, empty = 0;
+    struct ArrowArray values, list, *top = calloc(1, sizeof *top);
+    int made = 0;
+    if (id_bits == NULL || list_bits == NULL || ids == NULL || offsets == NULL || top == NULL)
+        goto fail;
+    for (int64_t i = 0, row = 0; row <= events; row++) {
+        offsets[row] = i;
+        while (row < events && i < n && pairs[i].row == row) {
+            ids[i] = pairs[i].id_ok ? (uint64_t)pairs[i].id : 0;
+            id_bits[i / 8] |= (uint8_t)(pairs[i].id_ok << (i % 8));
+            id_nulls += !pairs[i].id_ok;
+            i++;
+        }
+        if (row < events && i > offsets[row])
+            list_bits[row / 8] |= (uint8_t)(1u << (row % 8));
+        else if (row < events)
+            empty++;
+    }
+    if (!level(&values, n, id_nulls, id_bits, ids, 2, NULL))
+        goto fail;
+    made = 1;
+    if (!level(&list, events, empty, list_bits, offsets, 2, &values))
+        goto fail;
+    made = 2;
+    if (!level(top, events, 0, NULL, NULL, 1, &list))
+        goto fail;
+    struct ArrowSchema *schema = arrow_schema(1, names, formats);
+    if (schema == NULL) {
+        top->release(top);
+        free(top);
+        return PyErr_NoMemory();
+    }
+    /* the list's one child: the schema of its items */
+    SchemaData *d = schema->private_data;
+    d->schema[1] = (struct ArrowSchema){.format = formats[1], .name = names[1], .flags = 2,
+                                        .release = release_child_schema};
+    d->schemas[1] = &d->schema[1];
+    d->schema[0].n_children = 1;
+    d->schema[0].children = &d->schemas[1];
+    PyObject *sc = PyCapsule_New(schema, "arrow_schema", schema_capsule_free);
+    PyObject *ac = PyCapsule_New(top, "arrow_array", array_capsule_free);
+    PyObject *pair = sc && ac ? PyTuple_Pack(2, sc, ac) : NULL;
+    if (sc == NULL) {
+        schema->release(schema);
+        free(schema);
+    }
+    if (ac == NULL) {
+        top->release(top);
+        free(top);
+    }
+    Py_XDECREF(sc);
+    Py_XDECREF(ac);
+    return pair;
+fail:
+    if (made == 2)
+        list.release(&list);
+    else if (made == 1)
+        values.release(&values);
+    else {
+        free(id_bits);
+        free(ids);
+    }
+    if (made < 2) {
+        free(list_bits);
+        free(offsets);
+    }
+    free(top);
+    return PyErr_NoMemory();
+}
+
+static PyObject *split(Scanner *s, PyObject *args)
+{
+    Py_buffer view;
+    long long base;
+    Map skipped = {NULL, 0};
+    Pair *pairs = NULL;
+    int64_t n_pairs = 0, distinct = 0, bound = 0;
+    if (!PyArg_ParseTuple(args, "y*L", &view, &base))
+        return NULL;
+    if ((size_t)view.len != s->n_entries + 1 || s->busy || s->split) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "Scanner.split: a kind for each name, once, at rest");
+        return NULL;
+    }
+    s->split = 1;
+    int ok = split_rows(s, view.buf, (int64_t)base, &skipped, &pairs, &n_pairs, &distinct, &bound);
+    PyBuffer_Release(&view);
+    PyObject *counts = ok ? PyList_New(0) : NULL, *out = NULL;
+    for (size_t i = 0; counts != NULL && i <= skipped.mask; i++) {
+        Slot *sl = &skipped.slot[i];
+        if (!sl->v)
+            continue;
+        PyObject *ph = sl->k[0] ? PyLong_FromUnsignedLongLong(sl->k[0] - 1) : Py_NewRef(Py_None);
+        PyObject *cat = sl->k[1] ? PyLong_FromUnsignedLongLong(sl->k[1] - 1) : Py_NewRef(Py_None);
+        PyObject *t = ph && cat ? Py_BuildValue("(OOK)", ph, cat, (unsigned long long)(sl->v & ~USED)) : NULL;
+        Py_XDECREF(ph);
+        Py_XDECREF(cat);
+        if (t == NULL || PyList_Append(counts, t) < 0)
+            Py_CLEAR(counts);
+        Py_XDECREF(t);
+    }
+    PyObject *bound_pairs = counts != NULL ? flow_ids_out(pairs, n_pairs, s->rows) : NULL;
+    if (bound_pairs != NULL)
+        out = Py_BuildValue("(NLLN)", counts, (long long)distinct, (long long)bound, bound_pairs);
+    else
+        Py_XDECREF(counts);
+    free(skipped.slot);
+    free(pairs);
+#ifdef __GLIBC__
+    /* split's tables (tens of MB) are freed, but glibc keeps what it took from the heap once
+     * a freed block has raised its mmap threshold (the file's blocks do): give it back */
+    malloc_trim(0);
+#endif
+    if (!ok && !PyErr_Occurred())
+        PyErr_NoMemory();
+    return out;
 }
 
 static PyObject *names(Scanner *s, PyObject *unused)
@@ -845,6 +1397,15 @@ static PyMethodDef scanner_methods[] = {
      "cannot, or one is longer than max_record bytes."},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))arrow_c_array,
      METH_VARARGS | METH_KEYWORDS, "The rows read, as an Arrow struct array (taken out)."},
+    {"survey", (PyCFunction)survey, METH_VARARGS,
+     "survey(kinds) -> (paired, first_ts): whether a row is a B or E record, and the ts of the "
+     "first X record (None where none); kinds: a byte per name, as split() takes."},
+    {"split", (PyCFunction)split, METH_VARARGS,
+     "split(kinds, base) -> (skipped, keys, bound, flow_ids): keep the events alone, times as "
+     "ns after base; bind each device flow (flow id, phase) to its event. skipped: (ph, cat, "
+     "n) by name index (None: null); keys: the flows' (id, phase) keys, bound: those bound; "
+     "flow_ids: each event's bound ids, sorted and unique (null: none), as an Arrow capsule "
+     "pair (a struct of one list column)."},
     {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
     {"counts", (PyCFunction)counts, METH_NOARGS,
      "(rows, metadata): the rows kept so far, and the metadata records counted."},

@@ -26,7 +26,7 @@ from trace_analyzer.readers.common import (
     json_text,
 )
 from trace_analyzer.readers.format import Format
-from trace_analyzer.readers.kineto_native import scans
+from trace_analyzer.readers.kineto_native import Binding, Records, scans
 from trace_analyzer.readers.kineto_records import LINK_COLUMNS, collect, pair_spans
 from trace_analyzer.readers.kineto_stream import NotFast, scan
 
@@ -66,6 +66,8 @@ CATEGORIES: dict[str, tuple[str, str, str]] = {
 NOT_EVENTS = {"Trace", "overhead"}
 # Flow categories that link a host launch to a device op (old traces say async_gpu).
 DEVICE_FLOWS = {"ac2g", "async_gpu"}
+# A device flow's preference for the event it binds to, by lane kind (lower first; others 2).
+FLOW_RANK = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
 KIND, STRING = EVENTS_SCHEMA["lane_kind"], pl.String()  # the types _label gives its columns
 DEVICE_WORD = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "privateuse1": "Device"}
 
@@ -81,7 +83,7 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
     if not isinstance(events, list):
         raise InputError(str(src.path), "traceEvents is not a list")
     raw, non_objects = collect(events)
-    held = [raw]
+    held: list[pl.DataFrame | Records] = [raw]
     del raw  # _result holds the records' table alone, and lets it go once split
     return _result(src, doc, held, non_objects)
 
@@ -102,8 +104,8 @@ def read_fast(
             meta, raw, metadata = scan_with(src.path, keep_args, max_bytes=cap)
         except NotFast:
             continue
-        held = [raw]
-        del raw  # _result holds the records' table alone, and lets it go once split
+        held: list[pl.DataFrame | Records] = [raw]
+        del raw  # _result holds the records alone, and lets them go once split
         return _result(src, meta, held, 0, metadata)
     return None
 
@@ -113,12 +115,16 @@ OWN_EXPORT = "traceana"
 
 
 def _result(
-    src: Source, meta: dict[str, Any], held: list[pl.DataFrame], non_objects: int, metadata: int = 0
+    src: Source,
+    meta: dict[str, Any],
+    held: list[pl.DataFrame | Records],
+    non_objects: int,
+    metadata: int = 0,
 ) -> ReadResult:
     """Return the ReadResult of the records' table, taken out of ``held`` (a one-item list):
     with no other reference to it, it is freed once split (at 5 million records, 0.9 GB).
-    ``metadata``: the metadata records counted instead of kept in it."""
-    raw = held.pop()
+    The compiled scanner's Records are split in C, their flows bound there, unless B/E records
+    need the raw table. ``metadata``: the metadata records counted instead of kept in it."""
     if OWN_EXPORT in meta and not src.named:  # `traceana export P -o P/x.json`, found in P
         return ReadResult.skipped(
             src,
@@ -127,15 +133,8 @@ def _result(
             "another trace of the run; name the file itself to read it",
         )
     result = ReadResult(source=src, format="kineto-json")
-    raw, unmatched = pair_spans(raw)  # B/E duration events as the X records they make
-    base, clock_note, aligned = _clock(meta, raw)
-    if aligned:
-        result.notes.append(clock_note)
-    else:
-        result.warnings.append(f"{src.path}: {clock_note}")
-    rows, flows, skipped = _split_records(raw, base)
-    del raw  # the only reference (``held``): the records' table goes now
-    counted = {"non-object records": non_objects, "metadata records": metadata, **unmatched}
+    rows, flows, binding, skipped = _events_of(held.pop(), meta, src, result)
+    counted = {"non-object records": non_objects, "metadata records": metadata}
     skipped.update({k: n for k, n in counted.items() if n})
     neuron = _any_neuron(rows) or (
         src.capture is not None and capture_backend(src.path.parent) in (None, "neuron")
@@ -151,7 +150,9 @@ def _result(
             src.capture.host if src.capture else None,
             host_pid,
         )
-        df = _attach_flows(df, flows, result)
+        if flows is not None:  # the polars and exact paths bind flows here, the scanner did
+            binding = _bind(df, flows)
+        df = _set_flows(df, binding, result)
         df = assign_steps(conform(df))
     result.events = df
     result.rank, result.rank_origin = _rank(meta, src)
@@ -164,12 +165,43 @@ def _result(
     return result
 
 
+def _events_of(
+    raw: pl.DataFrame | Records, meta: dict[str, Any], src: Source, result: ReadResult
+) -> tuple[pl.DataFrame, pl.DataFrame | None, Binding | None, Counter[str]]:
+    """Return the events of the records (not labelled yet), the device flow records to bind
+    (None where the scanner bound them: then the binding), and the count of what was skipped;
+    the clock's note (or warning) goes on ``result``. The compiled scanner's Records are split
+    in C, unless B/E records need the raw table to pair them. ``raw`` is the only reference
+    to the records: they go once split."""
+    kinds, unmatched = b"", dict[str, int]()
+    first: object = None  # the ts of the first X record, for _clock
+    if isinstance(raw, Records):
+        kinds = _kinds(raw.names())
+        paired, first = raw.survey(kinds)
+        if paired:
+            raw = raw.table()
+    if isinstance(raw, pl.DataFrame):
+        raw, unmatched = pair_spans(raw)  # B/E duration events as the X records they make
+        first = raw.filter(pl.col("ph") == "X")["ts"].first()
+    base, clock_note, aligned = _clock(meta, first)
+    if aligned:
+        result.notes.append(clock_note)
+    else:
+        result.warnings.append(f"{src.path}: {clock_note}")
+    if isinstance(raw, Records):
+        rows, counts, binding = raw.split(kinds, base)
+        return rows, None, binding, _skipped(counts)
+    rows, flows, skipped = _split_records(raw, base)
+    skipped.update(unmatched)
+    return rows, flows, None, skipped
+
+
 def _range_note(df: pl.DataFrame) -> list[str]:
     """Return a note when the trace holds CUPTI range profiler events: their times are not
     measured (Kineto splits the profiled span evenly between the ranges), their counters are."""
     if df.is_empty():
         return []
-    n = df.filter(pl.col("category") == RANGE).height
+    n = df.select("category").filter(pl.col("category") == RANGE).height
     if not n:
         return []
     return [
@@ -179,12 +211,12 @@ def _range_note(df: pl.DataFrame) -> list[str]:
     ]
 
 
-def _clock(meta: dict[str, Any], raw: pl.DataFrame) -> tuple[int, str, bool]:
-    """Return the base to add to ts (ns), a note on the clock, and whether it is epoch-aligned."""
+def _clock(meta: dict[str, Any], first: object) -> tuple[int, str, bool]:
+    """Return the base to add to ts (ns), a note on the clock, and whether it is epoch-aligned;
+    ``first``: the ts of the first X record (after pairing), None where none."""
     base = as_i64(meta.get("baseTimeNanoseconds"))
     if base is not None:
         return base, "clock: ts relative to baseTimeNanoseconds, aligned to epoch ns", True
-    first = raw.filter(pl.col("ph") == "X")["ts"].first()
     if isinstance(first, float) and first > 1e15:
         return 0, "clock: no baseTimeNanoseconds; ts read as epoch µs (older Kineto)", True
     return (
@@ -237,6 +269,34 @@ def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataF
     return events, flows, skipped
 
 
+def _skipped(counts: list[tuple[str | None, str | None, int]]) -> Counter[str]:
+    """Return the count of what was skipped, by reason, from counts by (ph, category)."""
+    skipped: Counter[str] = Counter()
+    for p, c, n in counts:
+        skipped[f"'{c}' spans" if p == "X" else _skip_reason(p, c)] += n
+    return skipped
+
+
+def _kinds(names: list[str]) -> bytes:
+    """Return what the scanner's split() reads of each of its names, a byte each, then one for
+    a null: as a phase (X; s or f; B or E), as a category (NOT_EVENTS, DEVICE_FLOWS), and the
+    rank of the preference of a device flow for an event of that category (FLOW_RANK; a null
+    category is an "other" lane's, as _label makes it)."""
+    out = bytearray(len(names) + 1)
+    for i, name in enumerate([*names, None]):
+        kind = CATEGORIES[name][0] if name in CATEGORIES else "other"
+        rank = FLOW_RANK.get(kind, 2)
+        out[i] = (
+            (name == "X")
+            | (name in ("s", "f")) << 1
+            | (name in ("B", "E")) << 2
+            | (name in NOT_EVENTS) << 3
+            | (name in DEVICE_FLOWS) << 4
+            | rank << 5
+        )
+    return bytes(out)
+
+
 def _skip_reason(ph: object, cat: object) -> str:
     if ph == "M":
         return "metadata records"
@@ -256,9 +316,13 @@ def _accelerator(meta: dict[str, Any], rows: pl.DataFrame) -> str:
     props = (json_text(meta.get("deviceProperties") or []) or "").lower()
     if "amd" in props or "instinct" in props or "gfx" in props:
         return "rocm"
-    first = rows.filter(
-        pl.col("category").is_in(["cuda_runtime", "Runtime"]) & pl.col("name").is_not_null()
-    )["name"].first()
+    first = (
+        rows.select("name", "category")
+        .filter(
+            pl.col("category").is_in(["cuda_runtime", "Runtime"]) & pl.col("name").is_not_null()
+        )["name"]
+        .first()
+    )
     if isinstance(first, str):  # a name: a str, or null
         return "rocm" if first.startswith("hip") else "cuda"
     return "cuda"
@@ -268,7 +332,9 @@ def _host_pid(df: pl.DataFrame) -> int | None:
     """Return the pid of the process that owns the trace: the one that runs most cpu_ops and
     such (of two as busy, the lower: a tie must not be decided by group_by's hash order)."""
     cats = ["cpu_op", "user_annotation", "cuda_runtime", "Runtime", "mtia_runtime"]
-    host = df.filter(pl.col("category").is_in([*cats, "privateuse1_runtime"]))
+    host = df.select("pid", "category").filter(  # two columns: no copy of the wide table
+        pl.col("category").is_in([*cats, "privateuse1_runtime"])
+    )
     if host.is_empty():
         return None
     pid = host.group_by("pid").len().sort(["len", "pid"], descending=[True, False])["pid"][0]
@@ -316,7 +382,21 @@ def _label(
         .then(pl.format(prefix + "{}" + fw + "/Stream:{}", "pid", "stream"))
         .otherwise(pl.format(prefix + "{}" + fw + "/TID:{}", "pid", "tid"))
     )
-    return df.with_columns(lane=lane).drop("where")
+    # Each distinct lane is written once, from what it is made of (the rest nulled), and set
+    # on its events by a join of those keys alone: a trace has a few hundred lanes, and three
+    # formats of every event cost more than the join.
+    keys = df.select(
+        "where",
+        "pid",
+        source=pl.when(device_side).then("source"),
+        device=pl.when(device_side).then("device"),
+        stream=pl.when(pl.col("where") != HOST).then("stream"),
+        tid=pl.when(pl.col("where") == HOST).then("tid"),
+    )
+    lanes = keys.unique().with_columns(lane=lane)
+    on = keys.columns
+    lane_of = keys.join(lanes, on=on, how="left", nulls_equal=True, maintain_order="left")
+    return df.with_columns(lane=lane_of["lane"]).drop("where")
 
 
 def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
@@ -325,23 +405,29 @@ def _on_device_pid(df: pl.DataFrame) -> pl.Expr:
     Device events use the device index as pid; some runtimes (MTIA) also log host-side calls
     under it. Neither is a process: both belong to the host process that owns the trace.
     """
-    device_pids = set(df.filter(pl.col("where") == DEVICE)["pid"].drop_nulls().to_list())
-    host_pids = set(df.filter(pl.col("category") == "cpu_op")["pid"].drop_nulls().to_list())
+
+    def pids(where: pl.Expr) -> set[int]:  # of one column: no copy of the wide table
+        return set(df.select(pl.col("pid").filter(where).drop_nulls().unique())["pid"])
+
+    device_pids = pids(pl.col("where") == DEVICE)
+    host_pids = pids(pl.col("category") == "cpu_op")
     return (pl.col("where") == DEVICE) | pl.col("pid").is_in(list(device_pids - host_pids))
 
 
-def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.DataFrame:
-    """Return df with ``flow_ids`` from ac2g flows, bound to the event at the flow's (tid, ts).
+def _bind(df: pl.DataFrame, fl: pl.DataFrame) -> Binding | None:
+    """Return the ac2g flows bound to events at the flow's (pid, tid, ts): each event's flow
+    ids (sorted, unique; null where none), and the count of (flow id, phase) keys bound to
+    none; None without flows.
 
     Kineto writes a flow start at its launch event's ts and a flow end at its device event's
     ts, on the same pid/tid. Where several events share that point, the launch (runtime or
-    dispatch) takes the start and the device-side event takes the end.
+    dispatch) takes the start and the device-side event takes the end (FLOW_RANK, then the
+    first in the file). The compiled scanner binds them the same way (_kscan.c, split).
     """
     if fl.is_empty():
-        return df
+        return None
     # Flows carry the pid Kineto wrote (a device index for device events), so match on that.
     ev = df.lazy().with_row_index("_row").select("_row", "tid", "start_ns", "lane_kind", "raw_pid")
-    prefer = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
     # one lazy query: polars keeps only what each step needs (at 2 million flow records,
     # 0.5 GB less at the peak than these steps made eagerly)
     bound = (
@@ -350,7 +436,7 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
         .with_columns(
             rank=pl.col("lane_kind")
             .cast(pl.String)
-            .replace_strict(prefer, default=2, return_dtype=pl.Int64)
+            .replace_strict(FLOW_RANK, default=2, return_dtype=pl.Int64)
         )
         .sort("rank", "_row")
         .unique(subset=["flow_id", "ph"], keep="first", maintain_order=True)
@@ -358,11 +444,8 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
         .collect()
     )
     unbound = len(fl.unique(subset=["flow_id", "ph"])) - len(bound)
-    if unbound:
-        result.notes.append(f"{unbound} flow endpoints matched no event")
     per_event = (
-        bound.select("_row", "flow_id")
-        .unique()
+        bound.unique()
         .sort("_row", "flow_id")
         .group_by("_row", maintain_order=True)
         .agg(flow_ids="flow_id")
@@ -371,7 +454,18 @@ def _attach_flows(df: pl.DataFrame, fl: pl.DataFrame, result: ReadResult) -> pl.
     ids = pl.DataFrame({"_row": pl.int_range(df.height, dtype=pl.UInt32, eager=True)}).join(
         per_event, on="_row", how="left", maintain_order="left"
     )["flow_ids"]
-    return df.with_columns(flow_ids=ids.cast(pl.List(pl.Int64)))
+    return ids.cast(pl.List(pl.Int64)), unbound
+
+
+def _set_flows(df: pl.DataFrame, binding: Binding | None, result: ReadResult) -> pl.DataFrame:
+    """Return df with ``flow_ids``, each event's bound flows (``binding``: _bind's, or the
+    compiled scanner's), and a note of the flow endpoints bound to no event."""
+    if binding is None:
+        return df
+    ids, unbound = binding
+    if unbound:
+        result.notes.append(f"{unbound} flow endpoints matched no event")
+    return df.with_columns(flow_ids=ids)
 
 
 def _rank(meta: dict[str, Any], src: Source) -> tuple[int | None, str | None]:

@@ -30,7 +30,7 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.model.schema import Text
 from trace_analyzer.readers.common import out_of_memory
-from trace_analyzer.readers.kineto_records import RAW_SCHEMA
+from trace_analyzer.readers.kineto_records import LINK_COLUMNS, RAW_SCHEMA
 from trace_analyzer.readers.kineto_stream import NotFast
 
 _kscan: ModuleType | None
@@ -43,9 +43,80 @@ ENV = "TRACEANA_KINETO_SCAN"
 CHOICES = ("native", "polars", "exact")
 TEXTS = ("ph", "category", "name")  # columns the scanner writes as indexes into its names
 
-# A scan: (path, keep_args, max_bytes) -> the top-level keys, the raw table, metadata records
-# counted rather than kept; NotFast when it declines the file.
-Scan = Callable[..., tuple[dict[str, Any], pl.DataFrame, int]]
+
+class Records:
+    """The records the compiled scanner read, still in its memory, for kineto.py to take out
+    either as the raw table (``table``) or, split in C, as the events alone with their device
+    flows already bound (``split``): the raw table's rows of flows and skipped records, and
+    the joins that bind flows, are never made. One or the other, once."""
+
+    def __init__(self, scanner: Any, rows: int) -> None:
+        self.scanner, self.rows = scanner, rows
+
+    def names(self) -> list[str]:
+        """The strings the texts index (what ``kinds`` describes, a byte each)."""
+        return list(self.scanner.names())
+
+    def table(self) -> pl.DataFrame:
+        """The raw table (RAW_SCHEMA), as the other paths make it."""
+        return _table(self.scanner, self.rows)
+
+    def survey(self, kinds: bytes) -> tuple[bool, float | None]:
+        """Whether a record is a B or E one (pairs: the raw table's work), and the ts of the
+        first X record (None where there is none, or it has none)."""
+        paired, first = self.scanner.survey(kinds)
+        return bool(paired), first
+
+    def split(
+        self, kinds: bytes, base: int
+    ) -> tuple[pl.DataFrame, list[tuple[str | None, str | None, int]], Binding | None]:
+        """Return the events (the columns kineto._split_records gives them, times as ns after
+        ``base``), the records skipped as (ph, category, count), and the device flows' binding
+        (None where there are none): each event's flow ids (sorted, unique; null where none),
+        and the count of (flow id, phase) keys bound to no event."""
+        names = self.scanner.names()
+        skipped, keys, bound, flow_ids = self.scanner.split(kinds, base)
+        counts = [
+            (None if p is None else names[p], None if c is None else names[c], n)
+            for p, c, n in skipped
+        ]
+        binding = (pl.DataFrame(_Arrow(flow_ids))["flow_ids"], keys - bound) if keys else None
+        rows = self.scanner.counts()[0]
+        if not rows:
+            return pl.DataFrame(schema=EVENT_COLUMNS), counts, binding
+        cols = pl.DataFrame(self.scanner)
+        text = pl.Series(names, dtype=pl.String).cast(Text)
+        texts = {c: text.gather(cols[c]) for c in ("name", "category")}
+        events = cols.with_columns(**texts, args_json=pl.lit(None, pl.String)).select(
+            *EVENT_COLUMNS
+        )
+        return events, counts, binding
+
+
+class _Arrow:
+    """An Arrow capsule pair (schema, array) made in C, for polars to take without a copy."""
+
+    def __init__(self, pair: tuple[Any, Any]) -> None:
+        self.pair = pair
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
+        return self.pair
+
+
+Binding = tuple[pl.Series, int]  # each event's flow ids, and the flow keys left unbound
+# The columns of the events split() keeps, as kineto._split_records selects them.
+EVENT_COLUMNS: dict[str, pl.DataType] = {
+    "name": Text,
+    "category": Text,
+    "start_ns": pl.Int64(),
+    "duration_ns": pl.Int64(),
+    **{c: RAW_SCHEMA[c] for c in ("pid", "tid", "device", "stream", *LINK_COLUMNS)},
+    "args_json": pl.String(),
+}
+
+# A scan: (path, keep_args, max_bytes) -> the top-level keys, the raw table (or the compiled
+# scanner's Records), metadata records counted rather than kept; NotFast when it declines.
+Scan = Callable[..., tuple[dict[str, Any], "pl.DataFrame | Records", int]]
 
 
 def choice() -> str:
@@ -62,7 +133,13 @@ def scans() -> list[Scan]:
     if chosen == "exact":
         return []
     polars = [_polars(stream.split_kineto), _polars(stream.split_any)]
-    return [native_scan, *polars] if chosen == "native" and _kscan is not None else polars
+    return [_native, *polars] if chosen == "native" and _kscan is not None else polars
+
+
+def _native(
+    path: AnyPath, keep_args: bool, *, max_bytes: int | None
+) -> tuple[dict[str, Any], pl.DataFrame | Records, int]:
+    return native_scan(path, keep_args, max_bytes=max_bytes, table=False)
 
 
 def _polars(split: stream.Split) -> Scan:
@@ -75,10 +152,11 @@ def _polars(split: stream.Split) -> Scan:
 
 
 def native_scan(
-    path: AnyPath, keep_args: bool, *, max_bytes: int | None
-) -> tuple[dict[str, Any], pl.DataFrame, int]:
+    path: AnyPath, keep_args: bool, *, max_bytes: int | None, table: bool = True
+) -> tuple[dict[str, Any], Any, int]:
     """Return the trace's top-level keys but traceEvents, its records but the metadata ones as
-    the raw table, and the count of metadata records; NotFast where the scanner declines."""
+    the raw table (or, not ``table``, as the scanner's Records), and the count of metadata
+    records; NotFast where the scanner declines."""
     if _kscan is None or keep_args:
         raise NotFast("the compiled scanner is not built, or args_json is asked for")
     cap = cap_for(path, max_bytes) if path.name.endswith(".gz") else None
@@ -91,7 +169,8 @@ def native_scan(
             out_of_memory(e)
         raise NotFast(str(e)) from e
     rows, metadata = scanner.counts()
-    return meta, _table(scanner, rows), metadata
+    records = Records(scanner, rows)
+    return meta, records.table() if table else records, metadata
 
 
 def _read(r: stream.Reader, scanner: Any) -> dict[str, Any]:
