@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import merge
 from trace_analyzer.loading.link import GRAPH_LAUNCH
 from trace_analyzer.model.schema import matching, text
 from trace_analyzer.numbers import duration, duration_expr
@@ -25,32 +24,18 @@ def covered(
     by: str | list[str] = "pid",
     end: str = "end_ns",
     last_event: bool = True,
-    presorted: bool = False,
 ) -> pl.DataFrame:
     """Return ``gaps`` with ``<name>_ns``: how much of each gap, from ``start_ns`` to
     ``end`` (a column), the intervals of ``marks`` with the same ``by`` value cover, and
     ``<name>_event``: the name of the last mark that starts before that end. ``by`` may
-    name several columns (a thread: its pid and tid). ``presorted``: ``marks`` are sorted by
-    ``by``, start and end already."""
+    name several columns (a thread: its pid and tid)."""
     if marks.is_empty():
         return gaps.with_columns(
             pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
         )
     keys = [by] if isinstance(by, str) else by
-    keyed = marks.select(*keys, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
-    m = merge(keyed, by, presorted=presorted)  # in the key's and start's order, as made
-    m = m.with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
-    m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over(by))
-
-    def upto(t: str) -> pl.Series:  # covered time from the key's first mark up to t
-        probe = gaps.with_row_index("_g").select("_g", *keys, t=pl.col(t)).sort("t")
-        hit = probe.join_asof(
-            m.sort("start_ns"), left_on="t", right_on="start_ns", by=by, check_sortedness=False
-        )
-        value = pl.col("before") + (pl.col("t") - pl.col("start_ns")).clip(0, pl.col("length"))
-        return hit.select("_g", value.fill_null(0).alias("c")).sort("_g")["c"]
-
-    cover = (upto(end) - upto("start_ns")).clip(lower_bound=0).alias(f"{name}_ns")
+    reached = reach(marks.sort(*keys, "start_ns"), keys, {name: pl.lit(True)})
+    cover = spans(gaps, reached, keys, end)[f"{name}_ns"]
     if not last_event:
         return gaps.with_columns(cover)
     last = (
@@ -72,6 +57,58 @@ def covered(
         )
     )
     return gaps.with_columns(cover, last.to_series())
+
+
+NO_REACH = -(2**63)  # the reach before a key's first mark: earlier than every time
+
+
+def reach(marks: pl.DataFrame, keys: list[str], levels: dict[str, pl.Expr]) -> pl.DataFrame:
+    """Return per start of ``marks`` (sorted by ``keys`` and start) and per level (its name,
+    and which marks count in it) how far that level's marks of the key reach by then
+    (``<level>_reach``: the latest end so far) and how much time they cover up to that reach
+    (``<level>_cum``: the length of their union).
+
+    The union is never built: marks in start order extend it by the part of each past the
+    reach before it, and every mark up to a time t started before t, so the time from t to
+    the reach (if any) is covered by one of them. ``spans`` reads the covered time up to
+    any t from this table, every level from one lookup (the host split's three unions of one
+    thread's marks are one pass, not three merges). Marks with the same key and start are
+    one row, the last: it holds them all."""
+    start, end = pl.col("start_ns"), pl.col("end_ns")
+    cols: list[pl.Expr] = []
+    for level, counts in levels.items():
+        ends = pl.when(counts).then(end).otherwise(NO_REACH)
+        before = ends.cum_max().shift(1, fill_value=NO_REACH)
+        grown = pl.when(counts).then((end - pl.max_horizontal(start, before)).clip(0)).otherwise(0)
+        cols += [
+            ends.cum_max().over(keys).alias(f"{level}_reach"),
+            grown.cum_sum().over(keys).alias(f"{level}_cum"),
+        ]
+    at = [*keys, "start_ns"]
+    last = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(-1)) for c in at)
+    return marks.select(*at, *cols).filter(last)
+
+
+def spans(gaps: pl.DataFrame, reached: pl.DataFrame, keys: list[str], end: str) -> pl.DataFrame:
+    """Return per row of ``gaps`` and level of ``reached`` (``reach``), ``<level>_ns``: the
+    time the level's marks with the row's ``keys`` cover from its ``start_ns`` to ``end``."""
+    levels = [c.removesuffix("_reach") for c in reached.columns if c.endswith("_reach")]
+
+    def upto(t: str) -> pl.DataFrame:  # covered time from the key's first mark up to t
+        probe = gaps.with_row_index("_g").select("_g", *keys, t=pl.col(t)).sort("t")
+        hit = probe.join_asof(
+            reached, left_on="t", right_on="start_ns", by=keys, check_sortedness=False
+        )
+        t_ns = pl.col("t")
+        return hit.sort("_g").select(
+            (pl.col(f"{v}_cum") - (pl.max_horizontal(f"{v}_reach", t_ns) - t_ns))
+            .fill_null(0)
+            .alias(v)
+            for v in levels
+        )
+
+    late, early = upto(end), upto("start_ns")
+    return pl.DataFrame((late[v] - early[v]).clip(lower_bound=0).alias(f"{v}_ns") for v in levels)
 
 
 def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
@@ -125,17 +162,16 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
             pl.col("lane_kind").is_in(HOST_KINDS)
             & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
         )
-        .select("event_id", "start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
+        .select("start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
         .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
-        .sort(*thread, "start_ns", "end_ns")
+        .sort(*thread, "start_ns")
         .collect()
     )  # only the threads that launch late (the others' marks cover no late time), sorted once
     synchronizes = matching(host["name"], SYNC_NAMES)
-    sync = host.filter(synchronizes)
-    calls = host.filter(pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes)
+    calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
+    levels = {"_s": synchronizes, "_c": calls, "_a": pl.lit(True)}
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
-    for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
-        g = covered(g, marks, name, by=thread, end="_late_end", last_event=False, presorted=True)
+    g = g.hstack(spans(g, reach(host, thread, levels), thread, "_late_end"))
     split = {
         "host_sync_ns": pl.col("_s_ns"),
         "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
