@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from trace_analyzer.loading.link import GRAPH_LAUNCH
-from trace_analyzer.model.schema import matching, text
+from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
@@ -34,15 +34,15 @@ def covered(
             pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
         )
     keys = [by] if isinstance(by, str) else by
-    reached = reach(marks.sort(*keys, "start_ns"), keys, {name: pl.lit(True)})
-    cover = spans(gaps, reached, keys, end)[f"{name}_ns"]
+    marks = by_start(marks.select(*keys, "start_ns", "end_ns", "name"))
+    cover = spans(gaps, reach(marks, keys, {name: pl.lit(True)}), keys, end)[f"{name}_ns"]
     if not last_event:
         return gaps.with_columns(cover)
     last = (
         gaps.with_row_index("_g")
         .sort(end)
         .join_asof(
-            marks.select(*keys, "start_ns", "name", end_m="end_ns").sort("start_ns"),
+            marks.rename({"end_ns": "end_m"}),
             left_on=end,
             right_on="start_ns",
             by=by,
@@ -62,8 +62,14 @@ def covered(
 NO_REACH = -(2**63)  # the reach before a key's first mark: earlier than every time
 
 
+def by_start(marks: pl.DataFrame) -> pl.DataFrame:
+    """Return ``marks`` in start order: as they are when they are (a profile's events are,
+    and so is every subset of them), so that a million marks are not sorted again."""
+    return marks if marks["start_ns"].is_sorted() else marks.sort("start_ns")
+
+
 def reach(marks: pl.DataFrame, keys: list[str], levels: dict[str, pl.Expr]) -> pl.DataFrame:
-    """Return per start of ``marks`` (sorted by ``keys`` and start) and per level (its name,
+    """Return per start of ``marks`` (in start order: ``by_start``) and per level (its name,
     and which marks count in it) how far that level's marks of the key reach by then
     (``<level>_reach``: the latest end so far) and how much time they cover up to that reach
     (``<level>_cum``: the length of their union).
@@ -84,9 +90,8 @@ def reach(marks: pl.DataFrame, keys: list[str], levels: dict[str, pl.Expr]) -> p
             ends.cum_max().over(keys).alias(f"{level}_reach"),
             grown.cum_sum().over(keys).alias(f"{level}_cum"),
         ]
-    at = [*keys, "start_ns"]
-    last = pl.any_horizontal(pl.col(c).ne_missing(pl.col(c).shift(-1)) for c in at)
-    return marks.select(*at, *cols).filter(last)
+    last = start.ne_missing(start.shift(-1)).over(keys)
+    return marks.select(*keys, "start_ns", *cols).filter(last)
 
 
 def spans(gaps: pl.DataFrame, reached: pl.DataFrame, keys: list[str], end: str) -> pl.DataFrame:
@@ -148,8 +153,7 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
     if late_rows.is_empty():
         return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
-    ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
-    g = late_rows.join(ops, on="next_op_event", how="left").with_columns(
+    g = _op_threads(late_rows, events).with_columns(
         *_thread(pl.coalesce("launch_pid", "op_pid"), pl.coalesce("launch_tid", "op_tid")),
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
@@ -164,9 +168,9 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
         .select("start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
         .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
-        .sort(*thread, "start_ns")
         .collect()
-    )  # only the threads that launch late (the others' marks cover no late time), sorted once
+    )  # only the threads that launch late (the others' marks cover no late time)
+    host = by_start(host)  # each thread's marks in start order among the others', not regrouped
     synchronizes = matching(host["name"], SYNC_NAMES)
     calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
     levels = {"_s": synchronizes, "_c": calls, "_a": pl.lit(True)}
@@ -182,6 +186,16 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     return (
         gaps.with_row_index("_r").join(found, on="_r", how="left", maintain_order="left").drop("_r")
     )
+
+
+def _op_threads(late: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``late`` with the thread of each row's next op (``op_pid``, ``op_tid``): found
+    by row where the events are numbered by row (a gather, not a join against every event)."""
+    if by_row(events):
+        at = late["next_op_event"]
+        return late.with_columns(op_pid=events["pid"].gather(at), op_tid=events["tid"].gather(at))
+    ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
+    return late.join(ops, on="next_op_event", how="left")
 
 
 def _thread(pid: pl.Expr | str, tid: pl.Expr | str) -> list[pl.Expr]:
