@@ -78,7 +78,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         .agg(op_dispatch_ns=pl.col("start_ns").min())
     )
     out = (
-        out.join(_runtime_starts(events, edges), on="rt_event_id", how="left")
+        out.join(_runtime_starts(events, edges, out["rt_event_id"]), on="rt_event_id", how="left")
         .join(launched, on="op_event_id", how="left")
         .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
     )
@@ -96,8 +96,9 @@ def us(start: str, end: str) -> pl.Expr:
     return ((pl.col(end) - pl.col(start)) / 1000).round(3)
 
 
-def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return per Neuron runtime event when the runtime scheduled and submitted its execution.
+def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame, wanted: pl.Series) -> pl.DataFrame:
+    """Return per Neuron runtime event of ``wanted`` (the ids the chains reach) when the runtime
+    scheduled and submitted its execution.
 
     The runtime events of one execution are those that link to the same framework event, or,
     where none links (a capture without the framework side), share an ``nrt_sequence_id``.
@@ -120,7 +121,11 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     # execution's firsts found once (a group), then given to its events (a join)
     def by(part: pl.LazyFrame, execution: list[str]) -> pl.LazyFrame:
         found = part.group_by(execution).agg(firsts)
-        return part.select("event_id", *execution).join(found, on=execution, how="left")
+        # only the events the chains reach: a few of the runtime's (one in five on Neuron)
+        reached = part.select("event_id", *execution).filter(
+            pl.col("event_id").is_in(wanted.implode())
+        )
+        return reached.join(found, on=execution, how="left")
 
     linked = by(rt.filter(pl.col("framework").is_not_null()), ["framework"])
     alone = by(

@@ -27,7 +27,7 @@ def positions(events: pl.DataFrame, edges: pl.DataFrame) -> tuple[pl.Series, pl.
     edge naming an event the table lacks is left out, as a join would.
     A child given two parents (edges not made by ``link``) keeps the first, by parent id."""
     ids = events["event_id"]
-    rank = pl.col("link_method").cast(pl.String).replace_strict(RANK, return_dtype=pl.Int64)
+    rank = pl.col("link_method").replace_strict(RANK, return_dtype=pl.Int64)  # no String copy
     e = edges.select("src", "dst", rank=rank)
     if by_row(events):  # edges of other events (another table's) link nothing here
         e = e.filter(
@@ -56,8 +56,9 @@ def walk(events: pl.DataFrame, hw_rows: pl.Series, edges: pl.DataFrame) -> pl.Da
         return none.scatter(edges["dst"], values)
 
     parent, method = by_child(edges["src"]), by_child(edges["rank"])
-    kind, source = (events[c].cast(pl.String) for c in ("lane_kind", "source"))
-    name, start = events["name"], events["start_ns"]
+    # as they are (an enum, a categorical: compared with strings as they are), not every
+    # event's cast to String for the few rows on the paths
+    kind, source, name, start = (events[c] for c in ("lane_kind", "source", "name", "start_ns"))
     cols: list[pl.Series] = [hw_rows.alias("hw")]
     at = hw_rows
     for d in range(1, MAX_DEPTH + 1):
