@@ -13,7 +13,15 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import Window, between, device_of, merge, stats, window_of
+from trace_analyzer.analyses.busy import (
+    Window,
+    between,
+    device_of,
+    merge,
+    once_each,
+    stats,
+    window_of,
+)
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.errors import UsageError
@@ -202,18 +210,16 @@ def _measure(
     in their device's idle (docs/gaps.md)."""
     chain, (min_gap_ns, latency_ns) = links[0], limits
     comm = comm_lanes(hw)["lane"].implode()
-    clipped = (
-        hw.filter(_in_window(w))
-        .select(
-            "event_id",
-            "lane",
-            "pid",
-            start_ns=pl.col("start_ns").clip(w.start_ns),
-            end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
-        )
-        .with_columns(device=device_of(pl.col("lane")))
+    clipped = hw.filter(_in_window(w)).select(
+        "event_id",
+        "lane",
+        "pid",
+        start_ns=pl.col("start_ns").clip(w.start_ns),
+        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
     )
-    keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
+    clipped = clipped.with_columns(device=once_each(clipped["lane"], device_of))
+    keys = hw.select("lane").unique()
+    keys = keys.with_columns(device=once_each(keys["lane"], device_of))
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = {}
     same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
     merged = pl.DataFrame()
@@ -260,7 +266,7 @@ def _pass(
     del part
     found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
     if key == "lane":  # a column, not a join: a join copies the whole table
-        found = found.with_columns(device=device_of(pl.col("lane")))
+        found = found.with_columns(device=once_each(found["lane"], device_of))
     every = found.sort("start_ns", key)
     del found  # no copy held beside the sorted one (5 million events: 250 MB)
     return merged, every
@@ -272,7 +278,7 @@ def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
     named = (
         lanes_table
         if "device" in lanes_table.columns
-        else lanes_table.with_columns(device=device_of(pl.col("lane")))
+        else lanes_table.with_columns(device=once_each(lanes_table["lane"], device_of))
     )
     return named.select(
         ("device" if c == "lane" else c) for c in lanes_table.columns if c != "device"

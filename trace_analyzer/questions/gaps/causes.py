@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import device_of
+from trace_analyzer.analyses.busy import device_of, once_each
 from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.questions.gaps.evidence import covered, host_split, launches, sentence
 
@@ -87,7 +87,7 @@ def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
     """Return the hardware lanes that carry communication: most of their executions are
     NCCL/RCCL kernels or Neuron collectives (one column, ``lane``)."""
     hw = events.lazy().filter(pl.col("lane_kind") == "hardware").select("lane", "name").collect()
-    share = hw.group_by("lane").agg(comm=text("name").str.contains(COLLECTIVE_NAMES).mean())
+    share = hw.group_by("lane").agg(comm=matching(hw["name"], COLLECTIVE_NAMES).mean())
     return share.filter(pl.col("comm") >= 0.5).select("lane")
 
 
@@ -127,13 +127,20 @@ def attribute(
     next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
     their chains (``chain.chain_table``), ``edges``: their links."""
     out = _neighbours(gaps, events, chain, launches(events, edges))
-    out = out.with_columns(_at=core_of(pl.col(key)))
-    kind = pl.col("lane_kind")
-    place = core_of(pl.col("lane") if key == "lane" else device_of(pl.col("lane")))
-    copies = events.filter(kind == "transfer").with_columns(_at=place)
-    syncs = events.filter(kind == "sync").with_columns(_at=place)
-    out = covered(out, copies, "transfer", by="_at")
-    out = covered(out, syncs, "sync", by="_at")
+    out = out.with_columns(_at=once_each(out[key], core_of))
+
+    def place(lane: pl.Expr) -> pl.Expr:  # where a copy or sync counts, at this key
+        return core_of(lane if key == "lane" else device_of(lane))
+
+    for kind in ("transfer", "sync"):  # the columns a mark needs, not every event's width
+        marks = (
+            events.lazy()
+            .filter(pl.col("lane_kind") == kind)
+            .select("lane", "start_ns", "end_ns", "name")
+            .collect()
+        )
+        marks = marks.with_columns(_at=once_each(marks["lane"], place))
+        out = covered(out, marks, kind, by="_at")
     comm = comm_lanes(events)["lane"]
     on_comm = pl.col(key).is_in(comm.implode()) if key == "lane" else pl.lit(False)
     out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
@@ -170,7 +177,7 @@ def _neighbours(
         same_graph=(
             pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
         ).fill_null(False),
-        next_collective=text("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
+        next_collective=matching(out["next_name"], COLLECTIVE_NAMES).fill_null(False),
     ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
 
 
