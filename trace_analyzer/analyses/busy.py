@@ -65,10 +65,15 @@ def window_of(
         if span[1] <= span[0]:
             raise UsageError("{param} START:END needs START < END", param="span")
         return Window(origin + span[0], origin + span[1], "--window")
-    hw = events.filter(pl.col("lane_kind") == "hardware")
-    if hw.is_empty():
+    hw = (  # the span alone, not a copy of every execution's row (0.25 s at 3 million events)
+        events.lazy()
+        .filter(pl.col("lane_kind") == "hardware")
+        .select(n=pl.len(), start=pl.col("start_ns").min(), end=pl.col("end_ns").max())
+        .collect()
+    )
+    if not hw["n"].item():
         return None
-    return Window(_ns(hw["start_ns"].min()), _ns(hw["end_ns"].max()), "hardware span")
+    return Window(_ns(hw["start"].item()), _ns(hw["end"].item()), "hardware span")
 
 
 def _steps(events: pl.DataFrame, most: int = 20) -> str:
