@@ -126,7 +126,8 @@ def attribute(
     """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
     next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
     their chains (``chain.chain_table``), ``edges``: their links."""
-    out = _neighbours(gaps, events, chain, launches(events, edges))
+    numbered = by_row(events)  # once: a compare of every event's id
+    out = _neighbours(gaps, events, chain, launches(events, edges), numbered)
     out = out.with_columns(_at=once_each(out[key], core_of))
 
     def place(lane: pl.Expr) -> pl.Expr:  # where a copy or sync counts, at this key
@@ -144,14 +145,18 @@ def attribute(
     comm = comm_lanes(events)["lane"]
     on_comm = pl.col(key).is_in(comm.implode()) if key == "lane" else pl.lit(False)
     out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
-    return sentence(host_split(out, events), latency_ns).drop("_at")
+    return sentence(host_split(out, events, numbered), latency_ns).drop("_at")
 
 
 def _neighbours(
-    gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame, launch: pl.DataFrame
+    gaps: pl.DataFrame,
+    events: pl.DataFrame,
+    chain: pl.DataFrame,
+    launch: pl.DataFrame,
+    numbered: bool,
 ) -> pl.DataFrame:
     """Return ``gaps`` with the names, ops, runtime calls and launches of the executions
-    before and after each."""
+    before and after each; ``numbered``: the events are numbered by row (``by_row``)."""
     nxt = chain.select(
         next_event="hw_event_id",
         next_op="op",
@@ -161,7 +166,7 @@ def _neighbours(
         next_op_event="op_event_id",
     )
     out = (
-        _names(gaps, events)
+        _names(gaps, events, numbered)
         .join(nxt, on="next_event", how="left")
         .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left")
         .join(launch.rename({"event_id": "next_event"}), on="next_event", how="left")
@@ -181,11 +186,11 @@ def _neighbours(
     ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
 
 
-def _names(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def _names(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return ``gaps`` with the names of the executions around each (``prev_name``,
     ``next_name``) and the next one's source: found by row where the events are numbered by
     row (a gather, not a join against every event), else joined."""
-    if by_row(events):
+    if numbered:
         name, source = events["name"], events["source"]
         prev, nxt = gaps["prev_event"], gaps["next_event"]
         return gaps.with_columns(
@@ -255,8 +260,9 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     }
     if device_gaps.is_empty():
         return pl.DataFrame(schema=schema)
-    steps = (
-        events.filter(matching(events["name"], STEP))
+    steps = (  # the steps' rows alone, narrow (not a copy of the wide rows)
+        events.lazy()
+        .filter(matching(events["name"], STEP))
         .select(
             "start_ns",
             step_end="end_ns",
@@ -264,6 +270,7 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
         .drop_nulls("step")
         .sort("start_ns")
+        .collect()
     )
     if steps.is_empty():
         return pl.DataFrame(schema=schema)

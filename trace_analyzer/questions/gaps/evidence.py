@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from trace_analyzer.loading.link import GRAPH_LAUNCH
-from trace_analyzer.model.schema import by_row, matching, text
+from trace_analyzer.model.schema import matching, text
 from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
@@ -35,7 +35,7 @@ def covered(
         )
     keys = [by] if isinstance(by, str) else by
     marks = by_start(marks.select(*keys, "start_ns", "end_ns", "name"))
-    cover = spans(gaps, reach(marks, keys, {name: pl.lit(True)}), keys, end)[f"{name}_ns"]
+    cover = spans(gaps, marks, keys, end, {name: pl.lit(True)})[f"{name}_ns"]
     if not last_event:
         return gaps.with_columns(cover)
     last = (
@@ -68,19 +68,49 @@ def by_start(marks: pl.DataFrame) -> pl.DataFrame:
     return marks if marks["start_ns"].is_sorted() else marks.sort("start_ns")
 
 
-def reach(marks: pl.DataFrame, keys: list[str], levels: dict[str, pl.Expr]) -> pl.DataFrame:
-    """Return per start of ``marks`` (in start order: ``by_start``) and per level (its name,
-    and which marks count in it) how far that level's marks of the key reach by then
-    (``<level>_reach``: the latest end so far) and how much time they cover up to that reach
-    (``<level>_cum``: the length of their union).
+def spans(
+    gaps: pl.DataFrame,
+    marks: pl.DataFrame,
+    keys: list[str],
+    end: str,
+    levels: dict[str, pl.Expr],
+) -> pl.DataFrame:
+    """Return per row of ``gaps`` and per level (its name, and which of ``marks`` count in
+    it) ``<level>_ns``: the time the level's marks with the row's ``keys`` cover from its
+    ``start_ns`` to ``end`` (a column). ``marks``: in start order (``by_start``).
 
-    The union is never built: marks in start order extend it by the part of each past the
-    reach before it, and every mark up to a time t started before t, so the time from t to
-    the reach (if any) is covered by one of them. ``spans`` reads the covered time up to
-    any t from this table, every level from one lookup (the host split's three unions of one
-    thread's marks are one pass, not three merges). Marks with the same key and start are
-    one row, the last: it holds them all. Each key's marks are taken apart (a few threads or
-    lanes): running sums over a whole part cost a third of the same sums per key (``over``)."""
+    Each key (a thread, a lane) is taken apart: its marks, and the gaps that ask about it (a
+    few keys; one lookup by time per part, not one by key and time over all of them). A key
+    with a null in it matches nothing, as in a join."""
+    probes = gaps.select(*keys, "start_ns", _end=end).with_row_index("_g")
+    by_key = marks.partition_by(keys, as_dict=True, maintain_order=True)
+    found = [
+        _spans_of(part, by_key[key], levels)
+        for key, part in probes.partition_by(keys, as_dict=True, maintain_order=True).items()
+        if key in by_key and None not in key
+    ]
+    rows = pl.concat(found) if found else None
+
+    def column(name: str) -> pl.Series:  # 0 where no mark of the key covers anything
+        zero = pl.zeros(gaps.height, pl.Int64, eager=True).alias(name)
+        return zero if rows is None else zero.scatter(rows["_g"], rows[name])
+
+    return pl.DataFrame(column(f"{v}_ns") for v in levels)
+
+
+def _spans_of(
+    probes: pl.DataFrame, marks: pl.DataFrame, levels: dict[str, pl.Expr]
+) -> pl.DataFrame:
+    """Return ``spans`` of the ``probes`` (row ``_g``, ``start_ns``, ``_end``) of one key, from
+    its ``marks`` in start order.
+
+    The union of the marks is never built: per start, the latest end so far (the reach) and
+    the length of the union so far (each mark in start order adds its part past the reach
+    before it). Every mark up to a time t started before t, so the time from t to the reach
+    (if any) is covered by one of them: the time covered up to t is the union so far less
+    that. So one lookup by time gives every level (the host split's three unions of one
+    thread's marks: one pass, not three merges). Marks with the same start are one row, the
+    last: it holds them all."""
     start, end = pl.col("start_ns"), pl.col("end_ns")
     cols: list[pl.Expr] = []
     for level, counts in levels.items():
@@ -88,31 +118,21 @@ def reach(marks: pl.DataFrame, keys: list[str], levels: dict[str, pl.Expr]) -> p
         before = ends.cum_max().shift(1, fill_value=NO_REACH)
         grown = pl.when(counts).then((end - pl.max_horizontal(start, before)).clip(0)).otherwise(0)
         cols += [ends.cum_max().alias(f"{level}_reach"), grown.cum_sum().alias(f"{level}_cum")]
-    last = start.ne_missing(start.shift(-1))
-    parts = marks.partition_by(keys, maintain_order=True) or [marks]  # each in start order
-    return pl.concat(part.select(*keys, "start_ns", *cols).filter(last) for part in parts)
+    reached = marks.select("start_ns", *cols).filter(start.ne_missing(start.shift(-1)))
+    t = pl.col("t")
 
-
-def spans(gaps: pl.DataFrame, reached: pl.DataFrame, keys: list[str], end: str) -> pl.DataFrame:
-    """Return per row of ``gaps`` and level of ``reached`` (``reach``), ``<level>_ns``: the
-    time the level's marks with the row's ``keys`` cover from its ``start_ns`` to ``end``."""
-    levels = [c.removesuffix("_reach") for c in reached.columns if c.endswith("_reach")]
-
-    def upto(t: str) -> pl.DataFrame:  # covered time from the key's first mark up to t
-        probe = gaps.with_row_index("_g").select("_g", *keys, t=pl.col(t)).sort("t")
-        hit = probe.join_asof(
-            reached, left_on="t", right_on="start_ns", by=keys, check_sortedness=False
-        )
-        t_ns = pl.col("t")
+    def upto(at: str) -> pl.DataFrame:  # covered time from the key's first mark up to a time
+        probe = probes.select("_g", t=pl.col(at)).sort("t")
+        hit = probe.join_asof(reached, left_on="t", right_on="start_ns", check_sortedness=False)
         return hit.sort("_g").select(
-            (pl.col(f"{v}_cum") - (pl.max_horizontal(f"{v}_reach", t_ns) - t_ns))
-            .fill_null(0)
-            .alias(v)
+            (pl.col(f"{v}_cum") - (pl.max_horizontal(f"{v}_reach", t) - t)).fill_null(0).alias(v)
             for v in levels
         )
 
-    late, early = upto(end), upto("start_ns")
-    return pl.DataFrame((late[v] - early[v]).clip(lower_bound=0).alias(f"{v}_ns") for v in levels)
+    late, early = upto("_end"), upto("start_ns")
+    return pl.DataFrame(
+        [probes["_g"], *((late[v] - early[v]).clip(lower_bound=0).alias(f"{v}_ns") for v in levels)]
+    )
 
 
 def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
@@ -133,13 +153,13 @@ def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
     return found.join(calls, on="launch_event")
 
 
-def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return ``gaps`` with, for each ``host_dispatch`` gap, how the host's late time (from
     the gap's start to the next launch) went on the launching thread: ``host_sync_ns``,
     ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns`` (null for other causes).
 
     The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
-    its op's thread)."""
+    its op's thread). ``numbered``: the events are numbered by row (``by_row``)."""
     dispatch = pl.col("cause") == "host_dispatch"
     late_rows = (
         gaps.lazy()
@@ -152,7 +172,7 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
     if late_rows.is_empty():
         return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
-    g = _op_threads(late_rows, events).with_columns(
+    g = _op_threads(late_rows, events, numbered).with_columns(
         *_thread(pl.coalesce("launch_pid", "op_pid"), pl.coalesce("launch_tid", "op_tid")),
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
@@ -174,7 +194,7 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
     levels = {"_s": synchronizes, "_c": calls, "_a": pl.lit(True)}
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
-    g = g.hstack(spans(g, reach(host, thread, levels), thread, "_late_end"))
+    g = g.hstack(spans(g, host, thread, "_late_end", levels))
     split = {
         "host_sync_ns": pl.col("_s_ns"),
         "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
@@ -187,10 +207,10 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _op_threads(late: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def _op_threads(late: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return ``late`` with the thread of each row's next op (``op_pid``, ``op_tid``): found
     by row where the events are numbered by row (a gather, not a join against every event)."""
-    if by_row(events):
+    if numbered:
         at = late["next_op_event"]
         return late.with_columns(op_pid=events["pid"].gather(at), op_tid=events["tid"].gather(at))
     ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
