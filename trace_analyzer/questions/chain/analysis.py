@@ -52,7 +52,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     null for an execution that reaches no op (unlinked, still listed).
     """
     edges = link(events) if edges is None else edges
-    ids, by_row = positions(events, edges)
+    by_row = positions(events, edges)[1]  # the edges by row (the ids: the events' own)
     # the columns a chain shows, not the whole width (at 1 million executions, 0.3 GB)
     hw = (
         events.lazy()
@@ -69,7 +69,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         )
         .collect()
     )
-    out = hw.hstack(nearest(walk(events, hw["_row"], by_row), ids).drop("hw"))
+    out = hw.hstack(nearest(walk(events, hw["_row"], by_row), events).drop("hw"))
     # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
     launched = (
         edges.filter(pl.col("hop") == "launch")
