@@ -127,7 +127,7 @@ def attribute(
     next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
     their chains (``chain.chain_table``), ``edges``: their links."""
     numbered = by_row(events)  # once: a compare of every event's id
-    out = _neighbours(gaps, events, chain, launches(events, edges), numbered)
+    out = _neighbours(gaps, events, chain, launches(events, edges, numbered), numbered)
     out = out.with_columns(_at=once_each(out[key], core_of))
 
     def place(lane: pl.Expr) -> pl.Expr:  # where a copy or sync counts, at this key

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from trace_analyzer.loading.link import GRAPH_LAUNCH
-from trace_analyzer.model.schema import matching, text
+from trace_analyzer.model.schema import matching
 from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
@@ -39,7 +39,8 @@ def covered(
     if not last_event:
         return gaps.with_columns(cover)
     last = (
-        gaps.with_row_index("_g")
+        gaps.select(*keys, "start_ns", end)  # the columns the lookup reads, not every gap's
+        .with_row_index("_g")
         .sort(end)
         .join_asof(
             marks.rename({"end_ns": "end_m"}),
@@ -83,10 +84,14 @@ def spans(
     few keys; one lookup by time per part, not one by key and time over all of them). A key
     with a null in it matches nothing, as in a join."""
     probes = gaps.select(*keys, "start_ns", _end=end).with_row_index("_g")
-    by_key = marks.partition_by(keys, as_dict=True, maintain_order=True)
+
+    def apart(frame: pl.DataFrame) -> dict[tuple[object, ...], pl.DataFrame]:  # keys not copied
+        return frame.partition_by(keys, as_dict=True, maintain_order=True, include_key=False)
+
+    by_key = apart(marks)
     found = [
         _spans_of(part, by_key[key], levels)
-        for key, part in probes.partition_by(keys, as_dict=True, maintain_order=True).items()
+        for key, part in apart(probes).items()
         if key in by_key and None not in key
     ]
     rows = pl.concat(found) if found else None
@@ -135,21 +140,25 @@ def _spans_of(
     )
 
 
-def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+def launches(events: pl.DataFrame, edges: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return per hardware event its launch (the runtime call its ``device`` link names):
-    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread."""
+    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread.
+    ``numbered``: the events are numbered by row (``by_row``): the launches are gathered by
+    row, not joined against every event."""
     found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
-    calls = (
-        events.select("event_id", "start_ns", "name", "pid", "tid")
-        .join(found.select(event_id="launch_event").unique(), on="event_id", how="semi")
-        .select(
-            launch_event="event_id",
-            launch_start_ns="start_ns",
-            launch_is_graph=text("name").str.contains(GRAPH_LAUNCH),
-            launch_pid="pid",
-            launch_tid="tid",
-        )
-    )  # the launches alone: the regex on their names, not on every event's
+    ids = found["launch_event"].unique()
+    columns = events.select("event_id", "start_ns", "name", "pid", "tid")
+    if numbered:  # an edge naming an event the table lacks links nothing, as in the join
+        rows = columns[ids.filter(ids.is_between(0, events.height - 1))]
+    else:
+        rows = columns.join(ids.to_frame("event_id"), on="event_id", how="semi")
+    calls = rows.select(
+        launch_event="event_id",
+        launch_start_ns="start_ns",
+        launch_is_graph=matching(rows["name"], GRAPH_LAUNCH),
+        launch_pid="pid",
+        launch_tid="tid",
+    )  # the launches alone: the regex on their distinct names, not on every event's
     return found.join(calls, on="launch_event")
 
 
@@ -178,7 +187,8 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
     )
     thread = ["_pid", "_tid"]
     # only the columns the marks need: the whole host side of a wide table is a copy of most
-    # of it (at 5 million events, 1.3 GB more at the peak)
+    # of it (at 5 million events, 1.3 GB more at the peak); the threads that launch nothing
+    # late are left out by ``spans`` (which looks up the threads asked about only)
     host = (
         events.lazy()
         .filter(
@@ -186,13 +196,14 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
             & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
         )
         .select("start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
-        .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
         .collect()
-    )  # only the threads that launch late (the others' marks cover no late time)
-    host = by_start(host)  # each thread's marks in start order among the others', not regrouped
+    )
     synchronizes = matching(host["name"], SYNC_NAMES)
     calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
-    levels = {"_s": synchronizes, "_c": calls, "_a": pl.lit(True)}
+    # each thread's marks in start order among the others' (not regrouped), and narrow: what
+    # ``spans`` takes apart by thread is a copy
+    host = by_start(host.select("start_ns", "end_ns", *thread, _sync=synchronizes, _call=calls))
+    levels = {"_s": pl.col("_sync"), "_c": pl.col("_call"), "_a": pl.lit(True)}
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
     g = g.hstack(spans(g, host, thread, "_late_end", levels))
     split = {
@@ -202,9 +213,12 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
         "host_untraced_ns": late - pl.col("_a_ns"),
     }
     found = g.select("_r", **{k: v.clip(lower_bound=0) for k, v in split.items()})
-    return (
-        gaps.with_row_index("_r").join(found, on="_r", how="left", maintain_order="left").drop("_r")
-    )
+
+    def placed(c: str) -> pl.Series:  # null for the other causes' gaps
+        none = pl.repeat(None, gaps.height, dtype=pl.Int64, eager=True)
+        return none.scatter(found["_r"], found[c]).alias(c)
+
+    return gaps.with_columns(placed(c) for c in split)  # a join would copy every column
 
 
 def _op_threads(late: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
