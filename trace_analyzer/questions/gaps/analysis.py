@@ -89,9 +89,10 @@ class GapsResult(RunResult):
     ``window``: what was measured (None when nothing ran on hardware). ``lanes`` and ``devices``:
     busy, idle, leading and trailing idle, idle %, executions and gap statistics per hardware lane
     and per device. ``gaps``: every gap per lane, attributed (the executions around it, the next op,
-    its cause and evidence); ``device_gaps``: the same per device (all its lanes idle). ``ops``: the
-    idle before each op, in all and by cause. ``summary``: the totals over devices, what
-    ``--fail-on`` and diff read. ``chain``: the chains the gaps were attributed with
+    its cause and evidence; made when first read where the lanes are not the devices: ``Later``,
+    and passed on unmade by ``gate``); ``device_gaps``: the same per device (all its lanes
+    idle). ``ops``: the idle before each op, in all and by cause. ``summary``: the totals over
+    devices, what ``--fail-on`` and diff read. ``chain``: the chains the gaps were attributed with
     (``questions.chain.analysis.chain_table``). ``root``: the run. ``failed``: the ``--fail-on``
     conditions that held (``gate``). ``engines``: where the run has device-profile exports, per op
     and NEFF the NEFF's engines and roofline (``questions.engines.below``; ``gaps(device=...)`` sets
