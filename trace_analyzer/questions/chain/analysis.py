@@ -13,6 +13,7 @@ import polars as pl
 from trace_analyzer.analyses.results import TableResult, frame_repr
 from trace_analyzer.loading.link import METHODS, link
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import by_row as numbered
 from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.paths import CALLERS, nearest, positions, walk
 from trace_analyzer.units import glob_regex
@@ -71,12 +72,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     )
     out = hw.hstack(nearest(walk(events, hw["_row"], by_row), events).drop("hw"))
     # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
-    launched = (
-        edges.filter(pl.col("hop") == "launch")
-        .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
-        .group_by(op_event_id="src")
-        .agg(op_dispatch_ns=pl.col("start_ns").min())
-    )
+    launched = _dispatches(events, edges.filter(pl.col("hop") == "launch"))
     out = (
         out.join(_runtime_starts(events, edges, out["rt_event_id"]), on="rt_event_id", how="left")
         .join(launched, on="op_event_id", how="left")
@@ -89,6 +85,20 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         hw_duration_us=us("hw_start_ns", "hw_end_ns"),
     )
     return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
+
+
+def _dispatches(events: pl.DataFrame, launch: pl.DataFrame) -> pl.DataFrame:
+    """Return per op (``op_event_id``) the first start of its dispatch calls
+    (``op_dispatch_ns``); ``launch``: the op-to-call edges. The calls' starts are found by row
+    where the events are numbered by row (a gather, not a join against every event)."""
+    if numbered(events):  # an edge naming an event the table lacks links nothing, as in a join
+        launch = launch.filter(pl.col("dst").is_between(0, events.height - 1))
+        calls = launch.select("src", start_ns=events["start_ns"].gather(launch["dst"]))
+    else:
+        calls = launch.join(
+            events.select("event_id", "start_ns"), left_on="dst", right_on="event_id"
+        )
+    return calls.group_by(op_event_id="src").agg(op_dispatch_ns=pl.col("start_ns").min())
 
 
 def us(start: str, end: str) -> pl.Expr:
