@@ -13,6 +13,7 @@ import polars as pl
 from trace_analyzer.analyses.results import TableResult, frame_repr
 from trace_analyzer.loading.link import METHODS, link
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import by_row as numbered
 from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.paths import CALLERS, nearest, positions, walk
 from trace_analyzer.units import glob_regex
@@ -52,7 +53,7 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     null for an execution that reaches no op (unlinked, still listed).
     """
     edges = link(events) if edges is None else edges
-    ids, by_row = positions(events, edges)
+    by_row = positions(events, edges)[1]  # the edges by row (the ids: the events' own)
     # the columns a chain shows, not the whole width (at 1 million executions, 0.3 GB)
     hw = (
         events.lazy()
@@ -69,16 +70,11 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
         )
         .collect()
     )
-    out = hw.hstack(nearest(walk(events, hw["_row"], by_row), ids).drop("hw"))
+    out = hw.hstack(nearest(walk(events, hw["_row"], by_row), events).drop("hw"))
     # Without a dispatch on the path (an Explorer export alone), the op's own dispatch call.
-    launched = (
-        edges.filter(pl.col("hop") == "launch")
-        .join(events.select("event_id", "start_ns"), left_on="dst", right_on="event_id")
-        .group_by(op_event_id="src")
-        .agg(op_dispatch_ns=pl.col("start_ns").min())
-    )
+    launched = _dispatches(events, edges.filter(pl.col("hop") == "launch"))
     out = (
-        out.join(_runtime_starts(events, edges), on="rt_event_id", how="left")
+        out.join(_runtime_starts(events, edges, out["rt_event_id"]), on="rt_event_id", how="left")
         .join(launched, on="op_event_id", how="left")
         .with_columns(pl.col("dispatch_start_ns").fill_null(pl.col("op_dispatch_ns")))
     )
@@ -91,23 +87,45 @@ def chain_table(events: pl.DataFrame, edges: pl.DataFrame | None = None) -> pl.D
     return out.select(CHAIN_COLUMNS).sort("hw_start_ns", "hw_event_id")
 
 
+def _dispatches(events: pl.DataFrame, launch: pl.DataFrame) -> pl.DataFrame:
+    """Return per op (``op_event_id``) the first start of its dispatch calls
+    (``op_dispatch_ns``); ``launch``: the op-to-call edges. The calls' starts are found by row
+    where the events are numbered by row (a gather, not a join against every event)."""
+    if numbered(events):  # an edge naming an event the table lacks links nothing, as in a join
+        launch = launch.filter(pl.col("dst").is_between(0, events.height - 1))
+        calls = launch.select("src", start_ns=events["start_ns"].gather(launch["dst"]))
+    else:
+        calls = launch.join(
+            events.select("event_id", "start_ns"), left_on="dst", right_on="event_id"
+        )
+    return calls.group_by(op_event_id="src").agg(op_dispatch_ns=pl.col("start_ns").min())
+
+
 def us(start: str, end: str) -> pl.Expr:
     """Return the time from column ``start`` to column ``end`` in µs (ns resolution)."""
     return ((pl.col(end) - pl.col(start)) / 1000).round(3)
 
 
-def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return per Neuron runtime event when the runtime scheduled and submitted its execution.
+def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame, wanted: pl.Series) -> pl.DataFrame:
+    """Return per Neuron runtime event of ``wanted`` (the ids the chains reach) when the runtime
+    scheduled and submitted its execution.
 
     The runtime events of one execution are those that link to the same framework event, or,
     where none links (a capture without the framework side), share an ``nrt_sequence_id``.
     """
     up = edges.lazy().filter(pl.col("hop").is_in(["runtime", "runtime_op"]))
+    # only the runtime events that count: the calls whose starts are asked for, and the
+    # events the chains reach (at 3 million events, 0.4 of 1.2 million: the rest belong to an
+    # execution but neither start it nor are asked about)
+    calls = pl.col("name").is_in([SCHEDULE, SUBMIT])
+    asked = pl.col("event_id").is_in(wanted.implode())
     rt = (
         events.lazy()
-        .filter(pl.col("source") == "neuron_rt")
+        .filter((pl.col("source") == "neuron_rt") & (calls | asked))
         .select("event_id", "pid", "seq_id", "name", "start_ns")
         .join(up.select(event_id="dst", framework="src"), on="event_id", how="left")
+        .collect()
+        .lazy()
     )
     start = pl.col("start_ns")
     firsts = [  # per execution, each call's first start
@@ -117,10 +135,13 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
 
     # the execution a runtime event belongs to: its framework event, else (pid, sequence id)
     # (two passes, each keyed by integers: one key per row, not three with nulls); each
-    # execution's firsts found once (a group), then given to its events (a join)
+    # execution's firsts found once (a group of its calls), then given to its events that
+    # the chains reach (a join)
     def by(part: pl.LazyFrame, execution: list[str]) -> pl.LazyFrame:
-        found = part.group_by(execution).agg(firsts)
-        return part.select("event_id", *execution).join(found, on=execution, how="left")
+        found = part.filter(calls).group_by(execution).agg(firsts)
+        return (
+            part.filter(asked).select("event_id", *execution).join(found, on=execution, how="left")
+        )
 
     linked = by(rt.filter(pl.col("framework").is_not_null()), ["framework"])
     alone = by(

@@ -27,7 +27,7 @@ def positions(events: pl.DataFrame, edges: pl.DataFrame) -> tuple[pl.Series, pl.
     edge naming an event the table lacks is left out, as a join would.
     A child given two parents (edges not made by ``link``) keeps the first, by parent id."""
     ids = events["event_id"]
-    rank = pl.col("link_method").cast(pl.String).replace_strict(RANK, return_dtype=pl.Int64)
+    rank = pl.col("link_method").replace_strict(RANK, return_dtype=pl.Int64)  # no String copy
     e = edges.select("src", "dst", rank=rank)
     if by_row(events):  # edges of other events (another table's) link nothing here
         e = e.filter(
@@ -47,17 +47,20 @@ def positions(events: pl.DataFrame, edges: pl.DataFrame) -> tuple[pl.Series, pl.
 
 def walk(events: pl.DataFrame, hw_rows: pl.Series, edges: pl.DataFrame) -> pl.DataFrame:
     """Return per hardware row (``hw``) each hop of its path by depth ``d``: the ancestor's
-    row ``a<d>``, the rank of the method of the link to it ``m<d>``, and its kind, source,
-    name and start (``k<d>``, ``s<d>``, ``n<d>``, ``t<d>``); null past the path's top (one
-    depth at least, all null where nothing links)."""
+    row ``a<d>``, the rank of the method of the link to it ``m<d>``, and its kind and source
+    (``k<d>``, ``s<d>``); null past the path's top (one depth at least, all null where
+    nothing links). Names and starts are gathered by ``nearest`` for the hops it shows only
+    (at 10 million events a gather from the whole table per hop and depth is a cache miss
+    each)."""
 
     def by_child(values: pl.Series) -> pl.Series:  # a new array (scatter writes in place)
         none = pl.Series([None], dtype=pl.Int64).new_from_index(0, events.height)
         return none.scatter(edges["dst"], values)
 
     parent, method = by_child(edges["src"]), by_child(edges["rank"])
-    kind, source = (events[c].cast(pl.String) for c in ("lane_kind", "source"))
-    name, start = events["name"], events["start_ns"]
+    # as they are (an enum, a categorical: compared with strings as they are), not every
+    # event's cast to String for the few rows on the paths
+    kind, source = events["lane_kind"], events["source"]
     cols: list[pl.Series] = [hw_rows.alias("hw")]
     at = hw_rows
     for d in range(1, MAX_DEPTH + 1):
@@ -69,18 +72,17 @@ def walk(events: pl.DataFrame, hw_rows: pl.Series, edges: pl.DataFrame) -> pl.Da
             method.gather(at).alias(f"m{d}"),
             kind.gather(up).alias(f"k{d}"),
             source.gather(up).alias(f"s{d}"),
-            name.gather(up).alias(f"n{d}"),
-            start.gather(up).alias(f"t{d}"),
         ]
         at = up
     return pl.DataFrame(cols)
 
 
-def nearest(path: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
+def nearest(path: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Return per hardware row of ``path`` (``walk``) what ``chain_table`` shows of its hops:
     the op (``op``, ``op_event_id``, ``op_start_ns``), the nearest dispatch's start
     (``dispatch_start_ns``), the runtime event (``rt_event_id``), the runtime call's name
-    (``runtime``) and the least trusted link method up to the op (``link_method``).
+    (``runtime``) and the least trusted link method up to the op (``link_method``), from
+    ``events`` (rows: ``walk``'s).
 
     The op is the nearest framework op, or the Python function a launch was linked to by
     the graph or python rule (named ``graph replay (<function>)``, ``python launch (...)``)."""
@@ -94,25 +96,33 @@ def nearest(path: pl.DataFrame, ids: pl.Series) -> pl.DataFrame:
 
     found = path.with_columns(**{f"_{r}": first(r) for r in ("op", "dispatch", "rt", "call")})
     worst = pl.max_horizontal(*(pl.when(pl.col("_op") >= d).then(pl.col(f"m{d}")) for d in levels))
-    caller, op = at("_op", "m"), at("_op", "n")
+    hops = found.select(
+        "hw",
+        caller=at("_op", "m"),
+        worst=worst,
+        **{f"{r}_row": at(f"_{r}", "a") for r in ("op", "dispatch", "rt", "call")},
+    )
+    name, start, ids = events["name"], events["start_ns"], events["event_id"]
+    op = pl.col("op_name")
     named = op
     for method, label in CALLERS.items():
         named = (
-            pl.when(caller == RANK[method]).then(pl.format(f"{label} ({{}})", op)).otherwise(named)
+            pl.when(pl.col("caller") == RANK[method])
+            .then(pl.format(f"{label} ({{}})", op))
+            .otherwise(named)
         )
-    out = found.select(
+    return hops.with_columns(op_name=name.gather(hops["op_row"])).select(
         "hw",
         op=named,
-        op_row=at("_op", "a"),
-        op_start_ns=at("_op", "t"),
-        dispatch_start_ns=at("_dispatch", "t"),
-        rt_row=at("_rt", "a"),
-        runtime=at("_call", "n"),
-        link_method=worst.replace_strict(list(RANK.values()), list(RANK), return_dtype=pl.String),
+        op_start_ns=start.gather(hops["op_row"]),
+        dispatch_start_ns=start.gather(hops["dispatch_row"]),
+        runtime=name.gather(hops["call_row"]),
+        link_method=pl.col("worst").replace_strict(
+            list(RANK.values()), list(RANK), return_dtype=pl.String
+        ),
+        op_event_id=ids.gather(hops["op_row"]),
+        rt_event_id=ids.gather(hops["rt_row"]),
     )
-    return out.with_columns(
-        op_event_id=ids.gather(out["op_row"]), rt_event_id=ids.gather(out["rt_row"])
-    ).drop("op_row", "rt_row")
 
 
 def _rule(rule: str, d: int) -> pl.Expr:

@@ -7,13 +7,22 @@ together into ``GapsResult`` and evaluates ``--fail-on`` conditions (docs/gaps.m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache, partial
 from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import Window, between, device_of, merge, stats, window_of
+from trace_analyzer.analyses.busy import (
+    Window,
+    between,
+    device_of,
+    merge,
+    once_each,
+    stats,
+    window_of,
+)
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.errors import UsageError
@@ -45,16 +54,45 @@ __all__ = [
 FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
 
 
-@dataclass(frozen=True, repr=False)
+class Later:
+    """A table of a result that may be made when it is first read: stored as the table, or
+    as the function that makes it, which reading calls once (its table then kept).
+
+    ``GapsResult.gaps``, every lane's gaps attributed, is what the JSON, the CSV, the cache
+    and the other commands read, and the text reports do not: where the lanes are not the
+    devices (``lanes_are_devices``) it is a second attribution, as long as the devices'
+    (half of a Kineto trace's gaps time), made for a report only when one reads it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}"
+
+    def __get__(self, result: object | None, owner: type | None = None) -> pl.DataFrame:
+        if result is None:  # on the class: no default (the dataclass field is required)
+            raise AttributeError(self.slot)
+        value = result.__dict__[self.slot]
+        if callable(value):
+            value = result.__dict__[self.slot] = value()
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, result: object, value: pl.DataFrame | Callable[[], pl.DataFrame]) -> None:
+        result.__dict__[self.slot] = value
+
+    def stored(self, result: object) -> pl.DataFrame | Callable[[], pl.DataFrame]:
+        """Return what ``result`` holds: the table, or the function not called yet."""
+        return result.__dict__[self.slot]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)  # kw_only: a required field after `gaps`
 class GapsResult(RunResult):
     """The gaps of one run.
 
     ``window``: what was measured (None when nothing ran on hardware). ``lanes`` and ``devices``:
     busy, idle, leading and trailing idle, idle %, executions and gap statistics per hardware lane
     and per device. ``gaps``: every gap per lane, attributed (the executions around it, the next op,
-    its cause and evidence); ``device_gaps``: the same per device (all its lanes idle). ``ops``: the
-    idle before each op, in all and by cause. ``summary``: the totals over devices, what
-    ``--fail-on`` and diff read. ``chain``: the chains the gaps were attributed with
+    its cause and evidence; made when first read where the lanes are not the devices: ``Later``,
+    and passed on unmade by ``gate``); ``device_gaps``: the same per device (all its lanes
+    idle). ``ops``: the idle before each op, in all and by cause. ``summary``: the totals over
+    devices, what ``--fail-on`` and diff read. ``chain``: the chains the gaps were attributed with
     (``questions.chain.analysis.chain_table``). ``root``: the run. ``failed``: the ``--fail-on``
     conditions that held (``gate``). ``engines``: where the run has device-profile exports, per op
     and NEFF the NEFF's engines and roofline (``questions.engines.below``; ``gaps(device=...)`` sets
@@ -63,7 +101,7 @@ class GapsResult(RunResult):
     window: Window | None
     lanes: pl.DataFrame
     devices: pl.DataFrame
-    gaps: pl.DataFrame
+    gaps: Later = Later()  # a pl.DataFrame when read; made then where not made yet
     device_gaps: pl.DataFrame
     ops: pl.DataFrame
     summary: dict[str, Any]
@@ -202,33 +240,37 @@ def _measure(
     in their device's idle (docs/gaps.md)."""
     chain, (min_gap_ns, latency_ns) = links[0], limits
     comm = comm_lanes(hw)["lane"].implode()
-    clipped = (
-        hw.filter(_in_window(w))
-        .select(
-            "event_id",
-            "lane",
-            "pid",
-            start_ns=pl.col("start_ns").clip(w.start_ns),
-            end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
-        )
-        .with_columns(device=device_of(pl.col("lane")))
+    clipped = hw.filter(_in_window(w)).select(
+        "event_id",
+        "lane",
+        "pid",
+        start_ns=pl.col("start_ns").clip(w.start_ns),
+        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
     )
-    keys = hw.select("lane", device=device_of(pl.col("lane"))).unique()
-    parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = {}
+    clipped = clipped.with_columns(device=once_each(clipped["lane"], device_of))
+    keys = hw.select("lane").unique()
+    keys = keys.with_columns(device=once_each(keys["lane"], device_of))
+    parts: dict[str, tuple[pl.DataFrame, pl.DataFrame | Callable[[], pl.DataFrame]]] = {}
     same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
-    merged = pl.DataFrame()
+    merged, every = pl.DataFrame(), pl.DataFrame()
     for key in ("lane", "device"):
         if key == "device" and same:  # the lanes' busy time and gaps, named by device
-            merged, every = _as_devices(merged), _as_devices(parts["lane"][2])
+            merged, every = _as_devices(merged), _as_devices(every)
         else:  # the device pass leaves the communication lanes out
             part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
-            merged, every = _pass(key, [part], events, links, latency_ns)
+            merged, every = _pass(key, [part])
             del part
-        kept = _long_enough(every, min_gap_ns)
-        parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), kept, every)
+            if key == "device" or same:  # the gaps the sums by cause and op read: now
+                every = _attributed(every, key, events, links, latency_ns)
+        kept = _long_enough(every, min_gap_ns)  # the lanes' bare gaps count as well
+        listed: pl.DataFrame | Callable[[], pl.DataFrame] = kept
+        if key == "lane" and not same:  # the lanes' gaps attributed when first read
+            listed = cache(partial(_lane_gaps, every, events, links, limits))
+        parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), listed)
         clipped = clipped.clear() if same else clipped  # the device pass takes the lanes'
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
-    devices_t, device_gaps, all_device_gaps = parts["device"]
+    (devices_t, device_gaps), all_device_gaps = parts["device"], every
+    assert isinstance(device_gaps, pl.DataFrame)  # the devices' gaps are made at once
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
     return GapsResult(
         window=w,
@@ -245,25 +287,42 @@ def _measure(
     )
 
 
-def _pass(
-    key: str,
-    held: list[pl.DataFrame],
-    events: pl.DataFrame,
-    links: tuple[pl.DataFrame, pl.DataFrame],
-    latency_ns: int,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _pass(key: str, held: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return the busy intervals per ``key`` of the executions in ``held`` (a one-item list,
-    emptied: core/schema.numbered) and their gaps with causes and evidence, sorted."""
-    chain, edges = links
+    emptied: core/schema.numbered) and the gaps between them (``between``)."""
     part = held.pop()
     merged = merge(part.select(key, "pid", "event_id", "start_ns", "end_ns"), key, RESOLUTION_NS)
     del part
-    found = attribute(between(merged, key), events, chain, edges, key, latency_ns)
+    return merged, between(merged, key)
+
+
+def _attributed(
+    bare: pl.DataFrame,
+    key: str,
+    events: pl.DataFrame,
+    links: tuple[pl.DataFrame, pl.DataFrame],
+    latency_ns: int,
+) -> pl.DataFrame:
+    """Return the gaps per ``key``, ``bare`` (``between``), with causes and evidence, sorted."""
+    chain, edges = links
+    found = attribute(bare, events, chain, edges, key, latency_ns)
     if key == "lane":  # a column, not a join: a join copies the whole table
-        found = found.with_columns(device=device_of(pl.col("lane")))
+        found = found.with_columns(device=once_each(found["lane"], device_of))
     every = found.sort("start_ns", key)
     del found  # no copy held beside the sorted one (5 million events: 250 MB)
-    return merged, every
+    return every
+
+
+def _lane_gaps(
+    bare: pl.DataFrame,
+    events: pl.DataFrame,
+    links: tuple[pl.DataFrame, pl.DataFrame],
+    limits: tuple[int, int],
+) -> pl.DataFrame:
+    """Return the lanes' gaps that are listed (``--min-gap``), attributed: ``GapsResult.gaps``
+    where the lanes are not the devices, made when first read (``Later``)."""
+    min_gap_ns, latency_ns = limits
+    return _long_enough(_attributed(bare, "lane", events, links, latency_ns), min_gap_ns)
 
 
 def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
@@ -272,7 +331,7 @@ def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
     named = (
         lanes_table
         if "device" in lanes_table.columns
-        else lanes_table.with_columns(device=device_of(pl.col("lane")))
+        else lanes_table.with_columns(device=once_each(lanes_table["lane"], device_of))
     )
     return named.select(
         ("device" if c == "lane" else c) for c in lanes_table.columns if c != "device"
@@ -304,8 +363,10 @@ def _summary(
         value = d.quantile(p, "linear")
         return int(round(float(value))) if len(d) and value is not None else None
 
-    spans = all_gaps.select("cause", "duration_ns")  # two columns, not a copy of every one
-    by_cause = {c: _sum(spans.filter(pl.col("cause") == c)["duration_ns"]) for c in CAUSES}
+    # one pass over the gaps, in 128 bits: exact, as Python's integers are (Int64 wraps)
+    sums = all_gaps.group_by("cause").agg(pl.col("duration_ns").cast(pl.Int128).sum())
+    found: dict[str, int] = dict(sums.iter_rows())
+    by_cause = {c: found.get(c, 0) for c in CAUSES}
     window, active = total["window_ns"], total["active_ns"]
     return {
         **total,
@@ -400,7 +461,14 @@ def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
         why = dict.fromkeys(METRICS, "no hardware executions")
     elif not result.summary["gap_count"]:
         measured.update(dict.fromkeys(GAP_STATS, 0.0))
-    return replace(result, failed=tuple(failed(conditions, measured, why)))
+    return _replace(result, failed=tuple(failed(conditions, measured, why)))
+
+
+def _replace(result: GapsResult, **changes: Any) -> GapsResult:
+    """``dataclasses.replace`` of ``result``, a table not made yet passed on as it is
+    (``Later``): a copy that made it would make it for every report."""
+    lazy = GapsResult.__dict__["gaps"]
+    return replace(result, **{"gaps": lazy.stored(result), **changes})
 
 
 def gaps_runs(

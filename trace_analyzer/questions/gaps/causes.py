@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import device_of
+from trace_analyzer.analyses.busy import device_of, once_each
 from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.questions.gaps.evidence import covered, host_split, launches, sentence
 
@@ -87,7 +87,7 @@ def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
     """Return the hardware lanes that carry communication: most of their executions are
     NCCL/RCCL kernels or Neuron collectives (one column, ``lane``)."""
     hw = events.lazy().filter(pl.col("lane_kind") == "hardware").select("lane", "name").collect()
-    share = hw.group_by("lane").agg(comm=text("name").str.contains(COLLECTIVE_NAMES).mean())
+    share = hw.group_by("lane").agg(comm=matching(hw["name"], COLLECTIVE_NAMES).mean())
     return share.filter(pl.col("comm") >= 0.5).select("lane")
 
 
@@ -126,25 +126,37 @@ def attribute(
     """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
     next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
     their chains (``chain.chain_table``), ``edges``: their links."""
-    out = _neighbours(gaps, events, chain, launches(events, edges))
-    out = out.with_columns(_at=core_of(pl.col(key)))
-    kind = pl.col("lane_kind")
-    place = core_of(pl.col("lane") if key == "lane" else device_of(pl.col("lane")))
-    copies = events.filter(kind == "transfer").with_columns(_at=place)
-    syncs = events.filter(kind == "sync").with_columns(_at=place)
-    out = covered(out, copies, "transfer", by="_at")
-    out = covered(out, syncs, "sync", by="_at")
+    numbered = by_row(events)  # once: a compare of every event's id
+    out = _neighbours(gaps, events, chain, launches(events, edges, numbered), numbered)
+    out = out.with_columns(_at=once_each(out[key], core_of))
+
+    def place(lane: pl.Expr) -> pl.Expr:  # where a copy or sync counts, at this key
+        return core_of(lane if key == "lane" else device_of(lane))
+
+    for kind in ("transfer", "sync"):  # the columns a mark needs, not every event's width
+        marks = (
+            events.lazy()
+            .filter(pl.col("lane_kind") == kind)
+            .select("lane", "start_ns", "end_ns", "name")
+            .collect()
+        )
+        marks = marks.with_columns(_at=once_each(marks["lane"], place))
+        out = covered(out, marks, kind, by="_at")
     comm = comm_lanes(events)["lane"]
     on_comm = pl.col(key).is_in(comm.implode()) if key == "lane" else pl.lit(False)
     out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
-    return sentence(host_split(out, events), latency_ns).drop("_at")
+    return sentence(host_split(out, events, numbered), latency_ns).drop("_at")
 
 
 def _neighbours(
-    gaps: pl.DataFrame, events: pl.DataFrame, chain: pl.DataFrame, launch: pl.DataFrame
+    gaps: pl.DataFrame,
+    events: pl.DataFrame,
+    chain: pl.DataFrame,
+    launch: pl.DataFrame,
+    numbered: bool,
 ) -> pl.DataFrame:
     """Return ``gaps`` with the names, ops, runtime calls and launches of the executions
-    before and after each."""
+    before and after each; ``numbered``: the events are numbered by row (``by_row``)."""
     nxt = chain.select(
         next_event="hw_event_id",
         next_op="op",
@@ -154,7 +166,7 @@ def _neighbours(
         next_op_event="op_event_id",
     )
     out = (
-        _names(gaps, events)
+        _names(gaps, events, numbered)
         .join(nxt, on="next_event", how="left")
         .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left")
         .join(launch.rename({"event_id": "next_event"}), on="next_event", how="left")
@@ -170,15 +182,15 @@ def _neighbours(
         same_graph=(
             pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
         ).fill_null(False),
-        next_collective=text("next_name").str.contains(COLLECTIVE_NAMES).fill_null(False),
+        next_collective=matching(out["next_name"], COLLECTIVE_NAMES).fill_null(False),
     ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
 
 
-def _names(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def _names(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return ``gaps`` with the names of the executions around each (``prev_name``,
     ``next_name``) and the next one's source: found by row where the events are numbered by
     row (a gather, not a join against every event), else joined."""
-    if by_row(events):
+    if numbered:
         name, source = events["name"], events["source"]
         prev, nxt = gaps["prev_event"], gaps["next_event"]
         return gaps.with_columns(
@@ -248,8 +260,9 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     }
     if device_gaps.is_empty():
         return pl.DataFrame(schema=schema)
-    steps = (
-        events.filter(matching(events["name"], STEP))
+    steps = (  # the steps' rows alone, narrow (not a copy of the wide rows)
+        events.lazy()
+        .filter(matching(events["name"], STEP))
         .select(
             "start_ns",
             step_end="end_ns",
@@ -257,6 +270,7 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         )
         .drop_nulls("step")
         .sort("start_ns")
+        .collect()
     )
     if steps.is_empty():
         return pl.DataFrame(schema=schema)

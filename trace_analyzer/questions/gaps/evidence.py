@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import merge
 from trace_analyzer.loading.link import GRAPH_LAUNCH
-from trace_analyzer.model.schema import matching, text
+from trace_analyzer.model.schema import matching
 from trace_analyzer.numbers import duration, duration_expr
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
@@ -25,39 +24,26 @@ def covered(
     by: str | list[str] = "pid",
     end: str = "end_ns",
     last_event: bool = True,
-    presorted: bool = False,
 ) -> pl.DataFrame:
     """Return ``gaps`` with ``<name>_ns``: how much of each gap, from ``start_ns`` to
     ``end`` (a column), the intervals of ``marks`` with the same ``by`` value cover, and
     ``<name>_event``: the name of the last mark that starts before that end. ``by`` may
-    name several columns (a thread: its pid and tid). ``presorted``: ``marks`` are sorted by
-    ``by``, start and end already."""
+    name several columns (a thread: its pid and tid)."""
     if marks.is_empty():
         return gaps.with_columns(
             pl.lit(0, pl.Int64).alias(f"{name}_ns"), pl.lit(None, pl.String).alias(f"{name}_event")
         )
     keys = [by] if isinstance(by, str) else by
-    keyed = marks.select(*keys, "event_id", "start_ns", "end_ns", pid=pl.lit(0))
-    m = merge(keyed, by, presorted=presorted)  # in the key's and start's order, as made
-    m = m.with_columns(length=pl.col("end_ns") - pl.col("start_ns"))
-    m = m.with_columns(before=(pl.col("length").cum_sum() - pl.col("length")).over(by))
-
-    def upto(t: str) -> pl.Series:  # covered time from the key's first mark up to t
-        probe = gaps.with_row_index("_g").select("_g", *keys, t=pl.col(t)).sort("t")
-        hit = probe.join_asof(
-            m.sort("start_ns"), left_on="t", right_on="start_ns", by=by, check_sortedness=False
-        )
-        value = pl.col("before") + (pl.col("t") - pl.col("start_ns")).clip(0, pl.col("length"))
-        return hit.select("_g", value.fill_null(0).alias("c")).sort("_g")["c"]
-
-    cover = (upto(end) - upto("start_ns")).clip(lower_bound=0).alias(f"{name}_ns")
+    marks = by_start(marks.select(*keys, "start_ns", "end_ns", "name"))
+    cover = spans(gaps, marks, keys, end, {name: pl.lit(True)})[f"{name}_ns"]
     if not last_event:
         return gaps.with_columns(cover)
     last = (
-        gaps.with_row_index("_g")
+        gaps.select(*keys, "start_ns", end)  # the columns the lookup reads, not every gap's
+        .with_row_index("_g")
         .sort(end)
         .join_asof(
-            marks.select(*keys, "start_ns", "name", end_m="end_ns").sort("start_ns"),
+            marks.rename({"end_ns": "end_m"}),
             left_on=end,
             right_on="start_ns",
             by=by,
@@ -74,31 +60,126 @@ def covered(
     return gaps.with_columns(cover, last.to_series())
 
 
-def launches(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return per hardware event its launch (the runtime call its ``device`` link names):
-    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread."""
-    found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
-    calls = (
-        events.select("event_id", "start_ns", "name", "pid", "tid")
-        .join(found.select(event_id="launch_event").unique(), on="event_id", how="semi")
-        .select(
-            launch_event="event_id",
-            launch_start_ns="start_ns",
-            launch_is_graph=text("name").str.contains(GRAPH_LAUNCH),
-            launch_pid="pid",
-            launch_tid="tid",
+NO_REACH = -(2**63)  # the reach before a key's first mark: earlier than every time
+
+
+def by_start(marks: pl.DataFrame) -> pl.DataFrame:
+    """Return ``marks`` in start order: as they are when they are (a profile's events are,
+    and so is every subset of them), so that a million marks are not sorted again."""
+    return marks if marks["start_ns"].is_sorted() else marks.sort("start_ns")
+
+
+# Up to this many keys asked about, ``spans`` picks each key's marks out with a filter (a pass
+# over them each) rather than take them all apart (a hash of every mark): at 16 threads and
+# two million marks, half the time.
+FEW_KEYS = 16
+
+
+def spans(
+    gaps: pl.DataFrame,
+    marks: pl.DataFrame,
+    keys: list[str],
+    end: str,
+    levels: dict[str, pl.Expr],
+) -> pl.DataFrame:
+    """Return per row of ``gaps`` and per level (its name, and which of ``marks`` count in
+    it) ``<level>_ns``: the time the level's marks with the row's ``keys`` cover from its
+    ``start_ns`` to ``end`` (a column). ``marks``: in start order (``by_start``).
+
+    Each key (a thread, a lane) is taken apart: its marks, and the gaps that ask about it (a
+    few keys; one lookup by time per part, not one by key and time over all of them). A key
+    with a null in it matches nothing, as in a join."""
+    probes = gaps.select(*keys, "start_ns", _end=end).with_row_index("_g")
+
+    def apart(frame: pl.DataFrame) -> dict[tuple[object, ...], pl.DataFrame]:  # keys not copied
+        return frame.partition_by(keys, as_dict=True, maintain_order=True, include_key=False)
+
+    asked = {key: part for key, part in apart(probes).items() if None not in key}
+    if len(asked) <= FEW_KEYS:  # each asked key's marks picked out: the others never copied
+        picked = (
+            marks.filter(*(pl.col(k) == v for k, v in zip(keys, key, strict=True))) for key in asked
         )
-    )  # the launches alone: the regex on their names, not on every event's
+        by_key = {
+            key: part.drop(keys) for key, part in zip(asked, picked, strict=True) if part.height
+        }
+    else:
+        by_key = apart(marks)
+    found = [_spans_of(part, by_key[key], levels) for key, part in asked.items() if key in by_key]
+    rows = pl.concat(found) if found else None
+
+    def column(name: str) -> pl.Series:  # 0 where no mark of the key covers anything
+        zero = pl.zeros(gaps.height, pl.Int64, eager=True).alias(name)
+        return zero if rows is None else zero.scatter(rows["_g"], rows[name])
+
+    return pl.DataFrame(column(f"{v}_ns") for v in levels)
+
+
+def _spans_of(
+    probes: pl.DataFrame, marks: pl.DataFrame, levels: dict[str, pl.Expr]
+) -> pl.DataFrame:
+    """Return ``spans`` of the ``probes`` (row ``_g``, ``start_ns``, ``_end``) of one key, from
+    its ``marks`` in start order.
+
+    The union of the marks is never built: per start, the latest end so far (the reach) and
+    the length of the union so far (each mark in start order adds its part past the reach
+    before it). Every mark up to a time t started before t, so the time from t to the reach
+    (if any) is covered by one of them: the time covered up to t is the union so far less
+    that. So one lookup by time gives every level (the host split's three unions of one
+    thread's marks: one pass, not three merges). Marks with the same start are one row, the
+    last: it holds them all."""
+    start, end = pl.col("start_ns"), pl.col("end_ns")
+    cols: list[pl.Expr] = []
+    for level, counts in levels.items():
+        ends = pl.when(counts).then(end).otherwise(NO_REACH)
+        before = ends.cum_max().shift(1, fill_value=NO_REACH)
+        grown = pl.when(counts).then((end - pl.max_horizontal(start, before)).clip(0)).otherwise(0)
+        cols += [ends.cum_max().alias(f"{level}_reach"), grown.cum_sum().alias(f"{level}_cum")]
+    reached = marks.select("start_ns", *cols).filter(start.ne_missing(start.shift(-1)))
+    t = pl.col("t")
+
+    def upto(at: str) -> pl.DataFrame:  # covered time from the key's first mark up to a time
+        probe = probes.select("_g", t=pl.col(at)).sort("t")
+        hit = probe.join_asof(reached, left_on="t", right_on="start_ns", check_sortedness=False)
+        return hit.sort("_g").select(
+            (pl.col(f"{v}_cum") - (pl.max_horizontal(f"{v}_reach", t) - t)).fill_null(0).alias(v)
+            for v in levels
+        )
+
+    late, early = upto("_end"), upto("start_ns")
+    return pl.DataFrame(
+        [probes["_g"], *((late[v] - early[v]).clip(lower_bound=0).alias(f"{v}_ns") for v in levels)]
+    )
+
+
+def launches(events: pl.DataFrame, edges: pl.DataFrame, numbered: bool) -> pl.DataFrame:
+    """Return per hardware event its launch (the runtime call its ``device`` link names):
+    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread.
+    ``numbered``: the events are numbered by row (``by_row``): the launches are gathered by
+    row, not joined against every event."""
+    found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
+    ids = found["launch_event"].unique()
+    columns = events.select("event_id", "start_ns", "name", "pid", "tid")
+    if numbered:  # an edge naming an event the table lacks links nothing, as in the join
+        rows = columns[ids.filter(ids.is_between(0, events.height - 1))]
+    else:
+        rows = columns.join(ids.to_frame("event_id"), on="event_id", how="semi")
+    calls = rows.select(
+        launch_event="event_id",
+        launch_start_ns="start_ns",
+        launch_is_graph=matching(rows["name"], GRAPH_LAUNCH),
+        launch_pid="pid",
+        launch_tid="tid",
+    )  # the launches alone: the regex on their distinct names, not on every event's
     return found.join(calls, on="launch_event")
 
 
-def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return ``gaps`` with, for each ``host_dispatch`` gap, how the host's late time (from
     the gap's start to the next launch) went on the launching thread: ``host_sync_ns``,
     ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns`` (null for other causes).
 
     The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
-    its op's thread)."""
+    its op's thread). ``numbered``: the events are numbered by row (``by_row``)."""
     dispatch = pl.col("cause") == "host_dispatch"
     late_rows = (
         gaps.lazy()
@@ -111,31 +192,31 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
     if late_rows.is_empty():
         return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
-    ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
-    g = late_rows.join(ops, on="next_op_event", how="left").with_columns(
+    g = _op_threads(late_rows, events, numbered).with_columns(
         *_thread(pl.coalesce("launch_pid", "op_pid"), pl.coalesce("launch_tid", "op_tid")),
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
     thread = ["_pid", "_tid"]
     # only the columns the marks need: the whole host side of a wide table is a copy of most
-    # of it (at 5 million events, 1.3 GB more at the peak)
+    # of it (at 5 million events, 1.3 GB more at the peak); the threads that launch nothing
+    # late are left out by ``spans`` (which looks up the threads asked about only)
     host = (
         events.lazy()
         .filter(
             pl.col("lane_kind").is_in(HOST_KINDS)
             & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
         )
-        .select("event_id", "start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
-        .join(g.lazy().select(thread).unique(), on=thread, how="semi", nulls_equal=True)
-        .sort(*thread, "start_ns", "end_ns")
+        .select("start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
         .collect()
-    )  # only the threads that launch late (the others' marks cover no late time), sorted once
+    )
     synchronizes = matching(host["name"], SYNC_NAMES)
-    sync = host.filter(synchronizes)
-    calls = host.filter(pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes)
+    calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
+    # each thread's marks in start order among the others' (not regrouped), and narrow: what
+    # ``spans`` takes apart by thread is a copy
+    host = by_start(host.select("start_ns", "end_ns", *thread, _sync=synchronizes, _call=calls))
+    levels = {"_s": pl.col("_sync"), "_c": pl.col("_call"), "_a": pl.lit(True)}
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
-    for name, marks in (("_s", sync), ("_c", calls), ("_a", host)):
-        g = covered(g, marks, name, by=thread, end="_late_end", last_event=False, presorted=True)
+    g = g.hstack(spans(g, host, thread, "_late_end", levels))
     split = {
         "host_sync_ns": pl.col("_s_ns"),
         "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
@@ -143,9 +224,22 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         "host_untraced_ns": late - pl.col("_a_ns"),
     }
     found = g.select("_r", **{k: v.clip(lower_bound=0) for k, v in split.items()})
-    return (
-        gaps.with_row_index("_r").join(found, on="_r", how="left", maintain_order="left").drop("_r")
-    )
+
+    def placed(c: str) -> pl.Series:  # null for the other causes' gaps
+        none = pl.repeat(None, gaps.height, dtype=pl.Int64, eager=True)
+        return none.scatter(found["_r"], found[c]).alias(c)
+
+    return gaps.with_columns(placed(c) for c in split)  # a join would copy every column
+
+
+def _op_threads(late: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
+    """Return ``late`` with the thread of each row's next op (``op_pid``, ``op_tid``): found
+    by row where the events are numbered by row (a gather, not a join against every event)."""
+    if numbered:
+        at = late["next_op_event"]
+        return late.with_columns(op_pid=events["pid"].gather(at), op_tid=events["tid"].gather(at))
+    ops = events.select(next_op_event="event_id", op_pid="pid", op_tid="tid")
+    return late.join(ops, on="next_op_event", how="left")
 
 
 def _thread(pid: pl.Expr | str, tid: pl.Expr | str) -> list[pl.Expr]:
