@@ -126,8 +126,9 @@ def numbered(held: list[pl.DataFrame]) -> pl.DataFrame:
     A table already in order is not copied. A column in several chunks is made one before it
     is sorted, its chunks let go before the sorted copy is made (the same peak): a gather
     across chunks looks up each row's chunk, seven times slower for a list column than the
-    copy into one (the readers' tables reach here in one chunk today; a concatenation of
-    batches would not).
+    copy into one (an Explorer export reaches here cut at its row groups, about 80 chunks at
+    10 million rows: copying first measured 0.62-0.75 s at 3 million, gathering across the
+    chunks 0.82-1.0 s).
     """
     events = held.pop()
     names, n = events.columns, events.height
