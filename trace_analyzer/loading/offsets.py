@@ -35,7 +35,10 @@ def align_exports(reads: list[ReadResult]) -> tuple[list[ReadResult], list[str],
 
     An export of several processes whose offsets differ (hosts with clocks of their own) is
     shifted process by process, each by its own offset; a process with nothing to match
-    takes the export's offset, where one holds for most of its matches."""
+    takes the export's offset, where one holds for most of its matches. A run with no
+    export has nothing to align: trace.json's framework events are not gathered."""
+    if not any(r.format.startswith("explorer") and r.read for r in reads):
+        return reads, [], []
     originals = _framework([r for r in reads if r.format == "kineto-json"])
     if originals.is_empty():
         return reads, [], []
