@@ -85,7 +85,7 @@ def test_a_streaming_reader_comes_first_and_the_parse_is_the_fallback(tmp_path, 
     calls: list[str] = []
 
     def declining(
-        src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+        src: Source, keep_args: bool = False, *, max_bytes: int | None = None, in_order: bool = False
     ) -> ReadResult | None:
         calls.append("path")
         return None

@@ -171,8 +171,11 @@ def check_strict(profile: Profile, strict: bool) -> Profile:
 def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> Profile:
     """Return the profile of one run read from its files (no strict check)."""
     sources, copies = unique_sources(run)
+    alone = len(sources) == 1  # its events may come in order (format.PathReader)
     reads = [
-        r for r in (read_source(s, args, max_bytes=max_bytes) for s in sources) if r is not None
+        r
+        for r in (read_source(s, args, max_bytes=max_bytes, in_order=alone) for s in sources)
+        if r is not None
     ]
     reads, clock_warnings, clock_notes = align_exports(reads)  # an export off trace.json's clock
     refuse_far_apart(run.root, reads)  # unrelated traces in one folder: not one run

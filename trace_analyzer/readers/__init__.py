@@ -47,7 +47,11 @@ def sniff(doc: object) -> str | None:
 
 
 def read_source(
-    src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+    src: Source,
+    keep_args: bool = False,
+    *,
+    max_bytes: int | None = None,
+    in_order: bool = False,
 ) -> ReadResult | None:
     """Read one source with the first format of its kind that takes it.
 
@@ -55,12 +59,13 @@ def read_source(
     a JSON file found in a folder is not a trace). A file the user named directly must be a
     trace: anything else is an InputError. ``keep_args`` keeps every record's args as JSON
     text (``args_json``); ``max_bytes`` caps what a compressed input may inflate to
-    (limits.py; None: an archive member's own cap, else the default).
+    (limits.py; None: an archive member's own cap, else the default); ``in_order``: the
+    source is its run's only one (format.PathReader).
     """
     formats = [f for f in REGISTRY if f.source_kind == src.kind]
     for fmt in formats:
         if fmt.read_path is not None:
-            result = fmt.read_path(src, keep_args, max_bytes=max_bytes)
+            result = fmt.read_path(src, keep_args, max_bytes=max_bytes, in_order=in_order)
             if result is not None:
                 return result
     if not any(f.read is not None for f in formats):

@@ -12,7 +12,9 @@ are found by pointer jumping on polars columns.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, pairwise
 
 import polars as pl
@@ -21,7 +23,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath, parquet_input
 from trace_analyzer.inputs.discover import PARQUET_EVENTS, Source
 from trace_analyzer.inputs.limits import refuse_inflating_parquet
-from trace_analyzer.model.schema import LaneKind, Text, conform
+from trace_analyzer.model.schema import LaneKind, Text, conform, gather_each
 from trace_analyzer.readers import neuron
 from trace_analyzer.readers.common import ReadResult, assign_steps
 from trace_analyzer.readers.explorer_keys import lifted_keys
@@ -95,8 +97,12 @@ def split_parts(folder: AnyPath) -> tuple[list[AnyPath], list[str]]:
     return (parts or ([whole] if whole is not None else [])), warnings
 
 
-def read(src: Source, keep_args: bool = False) -> ReadResult:
-    """Return the events of one Parquet export folder; ``keep_args``: every row's args kept.
+def read(src: Source, keep_args: bool = False, *, in_order: bool = False) -> ReadResult:
+    """Return the events of one Parquet export folder; ``keep_args``: every row's args kept;
+    ``in_order``: sorted by start, then end, as numbered() sorts a run's events, for an
+    export that is its run's only source (``_lanes_in_order``). Not otherwise: numbered()'s
+    sort breaks ties between events of equal start and end by their places in the rows it
+    is given, and those are then the file's.
 
     The tables are read slice by slice (``SLICE_ROWS``): each slice's JSON text, most of an
     export's bytes, is let go once its keys are lifted and its malformed rows counted, so
@@ -111,15 +117,10 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
         f"{len(paths)} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
     )
     slices, bad = [], 0
-    for path in paths:
-        for raw in _slices(path):
-            columns = _columns(raw, keep_args)
-            extra = raw.select(args_json="extra_attributes_json")
-            del raw
-            bad += _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
-            del extra
-            slices.append(_with(columns, *columns.get_columns()))  # cut alike: see _with
-            del columns
+    for columns, n in _made(paths, keep_args):
+        slices.append(columns)
+        bad += n
+        del columns
     columns = pl.concat(slices, rechunk=False) if len(slices) > 1 else slices[0]
     del slices
     if bad:
@@ -128,21 +129,28 @@ def read(src: Source, keep_args: bool = False) -> ReadResult:
             "not JSON: their exec_id and nrt_sequence_id (which link executions to runtime "
             "calls) are lost; the rest of each row is read"
         )
-    events = _mark_dispatch(_lanes(columns).with_columns(file=pl.lit(str(src.path)).cast(Text)))
-    del columns
-    events = assign_steps(conform(events), by_process=True)
+    if in_order:
+        held = [columns]
+        del columns  # _lanes_in_order lets each column go once its sorted copy is made
+        events = conform(_lanes_in_order(held).with_columns(file=pl.lit(str(src.path))))
+    else:
+        events = _mark_dispatch(_lanes(columns).with_columns(file=pl.lit(str(src.path))))
+        del columns
+        events = assign_steps(conform(events), by_process=True)
     result.events = _with(events, events.get_column("step"))
     result.rank_origin = WORKER_GID if result.events["rank"].is_not_null().any() else None
     return result
 
 
-def read_path(src: Source, keep_args: bool = False, *, max_bytes: int | None = None) -> ReadResult:
+def read_path(
+    src: Source, keep_args: bool = False, *, max_bytes: int | None = None, in_order: bool = False
+) -> ReadResult:
     """The registry's way in: ``read``; what the export's tables' pages inflate to is capped
     before they are read (limits.py)."""
     refuse_inflating_parquet(tables(src.path), max_bytes, {**REQUIRED, **OPTIONAL})
     meta = _metadata_table(src)
     refuse_inflating_parquet([meta] if meta else [], max_bytes, {"profile_schema_version"})
-    return read(src, keep_args)
+    return read(src, keep_args, in_order=in_order)
 
 
 def _read_table(path: AnyPath) -> pl.DataFrame:
@@ -232,6 +240,33 @@ def _slices(path: AnyPath) -> Iterator[pl.DataFrame]:
             part = part.with_columns(absent).select(list(names))
         yield part
         del part  # before the next slice is read
+
+
+def _made(paths: list[AnyPath], keep_args: bool) -> Iterator[tuple[pl.DataFrame, int]]:
+    """Yield ``_slice_events`` of each slice of ``paths``, in order, each made while the next
+    slice is read: the key lift (C) and polars let the interpreter go, so the two overlap.
+    At most one made slice waits to be taken (its raw slice is held until it is made)."""
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        made: deque[Future[tuple[pl.DataFrame, int]]] = deque()
+        for path in paths:
+            for raw in _slices(path):
+                made.append(worker.submit(_slice_events, raw, keep_args))
+                del raw
+                if len(made) > 1:
+                    yield made.popleft().result()
+        while made:
+            yield made.popleft().result()
+
+
+def _slice_events(raw: pl.DataFrame, keep_args: bool) -> tuple[pl.DataFrame, int]:
+    """Return one slice's events columns (``_columns``) and its count of rows whose JSON does
+    not parse (``_unparsed``)."""
+    columns = _columns(raw, keep_args)
+    extra = raw.select(args_json="extra_attributes_json")
+    del raw
+    bad = _unparsed(extra.hstack(columns.select(EXTRA_COLUMNS.values())))
+    del extra
+    return _with(columns, *columns.get_columns()), bad  # cut alike: see _with
 
 
 def _columns(raw: pl.DataFrame, keep_args: bool = True) -> pl.DataFrame:
@@ -326,13 +361,66 @@ def _lanes(df: pl.DataFrame, packed: bool = True) -> pl.DataFrame:
     """
     if df.is_empty():
         return worker_ranks(label(df))
+    index, _, done = _labels(df, packed)
+    gathered = [done.get_column(c).gather(index) for c in ("name", "lane_kind", "lane")]
+    category = df.get_column("source").alias("category")  # label()'s order: after lane
+    return _with(df, *gathered, category, done.get_column("rank").gather(index))
+
+
+def _lanes_in_order(held: list[pl.DataFrame]) -> pl.DataFrame:
+    """Return the table taken out of ``held`` (a one-item list) labelled (``_lanes``), its
+    dispatches marked and its steps assigned (``_dispatch_and_steps``), its rows sorted by
+    start, then end, as ``schema.numbered`` sorts them.
+
+    The sort gathers only the columns that vary by row (times, ids, flows, lane_kind and
+    step): every other LANE_KEYS column, and what label() makes of them, is its key's,
+    gathered from the keys by each sorted row's key number. numbered() then finds the table
+    in order and copies nothing (at 10 million rows: a gather of 25 columns there against 12
+    here). Each column of the table is let go once its sorted copy is made (hence ``held``:
+    no other reference to it). Dispatches and steps are found in the file's order, before the
+    sort: both break ties (ops of equal start and end, steps of equal start) by the rows'
+    places, and the rows' places are those numbered() and the file-order read give them.
+    """
+    df = held.pop()
+    if df.is_empty():
+        return worker_ranks(label(df))
+    index, reps, done = _labels(df, True)
+    found = _dispatch_and_steps(df, index, done)
+    order = df.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
+    index = index.gather(order)
+    rows = {c: df.get_column(c) for c in df.columns if c not in LANE_KEYS}
+    del df
+    rows = gather_each(rows | found, order)
+    del order, found
+    keys = reps.drop(done.columns, strict=False).hstack(done.drop("lane_kind"))
+    keyed = keys.select(pl.all().gather(index))  # in one select: the columns side by side
+    del keys, index
+    return pl.DataFrame(list(rows.values())).hstack(keyed).with_columns(category="source")
+
+
+def _dispatch_and_steps(
+    df: pl.DataFrame, index: pl.Series, done: pl.DataFrame
+) -> dict[str, pl.Series]:
+    """Return the lane_kind (``_mark_dispatch``) and step (``assign_steps``) of each row of
+    ``df``, in its order, from the columns they read: label()'s name and lane_kind of each
+    row's key, and the row's own process, thread and times."""
+    light = df.select("source", "host", "pid", "tid", "start_ns", "end_ns").with_columns(
+        done.get_column("name").gather(index), done.get_column("lane_kind").gather(index)
+    )
+    light = assign_steps(_mark_dispatch(light), by_process=True)
+    step = light.get_column("step") if "step" in light.columns else None
+    kinds = {"lane_kind": light.get_column("lane_kind")}
+    return kinds if step is None else kinds | {"step": step}
+
+
+def _labels(df: pl.DataFrame, packed: bool) -> tuple[pl.Series, pl.DataFrame, pl.DataFrame]:
+    """Return each row's lane key number, the keys, and label()'s and worker_ranks()'s name,
+    lane_kind, lane and rank of each key."""
     index, reps = _key_index(df, LANE_KEYS, packed)
     done = worker_ranks(label(reps)).select(
         pl.col("name", "lane").cast(Text), pl.col("lane_kind").cast(LaneKind), "rank"
     )
-    gathered = [done.get_column(c).gather(index) for c in ("name", "lane_kind", "lane")]
-    category = df.get_column("source").alias("category")  # label()'s order: after lane
-    return _with(df, *gathered, category, done.get_column("rank").gather(index))
+    return index, reps, done
 
 
 def _key_index(

@@ -21,10 +21,17 @@ Document = dict[str, Any]
 
 
 class PathReader(Protocol):
-    """Read a source from its path; None when this format declines it (parse it then)."""
+    """Read a source from its path; None when this format declines it (parse it then).
+    ``in_order``: the source is its run's only one, and its events may come sorted as
+    ``schema.numbered`` sorts them (a reader that can sort more cheaply than numbered)."""
 
     def __call__(
-        self, src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+        self,
+        src: Source,
+        keep_args: bool = False,
+        *,
+        max_bytes: int | None = None,
+        in_order: bool = False,
     ) -> ReadResult | None: ...
 
 

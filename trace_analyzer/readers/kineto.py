@@ -89,7 +89,11 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
 
 
 def read_fast(
-    src: Source, keep_args: bool = False, *, max_bytes: int | None = None
+    src: Source,
+    keep_args: bool = False,
+    *,
+    max_bytes: int | None = None,
+    in_order: bool = False,
 ) -> ReadResult | None:
     """Return the events of one Kineto trace read by a streaming path, or None.
 
@@ -97,7 +101,9 @@ def read_fast(
     (kineto_native.scans). None: no streaming path takes the file (not a Kineto object, a
     record it cannot type, malformed JSON); the caller reads it the exact way, which words
     the errors. ``args_json`` is filled only with ``keep_args`` (a third of the parse's
-    cost). A ``.gz`` trace inflating past ``max_bytes`` (limits.py) is an InputError."""
+    cost). A ``.gz`` trace inflating past ``max_bytes`` (limits.py) is an InputError.
+    ``in_order`` is not used: the events come in the file's order, and numbered() sorts
+    them."""
     cap = cap_for(src.path, max_bytes)
     for scan_with in scans():
         try:
