@@ -377,25 +377,38 @@ def _lanes_in_order(held: list[pl.DataFrame]) -> pl.DataFrame:
     gathered from the keys by each sorted row's key number. numbered() then finds the table
     in order and copies nothing (at 10 million rows: a gather of 25 columns there against 12
     here). Each column of the table is let go once its sorted copy is made (hence ``held``:
-    no other reference to it). Dispatches and steps are found in the file's order, before the
-    sort: both break ties (ops of equal start and end, steps of equal start) by the rows'
-    places, and the rows' places are those numbered() and the file-order read give them.
+    no other reference to it). The keys are labelled in a thread beside the sort (polars
+    lets the interpreter go: the two overlap on two cores). Dispatches and steps are found
+    in the file's order, before the sort: both break ties (ops of equal start and end, steps
+    of equal start) by the rows' places, and those are the places numbered() and the
+    file-order read give them.
     """
     df = held.pop()
     if df.is_empty():
         return worker_ranks(label(df))
-    index, reps, done = _labels(df, True)
-    found = _dispatch_and_steps(df, index, done)
-    order = df.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
+    with ThreadPoolExecutor(max_workers=1) as worker:  # the labels beside the sort
+        labelled = worker.submit(_labelled, df.select(*LANE_KEYS, "start_ns", "end_ns"))
+        order = df.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
+        rows = {c: df.get_column(c) for c in df.columns if c not in LANE_KEYS}
+        del df
+        rows = gather_each(rows, order)
+        index, reps, done, found = labelled.result()
+    rows |= gather_each(found, order)
     index = index.gather(order)
-    rows = {c: df.get_column(c) for c in df.columns if c not in LANE_KEYS}
-    del df
-    rows = gather_each(rows | found, order)
     del order, found
     keys = reps.drop(done.columns, strict=False).hstack(done.drop("lane_kind"))
     keyed = keys.select(pl.all().gather(index))  # in one select: the columns side by side
     del keys, index
     return pl.DataFrame(list(rows.values())).hstack(keyed).with_columns(category="source")
+
+
+def _labelled(
+    df: pl.DataFrame,
+) -> tuple[pl.Series, pl.DataFrame, pl.DataFrame, dict[str, pl.Series]]:
+    """Return ``_labels(df)`` and ``_dispatch_and_steps`` of them (``df``: the LANE_KEYS
+    columns and the times)."""
+    index, reps, done = _labels(df, True)
+    return index, reps, done, _dispatch_and_steps(df, index, done)
 
 
 def _dispatch_and_steps(
