@@ -23,8 +23,8 @@ def device_beside(profile: Profile) -> DeviceRun | None:
     """Return the device profiles in ``profile``'s folder when the run has Neuron executions
     and the folder holds a readable export; else None (a GPU run has no NEFF to meet one, a
     trace file or an archive no folder)."""
-    if profile.events.filter(pl.col("source") == "neuron_hw").is_empty():
-        return None
+    if not profile.events.select((pl.col("source") == "neuron_hw").any()).item():
+        return None  # (a count, not a copy of the executions' rows)
     root = profile.root
     if not isinstance(root, Path) or not root.is_dir():
         return None
