@@ -173,20 +173,28 @@ def native_scan(
     return meta, records.table() if table else records, metadata
 
 
+SLACK = 1 << 20  # the room _read's buffer keeps beyond a block, for the record cut before it
+
+
 def _read(r: stream.Reader, scanner: Any) -> dict[str, Any]:
     """Feed the array's records to ``scanner`` block by block; return the top-level keys.
 
     The blocks are read into one buffer, kept for the whole file: a record cut by a block's
-    end moves to its start and the next block is read after it (no new block's memory, no
-    copy of each block, per block)."""
+    end moves to its start and the next block is read after it (no new memory, and no copy
+    of the block, per block; a new buffer only for a cut record longer than SLACK)."""
     meta, head = stream._head(r)
-    buf, n = bytearray(head), len(head)
+    buf: bytes | bytearray = head  # the first block's bytes, fed as they are
+    n = len(buf)
     while True:
         used, done = scanner.feed(memoryview(buf)[:n], stream.MAX_RECORD)
         if done:
             break
         left = n - used  # a record cut by the block's end (or the text after the array)
-        room = buf if len(buf) >= left + stream.BLOCK else bytearray(left + stream.BLOCK)
+        room = (
+            buf
+            if isinstance(buf, bytearray) and len(buf) >= left + stream.BLOCK
+            else bytearray(left + stream.BLOCK + SLACK)
+        )
         room[:left] = buf[used:n]  # the same length: the buffer is not resized
         buf = room
         got = r.read_into(memoryview(buf)[left : left + stream.BLOCK])
