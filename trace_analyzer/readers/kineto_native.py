@@ -182,11 +182,12 @@ def _read(r: stream.Reader, scanner: Any) -> dict[str, Any]:
     The blocks are read into one buffer, kept for the whole file: a record cut by a block's
     end moves to its start and the next block is read after it (no new memory, and no copy
     of the block, per block; a new buffer only for a cut record longer than SLACK)."""
-    meta, head = stream._head(r)
+    meta, head, start = stream.head_at(r)
     buf: bytes | bytearray = head  # the first block's bytes, fed as they are
     n = len(buf)
     while True:
-        used, done = scanner.feed(memoryview(buf)[:n], stream.MAX_RECORD)
+        used, done = scanner.feed(memoryview(buf)[start:n], stream.MAX_RECORD)
+        used, start = used + start, 0
         if done:
             break
         left = n - used  # a record cut by the block's end (or the text after the array)

@@ -180,6 +180,13 @@ def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
     """Return the trace's keys before traceEvents, and what follows the array's ``[``.
 
     The text before the array may be longer than a block only by whitespace."""
+    meta, block, start = head_at(r)
+    return meta, block[start:]
+
+
+def head_at(r: Reader) -> tuple[dict[str, Any], bytes, int]:
+    """Return the trace's keys before traceEvents, the text read so far, and where in it the
+    array's records begin (after its ``[``): ``_head`` without the copy of the rest."""
     block = r.read()
     if block.startswith(b"\xef\xbb\xbf"):
         block = block[3:]
@@ -194,7 +201,7 @@ def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
     meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
     if not isinstance(meta, dict):
         raise NotFast("not an object")
-    return meta, block[m.end() :]
+    return meta, block, m.end()
 
 
 def _scan(
