@@ -30,6 +30,9 @@
  */
 #include "_arrow.h"
 #include <errno.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <math.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -136,16 +139,42 @@ static int hex4(const char *p)
     return v;
 }
 
-/* Whether none of the eight bytes at p ends a string's plain run: no quote, backslash, control
- * character or non-ASCII byte (word-at-a-time tests, each exact for "any byte"). */
-static int plain8(const char *p)
+/* The count of plain bytes at the start of p[0..n): those that do not end a string's plain run
+ * (no quote, backslash, control character or non-ASCII byte); n when all are. Sixteen bytes a
+ * step with SSE2 (every x86-64), else eight with word-at-a-time tests, each exact for its
+ * lowest flagged byte (a borrow only ever flags bytes above a true one): the first special
+ * byte is found at once, not looked for byte by byte. */
+static inline size_t plain_run(const char *p, size_t n)
 {
+    size_t i = 0;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (; i + 16 <= n; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        __m128i q = _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, slash));
+        int m = _mm_movemask_epi8(_mm_or_si128(q, _mm_cmplt_epi8(x, space))); /* signed: */
+        if (m != 0) /* below 0x20, or 0x80 and above */
+            return i + (size_t)__builtin_ctz((unsigned)m);
+    }
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-    uint64_t x;
-    memcpy(&x, p, sizeof x);
-    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-    uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x;
-    return (special & high) == 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, p + i, sizeof x);
+        uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+        uint64_t special = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x) | x;
+        if ((special &= high) != 0)
+            return i + (size_t)__builtin_ctzll(special) / 8;
+    }
+#endif
+    for (; i < n; i++) {
+        unsigned char b = (unsigned char)p[i];
+        if (b == '"' || b == '\\' || b < 0x20 || b >= 0x80)
+            return i;
+    }
+    return n;
 }
 
 /* Read the string at c->p (its opening quote): its bytes between the quotes in *s, *n, and
@@ -155,8 +184,7 @@ static int string(Cur *c, const char **s, size_t *n, int *escaped)
     const char *p = c->p + 1;
     *escaped = 0;
     while (p < c->end) {
-        while (c->end - p >= 8 && plain8(p)) /* most of a trace's text: eight bytes a step */
-            p += 8;
+        p += plain_run(p, (size_t)(c->end - p)); /* most of a trace's text */
         if (p >= c->end)
             break;
         unsigned char b = (unsigned char)*p;

@@ -173,25 +173,44 @@ def native_scan(
     return meta, records.table() if table else records, metadata
 
 
+SLACK = 1 << 20  # the room _read's buffer keeps beyond a block, for the record cut before it
+
+
 def _read(r: stream.Reader, scanner: Any) -> dict[str, Any]:
-    """Feed the array's records to ``scanner`` block by block; return the top-level keys."""
-    meta, buf = stream._head(r)
+    """Feed the array's records to ``scanner`` block by block; return the top-level keys.
+
+    The blocks are read into one buffer, kept for the whole file: a record cut by a block's
+    end moves to its start and the next block is read after it (no new memory, and no copy
+    of the block, per block; a new buffer only for a cut record longer than SLACK)."""
+    meta, head, start = stream.head_at(r)
+    buf: bytes | bytearray = head  # the first block's bytes, fed as they are
+    n = len(buf)
     while True:
-        used, done = scanner.feed(buf, stream.MAX_RECORD)
-        buf = buf[used:]  # a record cut by the block's end (or the text after the array)
+        used, done = scanner.feed(memoryview(buf)[start:n], stream.MAX_RECORD)
+        used, start = used + start, 0
         if done:
             break
-        more = r.read()
-        if not more:
+        left = n - used  # a record cut by the block's end (or the text after the array)
+        room = (
+            buf
+            if isinstance(buf, bytearray) and len(buf) >= left + stream.BLOCK
+            else bytearray(left + stream.BLOCK + SLACK)
+        )
+        room[:left] = buf[used:n]  # the same length: the buffer is not resized
+        buf = room
+        got = r.read_into(memoryview(buf)[left : left + stream.BLOCK])
+        if not got:
             raise NotFast("the traceEvents array does not end")
-        if len(buf) > stream.MAX_RECORD:  # the polars path says why, or reads it
+        if left > stream.MAX_RECORD:  # the polars path says why, or reads it
             raise NotFast("a record longer than MAX_RECORD")
-        buf += more
+        n = left + got
+    rest = bytes(buf[used:n])
+    del buf
     while more := r.read():  # the keys after the array
-        buf += more
-        if len(buf) > stream.MAX_RECORD:
+        rest += more
+        if len(rest) > stream.MAX_RECORD:
             raise NotFast("more than MAX_RECORD bytes after the traceEvents array")
-    rest = buf.strip(stream.WS)
+    rest = rest.strip(stream.WS)
     tail = {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
     if not isinstance(tail, dict) or "traceEvents" in tail:  # the last traceEvents wins
         raise NotFast("not the end of an object after the traceEvents array")

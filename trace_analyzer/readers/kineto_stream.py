@@ -24,7 +24,7 @@ import re
 import zlib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any
+from typing import Any
 
 import orjson
 import polars as pl
@@ -89,8 +89,8 @@ def split_any(buf: bytes) -> bytes:
     return ANY_SEP.sub(b"}\n{", buf)
 
 
-def _open(path: AnyPath) -> IO[bytes] | gzip.GzipFile:
-    raw: IO[bytes] = (
+def _open(path: AnyPath) -> io.BufferedIOBase:
+    raw: io.BufferedIOBase = (
         io.BytesIO(path.read_bytes()) if isinstance(path, MemberPath) else open(path, "rb")
     )
     return gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
@@ -128,7 +128,7 @@ def scan(
 class Reader:
     """The decompressed bytes of a trace, block by block, counted against its cap."""
 
-    def __init__(self, f: IO[bytes] | gzip.GzipFile, path: AnyPath, cap: int | None) -> None:
+    def __init__(self, f: io.BufferedIOBase, path: AnyPath, cap: int | None) -> None:
         self.f, self.path, self.cap = f, path, cap
         self.seen = 0  # bytes read so far: the offset, in the file as written, of the next
 
@@ -138,6 +138,15 @@ class Reader:
         if self.cap is not None and self.seen > self.cap:
             raise InputError(str(self.path), too_large("the file", self.cap), param=PARAM)
         return block
+
+    def read_into(self, view: memoryview) -> int:
+        """Read the next bytes into ``view`` (a block's room, at most), as ``read`` does but
+        into a buffer the caller keeps: their count, 0 at the end."""
+        got = self.f.readinto(view)
+        self.seen += got
+        if self.cap is not None and self.seen > self.cap:
+            raise InputError(str(self.path), too_large("the file", self.cap), param=PARAM)
+        return got
 
 
 def _in_string(text: bytes) -> bool:
@@ -171,6 +180,13 @@ def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
     """Return the trace's keys before traceEvents, and what follows the array's ``[``.
 
     The text before the array may be longer than a block only by whitespace."""
+    meta, block, start = head_at(r)
+    return meta, block[start:]
+
+
+def head_at(r: Reader) -> tuple[dict[str, Any], bytes, int]:
+    """Return the trace's keys before traceEvents, the text read so far, and where in it the
+    array's records begin (after its ``[``): ``_head`` without the copy of the rest."""
     block = r.read()
     if block.startswith(b"\xef\xbb\xbf"):
         block = block[3:]
@@ -185,11 +201,11 @@ def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
     meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
     if not isinstance(meta, dict):
         raise NotFast("not an object")
-    return meta, block[m.end() :]
+    return meta, block, m.end()
 
 
 def _scan(
-    f: IO[bytes] | gzip.GzipFile,
+    f: io.BufferedIOBase,
     split: Split,
     keep_args: bool,
     pool: ThreadPoolExecutor,
