@@ -391,9 +391,8 @@ def _lanes_in_order(held: list[pl.DataFrame]) -> pl.DataFrame:
         order = df.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
         rows = {c: df.get_column(c) for c in df.columns if c not in LANE_KEYS}
         del df
-        rows = gather_each(rows, order)
-        index, reps, done, found = labelled.result()
-    rows |= gather_each(found, order)
+        index, reps, done, found = labelled.result()  # its working columns let go first
+    rows = gather_each(rows | found, order)
     index = index.gather(order)
     del order, found
     keys = reps.drop(done.columns, strict=False).hstack(done.drop("lane_kind"))
