@@ -126,6 +126,7 @@ def odd_rows(n: int = 3_000) -> pl.DataFrame:
 def test_reader_shortcuts_give_what_the_shared_code_gives(export):
     """explorer_parquet labels, lifts JSON keys and finds dispatches its own (vectorised) way;
     the results must be neuron.label's, json_path_match's and neuron.mark_dispatch's."""
+    from trace_analyzer.readers import explorer_lanes as el
     from trace_analyzer.readers import explorer_parquet as ep
     from trace_analyzer.readers import neuron
 
@@ -138,6 +139,6 @@ def test_reader_shortcuts_give_what_the_shared_code_gives(export):
             assert cols[col].equals(expect, null_equal=True), key
         labelled = neuron.label(cols)
         ranked = neuron.worker_ranks(labelled)
-        assert ep._lanes(cols).equals(ranked, null_equal=True)
-        assert ep._lanes(cols, packed=False).equals(ranked, null_equal=True)
-        assert ep._mark_dispatch(labelled).equals(neuron.mark_dispatch(labelled), null_equal=True)
+        assert el.lanes(cols).equals(ranked, null_equal=True)
+        assert el.lanes(cols, packed=False).equals(ranked, null_equal=True)
+        assert el.mark_dispatch(labelled).equals(neuron.mark_dispatch(labelled), null_equal=True)

@@ -325,7 +325,7 @@ def test_parquet_rows_whose_label_columns_are_all_null(tmp_path):
     import polars as pl
 
     import trace_analyzer as ta
-    from trace_analyzer.readers import explorer_parquet
+    from trace_analyzer.readers import explorer_lanes, explorer_parquet
 
     schema = {"id": pl.Int64, "name": pl.String, "start_ts": pl.Int64, "end_ts": pl.Int64,
               "trace_event_source": pl.String, "process_id": pl.Int64}
@@ -334,8 +334,8 @@ def test_parquet_rows_whose_label_columns_are_all_null(tmp_path):
     df.write_parquet(tmp_path / "SystemProfileEvents.parquet")
     cols = explorer_parquet._columns(explorer_parquet._read_table(tmp_path / "SystemProfileEvents.parquet"))
     keys = ["name", "lane_kind", "lane", "category"]
-    packed = explorer_parquet._lanes(cols).select(keys)
-    assert packed.height == 2 and packed.equals(explorer_parquet._lanes(cols, packed=False).select(keys))
+    packed = explorer_lanes.lanes(cols).select(keys)
+    assert packed.height == 2 and packed.equals(explorer_lanes.lanes(cols, packed=False).select(keys))
     p = ta.load(tmp_path)
     assert p.events.is_empty() and p.dropped == {"null name": 2, "null lane": 2, "null source": 2}
 
