@@ -8,6 +8,7 @@ together into ``GapsResult`` and evaluates ``--fail-on`` conditions (docs/gaps.m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from typing import Any
@@ -214,8 +215,9 @@ def _gaps(
         return _empty(w, root)
     edges = profile.edges if isinstance(profile, Profile) else link(events)
     keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
-    chain = chain_table(keyed, edges)
-    return _measure(keyed, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
+    with ThreadPoolExecutor(max_workers=1) as worker:  # the chains made beside the busy time
+        chain = worker.submit(chain_table, keyed, edges)
+        return _measure(keyed, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
 
 
 def _in_window(w: Window) -> pl.Expr:
@@ -231,14 +233,22 @@ def _measure(
     events: pl.DataFrame,
     hw: pl.DataFrame,
     w: Window,
-    links: tuple[pl.DataFrame, pl.DataFrame],
+    chains: tuple[Future[pl.DataFrame], pl.DataFrame],
     limits: tuple[int, int],
     root: str | None,
 ) -> GapsResult:
-    """Return the gaps of ``hw`` in ``w``: ``links`` the chains and edges, ``limits`` the
-    --min-gap and --latency in ns. Communication lanes are gaps of their own and take no part
-    in their device's idle (docs/gaps.md)."""
-    chain, (min_gap_ns, latency_ns) = links[0], limits
+    """Return the gaps of ``hw`` in ``w``: ``chains`` the chains (being made: a Future) and
+    edges, ``limits`` the --min-gap and --latency in ns. Communication lanes are gaps of their
+    own and take no part in their device's idle (docs/gaps.md). The busy time of the first
+    pass is measured while the chains are made; the attribution waits for them."""
+    min_gap_ns, latency_ns = limits
+    made: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+
+    def ready() -> tuple[pl.DataFrame, pl.DataFrame]:  # the chains and edges, once made
+        if not made:
+            made.append((chains[0].result(), chains[1]))
+        return made[0]
+
     comm = comm_lanes(hw)["lane"].implode()
     clipped = hw.filter(_in_window(w)).select(
         "event_id",
@@ -261,11 +271,11 @@ def _measure(
             merged, every = _pass(key, [part])
             del part
             if key == "device" or same:  # the gaps the sums by cause and op read: now
-                every = _attributed(every, key, events, links, latency_ns)
+                every = _attributed(every, key, events, ready(), latency_ns)
         kept = _long_enough(every, min_gap_ns)  # the lanes' bare gaps count as well
         listed: pl.DataFrame | Callable[[], pl.DataFrame] = kept
         if key == "lane" and not same:  # the lanes' gaps attributed when first read
-            listed = cache(partial(_lane_gaps, every, events, links, limits))
+            listed = cache(partial(_lane_gaps, every, events, ready(), limits))
         parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), listed)
         clipped = clipped.clear() if same else clipped  # the device pass takes the lanes'
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
@@ -281,7 +291,7 @@ def _measure(
         ops=by_op(all_device_gaps),
         steps=by_step(all_device_gaps, events),
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
-        chain=chain,
+        chain=ready()[0],
         root=root,
         hints=tuple(hints(all_device_gaps, bool(hw["source"].eq("neuron_hw").any()))),
     )
