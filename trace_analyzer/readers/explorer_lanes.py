@@ -118,14 +118,16 @@ def _dispatch_and_steps(
 ) -> dict[str, pl.Series]:
     """Return the lane_kind (``mark_dispatch``) and step (``assign_steps``) of each row of
     ``df``, in its order, from the columns they read: label()'s name and lane_kind of each
-    row's key, and the row's own process, thread and times."""
+    row's key, and the row's own process, thread and times. The two read neither's result
+    (steps read no lane_kind): the dispatches are marked in a worker beside the steps."""
     light = df.select("source", "host", "pid", "tid", "start_ns", "end_ns").with_columns(
         done.get_column("name").gather(index), done.get_column("lane_kind").gather(index)
     )
-    light = assign_steps(mark_dispatch(light), by_process=True)
-    step = light.get_column("step") if "step" in light.columns else None
-    kinds = {"lane_kind": light.get_column("lane_kind")}
-    return kinds if step is None else kinds | {"step": step}
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        marked = worker.submit(mark_dispatch, light)
+        stepped = assign_steps(light, by_process=True)
+        kinds = {"lane_kind": marked.result().get_column("lane_kind")}
+    return kinds | ({"step": stepped.get_column("step")} if "step" in stepped.columns else {})
 
 
 def _labels(df: pl.DataFrame, packed: bool) -> tuple[pl.Series, pl.DataFrame, pl.DataFrame]:
