@@ -95,9 +95,11 @@ def lanes_in_order(held: list[pl.DataFrame]) -> pl.DataFrame:
         rows = {c: df.get_column(c) for c in df.columns if c not in LANE_KEYS}
         del df
         index, reps, done, found = labelled.result()  # its working columns let go first
-    rows = gather_each(rows | found, order)
+    rows |= found
+    del found  # gather_each lets each column go as its copy is made: no other reference
+    rows = gather_each(rows, order)
     index = index.gather(order)
-    del order, found
+    del order
     keys = reps.drop(done.columns, strict=False).hstack(done.drop("lane_kind"))
     keyed = keys.select(pl.all().gather(index))  # in one select: the columns side by side
     del keys, index
