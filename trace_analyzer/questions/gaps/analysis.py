@@ -242,13 +242,6 @@ def _measure(
     own and take no part in their device's idle (docs/gaps.md). The busy time of the first
     pass is measured while the chains are made; the attribution waits for them."""
     min_gap_ns, latency_ns = limits
-    made: list[tuple[pl.DataFrame, pl.DataFrame]] = []
-
-    def ready() -> tuple[pl.DataFrame, pl.DataFrame]:  # the chains and edges, once made
-        if not made:
-            made.append((chains[0].result(), chains[1]))
-        return made[0]
-
     comm = comm_lanes(hw)["lane"].implode()
     clipped = hw.filter(_in_window(w)).select(
         "event_id",
@@ -271,11 +264,11 @@ def _measure(
             merged, every = _pass(key, [part])
             del part
             if key == "device" or same:  # the gaps the sums by cause and op read: now
-                every = _attributed(every, key, events, ready(), latency_ns)
+                every = _attributed(every, key, events, _ready(chains), latency_ns)
         kept = _long_enough(every, min_gap_ns)  # the lanes' bare gaps count as well
         listed: pl.DataFrame | Callable[[], pl.DataFrame] = kept
         if key == "lane" and not same:  # the lanes' gaps attributed when first read
-            listed = cache(partial(_lane_gaps, every, events, ready(), limits))
+            listed = cache(partial(_lane_gaps, every, events, _ready(chains), limits))
         parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), listed)
         clipped = clipped.clear() if same else clipped  # the device pass takes the lanes'
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
@@ -291,10 +284,17 @@ def _measure(
         ops=by_op(all_device_gaps),
         steps=by_step(all_device_gaps, events),
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
-        chain=ready()[0],
+        chain=_ready(chains)[0],
         root=root,
         hints=tuple(hints(all_device_gaps, bool(hw["source"].eq("neuron_hw").any()))),
     )
+
+
+def _ready(
+    chains: tuple[Future[pl.DataFrame], pl.DataFrame],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return the chains, once made (waiting for them), and the edges."""
+    return chains[0].result(), chains[1]
 
 
 def _pass(key: str, held: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
