@@ -38,10 +38,11 @@ from trace_analyzer.questions.gaps.causes import (
     LATENCY_NS,
     RESOLUTION_NS,
     UNLINKED,
+    Hardware,
     attribute,
     by_op,
     by_step,
-    comm_lanes,
+    hardware,
     lanes_are_devices,
 )
 from trace_analyzer.questions.gaps.hints import hints
@@ -217,42 +218,26 @@ def _gaps(
     keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
     with ThreadPoolExecutor(max_workers=1) as worker:  # the chains made beside the busy time
         chain = worker.submit(chain_table, keyed, edges)
-        return _measure(keyed, hw, w, (chain, edges), (min_gap_ns, latency_ns), root)
-
-
-def _in_window(w: Window) -> pl.Expr:
-    """An execution overlapping the window, or a zero-length one inside it (edges too)."""
-    overlaps = (pl.col("end_ns") > w.start_ns) & (pl.col("start_ns") < w.end_ns)
-    point = (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(
-        w.start_ns, w.end_ns
-    )
-    return overlaps | point
+        held = [hardware(hw, w)]
+        del hw  # the executions' columns: what the passes read is clipped (held)
+        return _measure(keyed, held, w, (chain, edges), (min_gap_ns, latency_ns), root)
 
 
 def _measure(
     events: pl.DataFrame,
-    hw: pl.DataFrame,
+    held: list[Hardware],
     w: Window,
     chains: tuple[Future[pl.DataFrame], pl.DataFrame],
     limits: tuple[int, int],
     root: str | None,
 ) -> GapsResult:
-    """Return the gaps of ``hw`` in ``w``: ``chains`` the chains (being made: a Future) and
+    """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list, emptied)
+    in ``w``: ``chains`` the chains (being made: a Future) and
     edges, ``limits`` the --min-gap and --latency in ns. Communication lanes are gaps of their
     own and take no part in their device's idle (docs/gaps.md). The busy time of the first
     pass is measured while the chains are made; the attribution waits for them."""
     min_gap_ns, latency_ns = limits
-    comm = comm_lanes(hw)["lane"].implode()
-    clipped = hw.filter(_in_window(w)).select(
-        "event_id",
-        "lane",
-        "pid",
-        start_ns=pl.col("start_ns").clip(w.start_ns),
-        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
-    )
-    clipped = clipped.with_columns(device=once_each(clipped["lane"], device_of))
-    keys = hw.select("lane").unique()
-    keys = keys.with_columns(device=once_each(keys["lane"], device_of))
+    clipped, keys, comm, neuron = held.pop()  # clipped let go once the passes have read it
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame | Callable[[], pl.DataFrame]]] = {}
     same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
     merged, every = pl.DataFrame(), pl.DataFrame()
@@ -261,6 +246,8 @@ def _measure(
             merged, every = _as_devices(merged), _as_devices(every)
         else:  # the device pass leaves the communication lanes out
             part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
+            if same:  # the device pass takes the lanes': clipped is read once
+                clipped = clipped.clear()
             merged, every = _pass(key, [part])
             del part
             if key == "device" or same:  # the gaps the sums by cause and op read: now
@@ -270,7 +257,6 @@ def _measure(
         if key == "lane" and not same:  # the lanes' gaps attributed when first read
             listed = cache(partial(_lane_gaps, every, events, _ready(chains), limits))
         parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), listed)
-        clipped = clipped.clear() if same else clipped  # the device pass takes the lanes'
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
     (devices_t, device_gaps), all_device_gaps = parts["device"], every
     assert isinstance(device_gaps, pl.DataFrame)  # the devices' gaps are made at once
@@ -286,7 +272,7 @@ def _measure(
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
         chain=_ready(chains)[0],
         root=root,
-        hints=tuple(hints(all_device_gaps, bool(hw["source"].eq("neuron_hw").any()))),
+        hints=tuple(hints(all_device_gaps, neuron)),
     )
 
 

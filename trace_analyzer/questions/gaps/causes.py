@@ -7,9 +7,11 @@ host's time split and the sentence that says it).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import polars as pl
 
-from trace_analyzer.analyses.busy import device_of, once_each
+from trace_analyzer.analyses.busy import Window, device_of, once_each
 from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.questions.gaps.evidence import covered, host_split, launches, sentence
 
@@ -89,6 +91,41 @@ def comm_lanes(events: pl.DataFrame) -> pl.DataFrame:
     hw = events.lazy().filter(pl.col("lane_kind") == "hardware").select("lane", "name").collect()
     share = hw.group_by("lane").agg(comm=matching(hw["name"], COLLECTIVE_NAMES).mean())
     return share.filter(pl.col("comm") >= 0.5).select("lane")
+
+
+def _in_window(w: Window) -> pl.Expr:
+    """An execution overlapping the window, or a zero-length one inside it (edges too)."""
+    overlaps = (pl.col("end_ns") > w.start_ns) & (pl.col("start_ns") < w.end_ns)
+    point = (pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(
+        w.start_ns, w.end_ns
+    )
+    return overlaps | point
+
+
+class Hardware(NamedTuple):
+    """The executions of a run as the gaps read them (``hardware``)."""
+
+    clipped: pl.DataFrame  # those in the window, clipped to it, with their device
+    keys: pl.DataFrame  # each lane and its device
+    comm: pl.Series  # the communication lanes (imploded)
+    neuron: bool  # whether any is a Neuron core's
+
+
+def hardware(hw: pl.DataFrame, w: Window) -> Hardware:
+    """Return ``Hardware`` of the executions ``hw`` (the gaps' columns of the hardware
+    events) in the window ``w``."""
+    clipped = hw.filter(_in_window(w)).select(
+        "event_id",
+        "lane",
+        "pid",
+        start_ns=pl.col("start_ns").clip(w.start_ns),
+        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
+    )
+    clipped = clipped.with_columns(device=once_each(clipped["lane"], device_of))
+    keys = hw.select("lane").unique()
+    keys = keys.with_columns(device=once_each(keys["lane"], device_of))
+    comm = comm_lanes(hw)["lane"].implode()
+    return Hardware(clipped, keys, comm, bool(hw["source"].eq("neuron_hw").any()))
 
 
 def lanes_are_devices(events: pl.DataFrame) -> bool:

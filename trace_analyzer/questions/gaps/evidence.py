@@ -197,23 +197,23 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
     thread = ["_pid", "_tid"]
-    # only the columns the marks need: the whole host side of a wide table is a copy of most
-    # of it (at 5 million events, 1.3 GB more at the peak); the threads that launch nothing
-    # late are left out by ``spans`` (which looks up the threads asked about only)
+    # the marks of the threads asked about only (those that launch something late), and
+    # only the columns they need, in one pass: the whole host side of a wide table is a copy
+    # of most of it (at 5 million events, 1.3 GB more at the peak). A synchronize is known by
+    # its name among every event's distinct names.
+    synchronizes = matching(events["name"], SYNC_NAMES)
+    calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
     host = (
         events.lazy()
         .filter(
             pl.col("lane_kind").is_in(HOST_KINDS)
             & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
+            & _asked(g.select(thread).unique().drop_nulls())
         )
-        .select("start_ns", "end_ns", "name", "lane_kind", *_thread("pid", "tid"))
+        .select("start_ns", "end_ns", *_thread("pid", "tid"), _sync=synchronizes, _call=calls)
         .collect()
     )
-    synchronizes = matching(host["name"], SYNC_NAMES)
-    calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
-    # each thread's marks in start order among the others' (not regrouped), and narrow: what
-    # ``spans`` takes apart by thread is a copy
-    host = by_start(host.select("start_ns", "end_ns", *thread, _sync=synchronizes, _call=calls))
+    host = by_start(host)  # each thread's marks in start order among the others'
     levels = {"_s": pl.col("_sync"), "_c": pl.col("_call"), "_a": pl.lit(True)}
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
     g = g.hstack(spans(g, host, thread, "_late_end", levels))
@@ -230,6 +230,19 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
         return none.scatter(found["_r"], found[c]).alias(c)
 
     return gaps.with_columns(placed(c) for c in split)  # a join would copy every column
+
+
+def _asked(threads: pl.DataFrame) -> pl.Expr:
+    """Whether an event's thread (``pid``, ``tid``) is one of ``threads`` (``_pid``,
+    ``_tid``): compared one by one for a few, else looked up in them."""
+    if threads.height <= FEW_KEYS:
+        return pl.any_horizontal(
+            False,
+            *((pl.col("pid") == p) & (pl.col("tid") == t) for p, t in threads.iter_rows()),
+        )
+    return pl.struct("pid", "tid").is_in(
+        threads.select(pl.struct(pid="_pid", tid="_tid")).to_series().implode()
+    )
 
 
 def _op_threads(late: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
