@@ -1,7 +1,7 @@
 """Kineto traces that are hostile or unusual in shape (issue 18): what a user relies on.
 
 - A ``.json.gz`` of padding (whitespace, no record boundary) streams in bounded memory and
-  time; a single record longer than ``kineto_stream.MAX_RECORD`` is one error line naming
+  time; a single record longer than ``kineto_bytes.MAX_RECORD`` is one error line naming
   its byte offset.
 - A record holding a key twice reads the same on the streaming and the exact path: JSON's
   last value wins.
@@ -29,7 +29,7 @@ from conftest import PEAK_ENTRY, X, kineto, one_line_error, peak_mib, run_cli, w
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import discover
 from trace_analyzer.readers import kineto as kineto_reader
-from trace_analyzer.readers import kineto_stream, read_source
+from trace_analyzer.readers import kineto_bytes, read_source
 from trace_analyzer.readers.common import load_json
 
 ENTRY = PEAK_ENTRY
@@ -129,7 +129,7 @@ def test_a_gzip_of_whitespace_streams_in_bounded_memory_and_time(tmp_path):
 def test_padding_before_the_array_and_between_records_streams(tmp_path, monkeypatch):
     """Blanks longer than a block before ``traceEvents`` and between two records: the
     streaming path takes the file, and reads what the exact path reads."""
-    monkeypatch.setattr(kineto_stream, "BLOCK", 4096)
+    monkeypatch.setattr(kineto_bytes, "BLOCK", 4096)
     pad = b" " * 10_000
     data = b"{" + pad + HEAD[1:] + ONE + b"," + pad + ONE.replace(b'"ts": 5', b'"ts": 9') + b"]}"
     path = tmp_path / "t.json"
@@ -142,7 +142,7 @@ def test_padding_before_the_array_and_between_records_streams(tmp_path, monkeypa
 def test_a_record_longer_than_the_limit_is_one_line_naming_its_offset(tmp_path):
     """A 65 MiB name (past MAX_RECORD, 64 MiB) after one good record: exit 2, one line with
     the offset where that record starts in the inflated text."""
-    assert kineto_stream.MAX_RECORD == 64 * MIB  # the limit docs/formats.md states
+    assert kineto_bytes.MAX_RECORD == 64 * MIB  # the limit docs/formats.md states
     path = tmp_path / "huge.json.gz"
     head = HEAD + ONE + b", " + b'{"ph": "X", "name": "'
     gz_members(path, head, b"a", 65, b'"}]}')
@@ -160,8 +160,8 @@ def test_a_record_longer_than_the_limit_is_one_line_naming_its_offset(tmp_path):
 def test_the_offset_is_the_records_in_the_file_as_written(tmp_path, monkeypatch, crlf):
     """With small limits: blanks and line ends before the long record do not move the
     offset named (it is where the record's ``{`` is in the file)."""
-    monkeypatch.setattr(kineto_stream, "BLOCK", 64)
-    monkeypatch.setattr(kineto_stream, "MAX_RECORD", 1000)
+    monkeypatch.setattr(kineto_bytes, "BLOCK", 64)
+    monkeypatch.setattr(kineto_bytes, "MAX_RECORD", 1000)
     nl = b"\r\n" if crlf else b"\n"
     long = b'{"ph": "X", "name": "' + b"x" * 2000 + b'"}'
     data = HEAD + nl + b" " * 300 + ONE + b"," + nl + b" " * 500 + long + b"]}"
@@ -173,7 +173,7 @@ def test_the_offset_is_the_records_in_the_file_as_written(tmp_path, monkeypatch,
 
 def test_a_long_string_of_blanks_is_not_cut_to_one(tmp_path, monkeypatch):
     """Blanks inside a string are text, not padding: kept whole (under the limit)."""
-    monkeypatch.setattr(kineto_stream, "BLOCK", 256)
+    monkeypatch.setattr(kineto_bytes, "BLOCK", 256)
     name = "a" + " " * 700 + "b"
     path = write_trace(
         tmp_path / "t.json", kineto([X("cpu_op", name, 1, 1)], baseTimeNanoseconds=1)

@@ -21,7 +21,7 @@ from conftest import CORPUS_DATA, X
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import discover
-from trace_analyzer.readers import kineto, kineto_native, kineto_stream, read_source
+from trace_analyzer.readers import kineto, kineto_bytes, kineto_native, read_source
 from trace_analyzer.readers.common import ReadResult, load_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ BIG = 100_000  # bytes on disk: corpus files above this are read with keep_args=
 
 BASE = 1_793_620_800_000_000_000  # baseTimeNanoseconds, epoch ns
 HOST = 4242
-FULL_BLOCK = kineto_stream.BLOCK  # 16 MiB: each synthetic trace is one block
+FULL_BLOCK = kineto_bytes.BLOCK  # 16 MiB: each synthetic trace is one block
 # Block sizes to read each synthetic trace with (None: FULL_BLOCK), and the keep_args values
 # tried with each.
 BLOCKS = ((64, (False, True)), (333, (False,)), (None, (False, True)))
@@ -111,7 +111,7 @@ def check_file(path: Path, monkeypatch, blocks=BLOCKS, *, must_be_fast: bool = T
     if path.name.endswith(".gz"):
         data = gzip.decompress(data)
     for block, modes in blocks:
-        monkeypatch.setattr(kineto_stream, "BLOCK", block or FULL_BLOCK)
+        monkeypatch.setattr(kineto_bytes, "BLOCK", block or FULL_BLOCK)
         for keep_args in modes:
             where = f"{path.name}, block {block}, keep_args={keep_args}"
             fast = kineto.read_fast(src, keep_args)
@@ -449,7 +449,7 @@ def test_epoch_microseconds_stay_exact(tmp_path, monkeypatch, style):
     ]
     path = write(tmp_path, render({"schemaVersion": 1}, events, {"traceName": "t"}, style))
     ref = check_file(path, monkeypatch)
-    monkeypatch.setattr(kineto_stream, "BLOCK", 64)
+    monkeypatch.setattr(kineto_bytes, "BLOCK", 64)
     fast = kineto.read_fast(source(path))
     for res in (ref, fast):
         mm = res.events.filter(pl.col("name") == "aten::mm").row(0, named=True)

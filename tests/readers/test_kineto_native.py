@@ -34,9 +34,9 @@ from test_kineto_fast import (
 )
 
 from trace_analyzer.errors import InputError, UsageError
-from trace_analyzer.readers import kineto, kineto_native, kineto_stream, read_source
+from trace_analyzer.readers import kineto, kineto_bytes, kineto_native, read_source
 from trace_analyzer.readers.common import ReadResult, load_json
-from trace_analyzer.readers.kineto_stream import NotFast
+from trace_analyzer.readers.kineto_bytes import NotFast
 
 BUILT = kineto_native._kscan is not None
 needs_native = pytest.mark.skipif(
@@ -107,7 +107,7 @@ def test_synthetic_layouts_at_every_block_size(tmp_path, monkeypatch, style):
     ref = exact(source(path))
     assert ref.events.height == 9 and ref.rank == 3  # what EVENTS and AFTER hold
     for block, _ in BLOCKS:
-        monkeypatch.setattr(kineto_stream, "BLOCK", block or kineto_stream.BLOCK)
+        monkeypatch.setattr(kineto_bytes, "BLOCK", block or kineto_bytes.BLOCK)
         assert_same(native(source(path)), ref, keep_args=False, where=f"block {block}")
 
 
@@ -187,7 +187,7 @@ def test_records_read_exactly(tmp_path, monkeypatch, case):
     good = '{"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 0, "dur": 1}'
     path = write(tmp_path, trace_of([good, READ[case], good]))
     for block in (None, 64):
-        monkeypatch.setattr(kineto_stream, "BLOCK", block or kineto_stream.BLOCK)
+        monkeypatch.setattr(kineto_bytes, "BLOCK", block or kineto_bytes.BLOCK)
         assert_same(native(source(path)), exact(source(path)), keep_args=False, where=case)
 
 
@@ -261,15 +261,15 @@ def test_long_padding_streams_through_small_blocks(tmp_path, monkeypatch):
     """Blanks between records, far longer than a block, are read as they come."""
     good = '{"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 0, "dur": 1}'
     path = write(tmp_path, trace_of([good, " " * 100_000 + good]))
-    monkeypatch.setattr(kineto_stream, "BLOCK", 4096)
+    monkeypatch.setattr(kineto_bytes, "BLOCK", 4096)
     assert native(source(path)).events.height == 2
 
 
 @needs_native
 @pytest.mark.parametrize("block", [1024, None], ids=["cut by blocks", "in one block"])
 def test_record_longer_than_max_record_is_left_to_the_polars_path(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(kineto_stream, "BLOCK", block or kineto_stream.BLOCK)
-    monkeypatch.setattr(kineto_stream, "MAX_RECORD", 8192)
+    monkeypatch.setattr(kineto_bytes, "BLOCK", block or kineto_bytes.BLOCK)
+    monkeypatch.setattr(kineto_bytes, "MAX_RECORD", 8192)
     big = '{"ph": "X", "ts": 1, "args": {"x": "' + "a" * 10_000 + '"}}'
     path = write(tmp_path, trace_of([big]))
     with pytest.raises(NotFast):

@@ -19,7 +19,7 @@ from conftest import X, kineto, write_parquet, write_trace
 from trace_analyzer import readers
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import FILE_TYPES, SOURCE_KINDS, Source, discover
-from trace_analyzer.readers import FORMATS, REGISTRY, Format, ReadResult, read_source, sniff
+from trace_analyzer.readers import FORMATS, REGISTRY, Format, ReadResult, read_source, registry, sniff
 
 BASE = 1_793_620_800_000_000_000
 
@@ -97,7 +97,7 @@ def test_a_streaming_reader_comes_first_and_the_parse_is_the_fallback(tmp_path, 
     fmt = Format(
         "kineto-json", "test", "json", sniff=readers.kineto.sniff, read=exact, read_path=declining
     )
-    monkeypatch.setattr(readers, "REGISTRY", (fmt, *REGISTRY[1:]))
+    monkeypatch.setattr(registry, "REGISTRY", (fmt, *REGISTRY[1:]))
     result = read_source(Source(path=path, kind="json", named=True))
     assert calls == ["path", "doc"]
     assert result is not None and result.events["name"].to_list() == ["aten::mm"]
@@ -110,7 +110,7 @@ def test_a_new_format_is_one_declaration(tmp_path, monkeypatch):
     mine = Format(
         "my-format", "a format of our own", "json", sniff=lambda d: "myEvents" in d, read=read
     )
-    monkeypatch.setattr(readers, "REGISTRY", (*REGISTRY, mine))
+    monkeypatch.setattr(registry, "REGISTRY", (*REGISTRY, mine))
     path = write_trace(tmp_path / "mine.json", {"myEvents": [1, 2, 3]})
     (run,) = discover(path)
     result = read_source(run.sources[0])

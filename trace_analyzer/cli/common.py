@@ -128,6 +128,10 @@ class Loading:
         except BaseException as e:  # MemoryError, or polars' panic on a failed allocation
             if not out_of_memory(e):
                 raise
+        finally:  # a scan begun and not taken (a run the cache served): let go
+            from trace_analyzer.readers.ahead import forget
+
+            forget()
             # leaving the handler drops the traceback, and the memory it holds
         raise InputError(path, f"out of memory reading it ({MEMORY_ADVICE})")
 
@@ -291,6 +295,10 @@ def load_options(fn: F) -> F:
         rank: str | None,
         **kwargs: Any,
     ) -> Any:
+        if isinstance(path := kwargs.get("path"), Path):  # its trace scanned as polars loads
+            from trace_analyzer.readers.ahead import begin
+
+            begin(path)
         from trace_analyzer.cache import Cache
 
         cache = Cache(enabled=not no_cache, folder=cache_dir)

@@ -26,9 +26,10 @@ from trace_analyzer.readers.common import (
     json_text,
 )
 from trace_analyzer.readers.format import Format
+from trace_analyzer.readers.kineto_bytes import NotFast
 from trace_analyzer.readers.kineto_native import Binding, Records, scans
 from trace_analyzer.readers.kineto_records import LINK_COLUMNS, collect, pair_spans
-from trace_analyzer.readers.kineto_stream import NotFast, scan
+from trace_analyzer.readers.kineto_stream import scan
 
 __all__ = ["FORMAT", "CATEGORIES", "read", "read_fast", "scan"]
 

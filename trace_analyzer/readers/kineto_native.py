@@ -29,9 +29,10 @@ import trace_analyzer.readers.kineto_stream as stream
 from trace_analyzer.errors import UsageError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.model.schema import Text
+from trace_analyzer.readers.ahead import taken
 from trace_analyzer.readers.common import out_of_memory
+from trace_analyzer.readers.kineto_bytes import NotFast, Reader, feed, open_trace
 from trace_analyzer.readers.kineto_records import LINK_COLUMNS, RAW_SCHEMA
-from trace_analyzer.readers.kineto_stream import NotFast
 
 _kscan: ModuleType | None
 try:
@@ -161,9 +162,13 @@ def native_scan(
         raise NotFast("the compiled scanner is not built, or args_json is asked for")
     cap = cap_for(path, max_bytes) if path.name.endswith(".gz") else None
     scanner = _kscan.Scanner()
+    early = taken(path)  # the scan begun while polars loaded (ahead.py), if any
     try:
-        with stream._open(path) as f:
-            meta = _read(stream.Reader(f, path, cap), scanner)
+        if early is not None:
+            meta, scanner = early.result()
+        else:
+            with open_trace(path) as f:
+                meta = feed(Reader(f, path, cap), scanner)
     except (OSError, EOFError, zlib.error, orjson.JSONDecodeError, _kscan.Decline) as e:
         if isinstance(e, orjson.JSONDecodeError):
             out_of_memory(e)
@@ -171,51 +176,6 @@ def native_scan(
     rows, metadata = scanner.counts()
     records = Records(scanner, rows)
     return meta, records.table() if table else records, metadata
-
-
-SLACK = 1 << 20  # the room _read's buffer keeps beyond a block, for the record cut before it
-
-
-def _read(r: stream.Reader, scanner: Any) -> dict[str, Any]:
-    """Feed the array's records to ``scanner`` block by block; return the top-level keys.
-
-    The blocks are read into one buffer, kept for the whole file: a record cut by a block's
-    end moves to its start and the next block is read after it (no new memory, and no copy
-    of the block, per block; a new buffer only for a cut record longer than SLACK)."""
-    meta, head, start = stream.head_at(r)
-    buf: bytes | bytearray = head  # the first block's bytes, fed as they are
-    n = len(buf)
-    while True:
-        used, done = scanner.feed(memoryview(buf)[start:n], stream.MAX_RECORD)
-        used, start = used + start, 0
-        if done:
-            break
-        left = n - used  # a record cut by the block's end (or the text after the array)
-        room = (
-            buf
-            if isinstance(buf, bytearray) and len(buf) >= left + stream.BLOCK
-            else bytearray(left + stream.BLOCK + SLACK)
-        )
-        room[:left] = buf[used:n]  # the same length: the buffer is not resized
-        buf = room
-        got = r.read_into(memoryview(buf)[left : left + stream.BLOCK])
-        if not got:
-            raise NotFast("the traceEvents array does not end")
-        if left > stream.MAX_RECORD:  # the polars path says why, or reads it
-            raise NotFast("a record longer than MAX_RECORD")
-        n = left + got
-    rest = bytes(buf[used:n])
-    del buf
-    while more := r.read():  # the keys after the array
-        rest += more
-        if len(rest) > stream.MAX_RECORD:
-            raise NotFast("more than MAX_RECORD bytes after the traceEvents array")
-    rest = rest.strip(stream.WS)
-    tail = {} if rest == b"}" else orjson.loads(b"{" + rest[1:]) if rest[:1] == b"," else None
-    if not isinstance(tail, dict) or "traceEvents" in tail:  # the last traceEvents wins
-        raise NotFast("not the end of an object after the traceEvents array")
-    meta.update(tail)
-    return meta
 
 
 def _table(scanner: Any, rows: int) -> pl.DataFrame:

@@ -18,7 +18,6 @@ value, as JSON says; polars would keep the first).
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import zlib
@@ -29,17 +28,22 @@ from typing import Any
 import orjson
 import polars as pl
 
+import trace_analyzer.readers.kineto_bytes as bytes_
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.archive import AnyPath, MemberPath, cap_for
-from trace_analyzer.inputs.limits import PARAM, too_large
+from trace_analyzer.inputs.archive import AnyPath, cap_for
 from trace_analyzer.model.schema import Text
 from trace_analyzer.readers.common import out_of_memory
+from trace_analyzer.readers.kineto_bytes import (
+    NotFast,
+    Reader,
+    _blank,
+    _compact,
+    _head,
+    _in_string,
+    open_trace,
+)
 from trace_analyzer.readers.kineto_records import ARG_COLUMNS, RAW_SCHEMA, collect
 
-BLOCK = 1 << 23
-MAX_RECORD = 64 << 20  # bytes: the longest record (or run without a record boundary) read
-WS = b" \t\n\r"  # JSON's whitespace
-HEAD = re.compile(rb'"traceEvents"\s*:\s*\[')
 KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
 ANY_SEP = re.compile(rb"\}\s*,\s*\{")
 ID = pl.String()  # pids and flow ids may be numbers or strings; cast like as_i64 afterwards
@@ -72,10 +76,6 @@ Parsed = tuple[pl.DataFrame, int]  # a block's raw table, and the values of keys
 Pending = tuple["Future[Parsed]", bytes, int | None]  # a block being parsed, its text, its keys
 
 
-class NotFast(Exception):
-    """The streaming path cannot read this file; the exact path will."""
-
-
 Split = Callable[[bytes], bytes]  # a block's record separators -> newlines
 
 
@@ -87,13 +87,6 @@ def split_kineto(buf: bytes) -> bytes:
 def split_any(buf: bytes) -> bytes:
     """Cut at any separator between two records, however spaced."""
     return ANY_SEP.sub(b"}\n{", buf)
-
-
-def _open(path: AnyPath) -> io.BufferedIOBase:
-    raw: io.BufferedIOBase = (
-        io.BytesIO(path.read_bytes()) if isinstance(path, MemberPath) else open(path, "rb")
-    )
-    return gzip.GzipFile(fileobj=raw) if path.name.endswith(".gz") else raw
 
 
 def scan(
@@ -110,7 +103,7 @@ def scan(
     """
     cap = cap_for(path, max_bytes) if path.name.endswith(".gz") else None
     try:
-        with _open(path) as f, ThreadPoolExecutor(1) as pool:
+        with open_trace(path) as f, ThreadPoolExecutor(1) as pool:
             return _scan(f, split, keep_args, pool, (path, cap))
     except (
         OSError,
@@ -123,85 +116,6 @@ def scan(
         if isinstance(e, orjson.JSONDecodeError):
             out_of_memory(e)  # a MemoryError, not a file this path declines
         raise NotFast(str(e)) from e
-
-
-class Reader:
-    """The decompressed bytes of a trace, block by block, counted against its cap."""
-
-    def __init__(self, f: io.BufferedIOBase, path: AnyPath, cap: int | None) -> None:
-        self.f, self.path, self.cap = f, path, cap
-        self.seen = 0  # bytes read so far: the offset, in the file as written, of the next
-
-    def read(self) -> bytes:
-        block = self.f.read(BLOCK)
-        self.seen += len(block)
-        if self.cap is not None and self.seen > self.cap:
-            raise InputError(str(self.path), too_large("the file", self.cap), param=PARAM)
-        return block
-
-    def read_into(self, view: memoryview) -> int:
-        """Read the next bytes into ``view`` (a block's room, at most), as ``read`` does but
-        into a buffer the caller keeps: their count, 0 at the end."""
-        got = self.f.readinto(view)
-        self.seen += got
-        if self.cap is not None and self.seen > self.cap:
-            raise InputError(str(self.path), too_large("the file", self.cap), param=PARAM)
-        return got
-
-
-def _in_string(text: bytes) -> bool:
-    """Whether ``text``, which starts outside any string, ends inside one.
-
-    Quotes open and close strings but escaped ones (an odd run of backslashes before them);
-    dropping every escaped backslash first leaves one backslash before just those.
-    """
-    t = text.replace(b"\\\\", b"")
-    return (t.count(b'"') - t.count(b'\\"')) % 2 == 1
-
-
-def _blank(block: bytes) -> bool:
-    """Whether ``block`` is JSON whitespace only (its ends looked at first: no copy)."""
-    return block[:1].isspace() and block[-1:].isspace() and not block.strip(WS)
-
-
-def _compact(text: bytes) -> tuple[bytes, int]:
-    """Return ``text`` (which starts outside strings, between JSON values or tokens) without
-    its leading whitespace and with its trailing whitespace, when outside a string, cut to
-    one blank; and the count of bytes cut from its end. The JSON means the same."""
-    text = text.lstrip(WS)
-    body = text.rstrip(WS)
-    cut = len(text) - len(body) - 1
-    if cut < 1 or _in_string(body):
-        return text, 0
-    return body + b" ", cut
-
-
-def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
-    """Return the trace's keys before traceEvents, and what follows the array's ``[``.
-
-    The text before the array may be longer than a block only by whitespace."""
-    meta, block, start = head_at(r)
-    return meta, block[start:]
-
-
-def head_at(r: Reader) -> tuple[dict[str, Any], bytes, int]:
-    """Return the trace's keys before traceEvents, the text read so far, and where in it the
-    array's records begin (after its ``[``): ``_head`` without the copy of the rest."""
-    block = r.read()
-    if block.startswith(b"\xef\xbb\xbf"):
-        block = block[3:]
-    m = HEAD.search(block)
-    while m is None:
-        block = _compact(block)[0]
-        more = r.read() if len(block) < BLOCK else b""
-        if not more:
-            raise NotFast("no traceEvents array in the first block")
-        block += more
-        m = HEAD.search(block)
-    meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
-    if not isinstance(meta, dict):
-        raise NotFast("not an object")
-    return meta, block, m.end()
 
 
 def _scan(
@@ -238,7 +152,7 @@ def _scan(
             lines = buf[:cut]
             job = pool.submit(_parse, lines, schema, keep_args)
             pending = (job, lines, _written(lines))  # counted here while the pool parses
-        if len(carry) > BLOCK:
+        if len(carry) > bytes_.BLOCK:
             carry, more = _compact(carry)
             cut_off += more
             _check_record(r, split, carry, cut_off)
@@ -256,14 +170,14 @@ def _scan(
 def _check_record(r: Reader, split: Split, carry: bytes, cut_off: int) -> None:
     """Refuse a record being cut that is longer than a block (Kineto's separator: NotFast,
     the general one is tried) or than ``MAX_RECORD`` (an InputError naming its offset)."""
-    if split is split_kineto and len(carry) > BLOCK:
+    if split is split_kineto and len(carry) > bytes_.BLOCK:
         raise NotFast("no Kineto record separator in a whole block")
-    if len(carry) > MAX_RECORD:
+    if len(carry) > bytes_.MAX_RECORD:
         start = r.seen - len(carry) - cut_off
         raise InputError(
             str(r.path),
             f"a record of traceEvents, at byte {start:,} (decompressed), is longer than "
-            f"{MAX_RECORD:,} bytes, the most traceana reads in one record",
+            f"{bytes_.MAX_RECORD:,} bytes, the most traceana reads in one record",
         )
 
 
