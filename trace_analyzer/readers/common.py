@@ -132,7 +132,15 @@ def finish(rows: dict[str, list[Any]] | pl.DataFrame, file: AnyPath) -> pl.DataF
     return conform(df.with_columns(file=pl.lit(str(file))))
 
 
-def assign_steps(events: pl.DataFrame, *, by_process: bool = False) -> pl.DataFrame:
+STEP = r"^ProfilerStep#\d+$"  # a host annotation that is a step
+
+
+def assign_steps(
+    events: pl.DataFrame,
+    *,
+    by_process: bool = False,
+    keys: tuple[pl.Series, pl.DataFrame] | None = None,
+) -> pl.DataFrame:
     """Return events with ``step`` set from the ProfilerStep#N span each one starts in.
 
     Steps are host-clock spans; every event of the input (host or device) that starts inside
@@ -149,15 +157,22 @@ def assign_steps(events: pl.DataFrame, *, by_process: bool = False) -> pl.DataFr
     sort of the events (millions of rows; steps are a few thousand): each row's process and
     start are packed into one integer, process-major, and each event's looked up among the
     steps' by binary search. Where they do not pack into an int64: ``_steps_by_join``.
+
+    ``keys``: each row's number among a few distinct (source, name, host, pid) and a frame of
+    those (a row per number): whether a row is a step, and its process's number, are then
+    found once per key and gathered by the row's number (an export's lane keys).
     """
+    index, distinct = keys if keys is not None else (None, events)
     host = pl.col("source") == "framework"
-    is_step = events.select(matching(events["name"], r"^ProfilerStep#\d+$") & host).to_series()
+    is_step = distinct.select(matching(distinct["name"], STEP) & host).to_series()
+    is_step = is_step if index is None else is_step.gather(index)
     if not is_step.any():
         return events
     start = events.get_column("start_ns")
     lo, hi = start.min(), start.max()
     span = 1 if lo is None else int(hi) - int(lo) + 1  # type: ignore[arg-type]
-    base = _process_bases(events, span) if by_process else None
+    base = _process_bases(distinct, span) if by_process else None
+    base = base if base is None or index is None else base.gather(index)
     if lo is None or (by_process and base is None):
         return _steps_by_join(events, is_step, by_process)
     key = start if base is None else base + (start - lo)

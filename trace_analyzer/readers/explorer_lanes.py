@@ -112,22 +112,25 @@ def _labelled(
     """Return ``_labels(df)`` and ``_dispatch_and_steps`` of them (``df``: the LANE_KEYS
     columns and the times)."""
     index, reps, done = _labels(df, True)
-    return index, reps, done, _dispatch_and_steps(df, index, done)
+    return index, reps, done, _dispatch_and_steps(df, index, reps, done)
 
 
 def _dispatch_and_steps(
-    df: pl.DataFrame, index: pl.Series, done: pl.DataFrame
+    df: pl.DataFrame, index: pl.Series, reps: pl.DataFrame, done: pl.DataFrame
 ) -> dict[str, pl.Series]:
     """Return the lane_kind (``mark_dispatch``) and step (``assign_steps``) of each row of
     ``df``, in its order, from the columns they read: label()'s name and lane_kind of each
-    row's key, and the row's own process, thread and times. The two read neither's result
-    (steps read no lane_kind): the dispatches are marked in a worker beside the steps."""
+    row's key, and the row's own process, thread and times (``reps``: the keys). The two read
+    neither's result (steps read no lane_kind): the dispatches are marked in a worker beside
+    the steps, whose rows are told apart by key where they are the same for every row of one
+    (whether a row is a step, its process)."""
     light = df.select("source", "host", "pid", "tid", "start_ns", "end_ns").with_columns(
         done.get_column("name").gather(index), done.get_column("lane_kind").gather(index)
     )
     with ThreadPoolExecutor(max_workers=1) as worker:
         marked = worker.submit(mark_dispatch, light)
-        stepped = assign_steps(light, by_process=True)
+        per_key = reps.select("source", "host", "pid").with_columns(done.get_column("name"))
+        stepped = assign_steps(light, by_process=True, keys=(index, per_key))
         kinds = {"lane_kind": marked.result().get_column("lane_kind")}
     return kinds | ({"step": stepped.get_column("step")} if "step" in stepped.columns else {})
 
