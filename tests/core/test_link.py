@@ -415,3 +415,32 @@ def test_a_table_numbered_its_own_way_links_as_the_profile_does():
     mapped = expected.with_columns(pl.col("src") * 3 + 1000, pl.col("dst") * 3 + 1000)
     assert expected.height > 50  # the fixture's links
     assert got.sort("dst").equals(mapped.sort("dst"))
+
+
+def test_least_hit_per_child_without_a_sort_matches_sorting_every_hit() -> None:
+    """``least`` keeps, per child, the hit whose number is least: found in passes over hits in
+    the children's order, and by a sort when they are not. Both agree with sorting every hit
+    by (child, number) and taking each child's first, on random hits, in order and shuffled."""
+    import random
+
+    from trace_analyzer.loading.link_time import least
+
+    def by_sort(hits: pl.DataFrame, best: pl.Expr) -> set[tuple[int, int]]:
+        ranked = hits.with_columns(_b=best).sort("dst", "_b")
+        return set(ranked.group_by("dst", maintain_order=True).first().select("src", "dst").rows())
+
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        rows = [
+            (rng.randrange(n), d)
+            for d in sorted(rng.sample(range(n), rng.randint(1, n)))
+            for _ in range(rng.randint(1, 4))
+        ]
+        if rng.random() < 0.25:
+            rng.shuffle(rows)
+        hits = pl.DataFrame(rows, schema={"src": pl.Int64, "dst": pl.Int64}, orient="row")
+        for best in (pl.col("src"), n - 1 - pl.col("src")):
+            got = least(hits, best, n)
+            assert got["dst"].is_sorted() and got["dst"].n_unique() == got.height
+            assert set(got.rows()) == by_sort(hits, best)

@@ -78,17 +78,29 @@ def least(hits: pl.DataFrame, best: pl.Expr | pl.Series, span: int) -> pl.DataFr
     value per hit of a child) is least.
 
     Children with one hit each are returned as they are. Otherwise child and ``best`` are one
-    number, ``dst * span + best``, and a sort of it (nearly sorted: the hits are in the
-    children's order) puts each child's least hit first: cheaper than a group minimum, which
-    hashes every hit. Past 2**62 (a table of a billion rows) the sort is on both."""
+    number, ``dst * span + best``. The hits come in the children's order (``matches``), each
+    child's in one run, and the number grows from run to run: the least of a child's run is
+    then the least of all the hits from the run's first on (a minimum taken from the end),
+    found in a few passes over the hits, with no sort and no hash (a sort of 3.4 million hits
+    took 0.45 s at 10 million events). Hits out of the children's order, or past 2**62 (a
+    table of a billion rows), are sorted by child and ``best``. Each ``best`` in traceana
+    names its hit's parent, so hits of equal number are one edge."""
     if one_each(hits):
         return hits
     hits = hits.with_columns(_best=best)
-    if span * (hits["dst"].max() + 1) < 2**62:  # type: ignore[operator]
-        hits = hits.sort(pl.col("dst") * span + pl.col("_best"))
-    else:
+    dst = pl.col("dst")
+    in_order = hits.select((dst.diff() >= 0).all()).item()
+    if not in_order or span * (hits["dst"].max() + 1) >= 2**62:  # type: ignore[operator]
         hits = hits.sort("dst", "_best")
-    return hits.filter(pl.col("dst") != pl.col("dst").shift(1).fill_null(-1)).select("src", "dst")
+        return hits.filter(dst != dst.shift(1).fill_null(-1)).select("src", "dst")
+    first = dst != dst.shift(1).fill_null(-1)
+    number = dst * span + pl.col("_best")
+    least_of_run = pl.when(first).then(number.reverse().cum_min().reverse()).forward_fill()
+    return (
+        hits.filter(number == least_of_run)
+        .filter(first)  # of a child's hits of equal number (one parent twice), the first
+        .select("src", "dst")
+    )
 
 
 def within_core(ev: pl.DataFrame, kids: pl.Series, parents: pl.Series) -> pl.DataFrame:
