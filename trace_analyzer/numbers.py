@@ -36,14 +36,19 @@ def duration(ns: float | None) -> str:
 def duration_expr(ns: pl.Expr) -> pl.Expr:
     """Return ``duration`` of a column of ns as a polars expression (the evidence sentences of
     every gap, vectorised): the same units, decimals and rollover; a tie in the last digit may
-    round the other way (polars rounds the binary value half away from zero)."""
+    round the other way (polars rounds the product with 100, not the binary value), but each
+    value is written the same whatever rows it is given (evidence is written for the few
+    rows a text report lists, or for every gap)."""
     v = ns.cast(pl.Float64)
     size = v.abs()
     # the unit: the largest that keeps the value ≥ 1, or that it rounds up into (999.96 µs)
-    per, unit = pl.lit(1.0), pl.lit(" ns")
+    # per: a column, never one value broadcast (where every row takes one unit, as in a few
+    # rows, when/then gives the value, and polars divides by one value as a product with its
+    # reciprocal: 2035000 / 1e6 = 2.0349999999999997, 2.03 ms where duration() says 2.04 ms)
+    per, unit = size * 0.0 + 1.0, pl.lit(" ns")
     for scale, name in reversed(SCALES[:-1]):  # µs, ms, s
         up = size >= scale * ROLLOVER
-        per = pl.when(up).then(pl.lit(float(scale))).otherwise(per)
+        per = pl.when(up).then(size * 0.0 + float(scale)).otherwise(per)
         unit = pl.when(up).then(pl.lit(f" {name}")).otherwise(unit)
     scaled = v / per
     rounded = (

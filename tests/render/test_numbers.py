@@ -80,3 +80,35 @@ def test_the_evidence_sentences_write_durations_as_the_tables_do(ns, text):
     agree = [v for v, got in zip(values, expr(values)) if got == duration(v)]
     ties = [v for v in values if v not in set(agree) and str(v).rstrip("0").endswith("5")]
     assert len(agree) + len(ties) == len(values)
+
+
+def test_the_evidence_writes_each_duration_the_same_whatever_rows_it_is_given():
+    """A text report words the few rows it lists, the JSON every gap (evidence.Worded): each
+    duration is written the same alone, among rows of one unit, and among rows of every unit.
+    Before, where every row took one unit, polars divided by the unit as a product with its
+    reciprocal: 2,035,000 ns was 2.03 ms in a few rows and 2.04 ms (as ``duration``) among
+    many."""
+    import random
+
+    import polars as pl
+
+    from trace_analyzer.numbers import duration_expr
+
+    def expr(values):
+        frame = pl.DataFrame({"ns": values}, schema={"ns": pl.Int64})
+        return frame.select(duration_expr(pl.col("ns"))).to_series().to_list()
+
+    ties = [d * 10**k + 5 * 10 ** (k - 1) for d in (1, 2, 12, 203, 999) for k in range(1, 11)]
+    rng = random.Random(11)
+    values = [*ties, 2_035_000, 63_295_000, *(rng.randint(0, 10**12) for _ in range(300))]
+    among_all = expr([1, 999, 1_500_000_000, *values])[3:]
+    alone = [expr([v])[0] for v in values]
+    assert alone == among_all
+    for lo, hi in ((1_000, 999_950), (999_950, 999_950_000), (999_950_000, 10**13)):
+        one_unit = [v for v in values if lo <= v < hi]
+        assert expr(one_unit) == [t for v, t in zip(values, alone) if lo <= v < hi]
+    for v in values[:60]:  # a few rows alike (the longest gaps a report lists)
+        assert expr([v - 3, v]) == [expr([v - 3])[0], expr([v])[0]], v
+        assert expr([v] * 7) == [expr([v])[0]] * 7, v
+    assert expr([2_034_997, 2_035_000]) == ["2.03 ms", "2.04 ms"]
+    assert expr([2_035_000]) == ["2.04 ms"] == [duration(2_035_000)]

@@ -13,9 +13,9 @@ In a notebook a result shows its summary table (``_repr_html_``) and converts to
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import polars as pl
 
@@ -50,6 +50,81 @@ class RunResult:
             for k, v in self.summary_rows()
         )
         return f"<table><caption>{html.escape(repr(self))}</caption>{rows}</table>"
+
+
+class Made(Protocol):
+    """A table not made yet (``Later``): calling it makes the whole table; ``pick`` makes
+    ``choose`` of it (a few rows: the longest gaps a text report lists) without the rest."""
+
+    def __call__(self) -> pl.DataFrame: ...
+
+    def pick(self, choose: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame: ...
+
+    @property
+    def height(self) -> int: ...
+
+
+class Later:
+    """A table of a result that may be made when it is first read: stored as the table, or
+    as what makes it (a function, or a ``Made``), which reading calls once (its table then
+    kept). ``picked`` takes a few rows of it without making the rest where it can.
+
+    ``GapsResult.gaps``, every lane's gaps attributed, is what the JSON, the CSV, the cache
+    and the other commands read, and the text reports do not: where the lanes are not the
+    devices (``lanes_are_devices``) it is a second attribution, as long as the devices'
+    (half of a Kineto trace's gaps time), made for a report only when one reads it. Its
+    evidence and ``device_gaps``' are sentences written when the table is read: a text report
+    writes those of the rows it lists only (at 10 million events, 0.5 s of 11)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.slot = name, f"_{name}"
+
+    def __get__(self, result: object | None, owner: type | None = None) -> pl.DataFrame:
+        if result is None:  # on the class: no default (the dataclass field is required)
+            raise AttributeError(self.slot)
+        value = result.__dict__[self.slot]
+        if callable(value):
+            value = result.__dict__[self.slot] = value()
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, result: object, value: pl.DataFrame | Callable[[], pl.DataFrame]) -> None:
+        result.__dict__[self.slot] = value
+
+    def stored(self, result: object) -> pl.DataFrame | Callable[[], pl.DataFrame]:
+        """Return what ``result`` holds: the table, or what makes it, not called yet."""
+        return result.__dict__[self.slot]  # type: ignore[no-any-return]
+
+    def picked(
+        self, result: object, choose: Callable[[pl.DataFrame], pl.DataFrame]
+    ) -> pl.DataFrame:
+        """Return ``choose`` of the table (rows chosen by columns every form of it holds),
+        made for those rows only where what makes it can (``Made.pick``)."""
+        value = self.stored(result)
+        if isinstance(value, pl.DataFrame) or not hasattr(value, "pick"):
+            return choose(self.__get__(result))
+        return value.pick(choose)  # type: ignore[no-any-return]
+
+    def height(self, result: object) -> int:
+        """Return the table's rows, without making it where what makes it knows them."""
+        value = self.stored(result)
+        if isinstance(value, pl.DataFrame) or not hasattr(value, "height"):
+            return self.__get__(result).height
+        return int(value.height)
+
+
+T = TypeVar("T")
+
+
+def replaced(result: T, **changes: Any) -> T:
+    """``dataclasses.replace`` of the dataclass ``result``, each table not made yet
+    (``Later``) passed on as it is: a copy that made it would make it for every report."""
+    kind = type(result)
+    held = {
+        f.name: kind.__dict__[f.name].stored(result)
+        for f in fields(result)  # type: ignore[arg-type]
+        if isinstance(kind.__dict__.get(f.name), Later) and f.name not in changes
+    }
+    return replace(result, **held, **changes)  # type: ignore[type-var]
 
 
 class TableResult(RunResult):

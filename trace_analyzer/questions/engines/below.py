@@ -11,11 +11,11 @@ intensity and the roofline verdict and headroom.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TypeVar
 
 import polars as pl
 
+from trace_analyzer.analyses.results import replaced
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.questions.chain.analysis import chains
@@ -123,4 +123,4 @@ def with_engines(
     if device is None or not device.profiles:
         return result
     found = below_the_ops(profile, engines(device), chain)
-    return result if found is None else replace(result, engines=found)  # type: ignore[type-var]
+    return result if found is None else replaced(result, engines=found)  # tables unmade kept

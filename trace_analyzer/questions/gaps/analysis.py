@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache, partial
 from typing import Any
 
@@ -24,7 +24,7 @@ from trace_analyzer.analyses.busy import (
     stats,
     window_of,
 )
-from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
+from trace_analyzer.analyses.results import Later, RunResult, RunResults, frame_repr, replaced
 from trace_analyzer.analyses.rows import Rows
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
@@ -45,6 +45,7 @@ from trace_analyzer.questions.gaps.causes import (
     hardware,
     lanes_are_devices,
 )
+from trace_analyzer.questions.gaps.evidence import Worded, sentence
 from trace_analyzer.questions.gaps.hints import hints
 from trace_analyzer.units import Condition, failed, glob_regex
 
@@ -54,34 +55,6 @@ __all__ = [
 ]  # fmt: skip
 
 FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
-
-
-class Later:
-    """A table of a result that may be made when it is first read: stored as the table, or
-    as the function that makes it, which reading calls once (its table then kept).
-
-    ``GapsResult.gaps``, every lane's gaps attributed, is what the JSON, the CSV, the cache
-    and the other commands read, and the text reports do not: where the lanes are not the
-    devices (``lanes_are_devices``) it is a second attribution, as long as the devices'
-    (half of a Kineto trace's gaps time), made for a report only when one reads it."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.slot = f"_{name}"
-
-    def __get__(self, result: object | None, owner: type | None = None) -> pl.DataFrame:
-        if result is None:  # on the class: no default (the dataclass field is required)
-            raise AttributeError(self.slot)
-        value = result.__dict__[self.slot]
-        if callable(value):
-            value = result.__dict__[self.slot] = value()
-        return value  # type: ignore[no-any-return]
-
-    def __set__(self, result: object, value: pl.DataFrame | Callable[[], pl.DataFrame]) -> None:
-        result.__dict__[self.slot] = value
-
-    def stored(self, result: object) -> pl.DataFrame | Callable[[], pl.DataFrame]:
-        """Return what ``result`` holds: the table, or the function not called yet."""
-        return result.__dict__[self.slot]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)  # kw_only: a required field after `gaps`
@@ -104,7 +77,7 @@ class GapsResult(RunResult):
     lanes: pl.DataFrame
     devices: pl.DataFrame
     gaps: Later = Later()  # a pl.DataFrame when read; made then where not made yet
-    device_gaps: pl.DataFrame
+    device_gaps: Later = Later()  # the same; its evidence written then
     ops: pl.DataFrame
     summary: dict[str, Any]
     chain: pl.DataFrame | None = None
@@ -143,6 +116,18 @@ class GapsResult(RunResult):
 
     def main_frame(self) -> pl.DataFrame:
         return self.gaps
+
+    def picked(self, table: str, choose: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
+        """Return ``choose`` of the table ``table`` (``gaps``, ``device_gaps``; rows chosen by
+        any column but ``evidence``), its evidence written for the rows chosen only where the
+        table is not made yet (``Later.picked``): what a text report lists."""
+        lazy: Later = type(self).__dict__[table]
+        return lazy.picked(self, choose)
+
+    def rows_in(self, table: str) -> int:
+        """Return the rows of the table ``table`` (``gaps``, ``device_gaps``), not making it."""
+        lazy: Later = type(self).__dict__[table]
+        return lazy.height(self)
 
     def summary_rows(self) -> list[tuple[str, object]]:
         s = self.summary
@@ -238,7 +223,7 @@ def _measure(
     pass is measured while the chains are made; the attribution waits for them."""
     min_gap_ns, latency_ns = limits
     clipped, keys, comm, neuron = held.pop()  # clipped let go once the passes have read it
-    parts: dict[str, tuple[pl.DataFrame, pl.DataFrame | Callable[[], pl.DataFrame]]] = {}
+    parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
     same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
     merged, every = pl.DataFrame(), pl.DataFrame()
     for key in ("lane", "device"):
@@ -253,20 +238,22 @@ def _measure(
             if key == "device" or same:  # the gaps the sums by cause and op read: now
                 every = _attributed(every, key, events, _ready(chains), latency_ns)
         kept = _long_enough(every, min_gap_ns)  # the lanes' bare gaps count as well
-        listed: pl.DataFrame | Callable[[], pl.DataFrame] = kept
+        # the listed gaps' evidence written when read: a text report words its rows only
+        listed: Worded | Callable[[], pl.DataFrame] = Worded(kept, latency_ns)
         if key == "lane" and not same:  # the lanes' gaps attributed when first read
             listed = cache(partial(_lane_gaps, every, events, _ready(chains), limits))
-        parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), listed)
+        elif key == "device" and same:  # the lanes' sentences, written once for both
+            listed = Worded(kept, latency_ns, source=(parts["lane"][2], _as_devices))
+        parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), kept, listed)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
-    (devices_t, device_gaps), all_device_gaps = parts["device"], every
-    assert isinstance(device_gaps, pl.DataFrame)  # the devices' gaps are made at once
+    (devices_t, device_gaps, listed_devices), all_device_gaps = parts["device"], every
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
     return GapsResult(
         window=w,
         lanes=lanes_t,
         devices=devices_t,
-        gaps=parts["lane"][1],
-        device_gaps=device_gaps,
+        gaps=parts["lane"][2],
+        device_gaps=listed_devices,
         ops=by_op(all_device_gaps),
         steps=by_step(all_device_gaps, events),
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
@@ -299,7 +286,8 @@ def _attributed(
     links: tuple[pl.DataFrame, pl.DataFrame],
     latency_ns: int,
 ) -> pl.DataFrame:
-    """Return the gaps per ``key``, ``bare`` (``between``), with causes and evidence, sorted."""
+    """Return the gaps per ``key``, ``bare`` (``between``), with causes, sorted; their
+    evidence is null until written (``Worded``)."""
     chain, edges = links
     found = attribute(bare, events, chain, edges, key, latency_ns)
     if key == "lane":  # a column, not a join: a join copies the whole table
@@ -318,7 +306,8 @@ def _lane_gaps(
     """Return the lanes' gaps that are listed (``--min-gap``), attributed: ``GapsResult.gaps``
     where the lanes are not the devices, made when first read (``Later``)."""
     min_gap_ns, latency_ns = limits
-    return _long_enough(_attributed(bare, "lane", events, links, latency_ns), min_gap_ns)
+    listed = _long_enough(_attributed(bare, "lane", events, links, latency_ns), min_gap_ns)
+    return sentence(listed, latency_ns)
 
 
 def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
@@ -461,10 +450,8 @@ def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
 
 
 def _replace(result: GapsResult, **changes: Any) -> GapsResult:
-    """``dataclasses.replace`` of ``result``, a table not made yet passed on as it is
-    (``Later``): a copy that made it would make it for every report."""
-    lazy = GapsResult.__dict__["gaps"]
-    return replace(result, **{"gaps": lazy.stored(result), **changes})
+    """``dataclasses.replace`` of ``result``, its tables not made yet passed on (``replaced``)."""
+    return replaced(result, **changes)
 
 
 def gaps_runs(

@@ -13,7 +13,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import Window, device_of, once_each
 from trace_analyzer.model.schema import by_row, matching, text
-from trace_analyzer.questions.gaps.evidence import covered, host_split, launches, sentence
+from trace_analyzer.questions.gaps.evidence import covered, host_split, launches
 
 CAUSES = (
     "host_dispatch",
@@ -161,8 +161,10 @@ def attribute(
     latency_ns: int = LATENCY_NS,
 ) -> pl.DataFrame:
     """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
-    next op, its launch, the evidence and a cause; ``events``: the run's events, ``chain``:
-    their chains (``chain.chain_table``), ``edges``: their links."""
+    next op, its launch, the numbers its evidence cites and a cause (``evidence`` itself
+    null: ``evidence.sentence`` writes it for the rows that are read, ``Worded``);
+    ``events``: the run's events, ``chain``: their chains (``chain.chain_table``), ``edges``:
+    their links."""
     numbered = by_row(events)  # once: a compare of every event's id
     out = _neighbours(gaps, events, chain, launches(events, edges, numbered), numbered)
     out = out.with_columns(_at=once_each(out[key], core_of))
@@ -182,7 +184,9 @@ def attribute(
     comm = comm_lanes(events)["lane"]
     on_comm = pl.col(key).is_in(comm.implode()) if key == "lane" else pl.lit(False)
     out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
-    return sentence(host_split(out, events, numbered), latency_ns).drop("_at")
+    # the evidence a null placeholder in its place: written for the rows read (evidence.Worded)
+    unworded = pl.lit(None, pl.String).alias("evidence")
+    return host_split(out, events, numbered).with_columns(unworded).drop("_at")
 
 
 def _neighbours(

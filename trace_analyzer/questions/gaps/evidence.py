@@ -4,6 +4,8 @@ and the sentence that says why (docs/gaps.md, "Evidence").
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from trace_analyzer.loading.link import GRAPH_LAUNCH
@@ -324,3 +326,47 @@ def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
     order = pl.DataFrame({"_r": pl.int_range(gaps.height, dtype=pl.UInt32, eager=True)})
     evidence = order.join(found, on="_r", how="left", maintain_order="left")["evidence"]
     return gaps.with_columns(evidence=evidence)
+
+
+Made = Callable[[], pl.DataFrame]  # what makes a table
+Shape = Callable[[pl.DataFrame], pl.DataFrame]  # a table made of another
+
+
+class Worded:
+    """A gaps table whose ``evidence`` is written when it is read (``analyses.results.Later``):
+    ``bare``, the table with that column null (``causes.attribute``), and the --latency the
+    sentences cite. With ``source`` (what makes a table, a function) the table is the function
+    of the source's (the devices' gaps, the lanes' renamed: ``lanes_are_devices``), its sentences
+    the source's, written once for both. ``pick`` words the rows it chooses only: a text
+    report lists a few dozen of hundreds of thousands of gaps."""
+
+    def __init__(
+        self,
+        bare: pl.DataFrame,
+        latency_ns: int,
+        source: tuple[Made, Shape] | None = None,
+    ) -> None:
+        self.bare, self.latency_ns, self.source = bare, latency_ns, source
+        self.made: pl.DataFrame | None = None
+
+    @property
+    def height(self) -> int:
+        """The table's rows (the bare table's)."""
+        return self.bare.height
+
+    def __call__(self) -> pl.DataFrame:
+        """Return the whole table, its evidence written (once)."""
+        if self.made is None:
+            if self.source is None:
+                self.made = sentence(self.bare, self.latency_ns)
+            else:
+                of, shaped = self.source
+                self.made = shaped(of())
+        return self.made
+
+    def pick(self, choose: Shape) -> pl.DataFrame:
+        """Return ``choose`` of the table (rows chosen by columns other than ``evidence``),
+        the evidence written for those rows only where the whole is not written yet."""
+        if self.made is not None:
+            return choose(self.made)
+        return sentence(choose(self.bare), self.latency_ns)

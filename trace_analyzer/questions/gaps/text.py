@@ -8,6 +8,7 @@ idle before them, and the next steps; a table that leaves rows out says how many
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import polars as pl
@@ -197,8 +198,8 @@ def gaps_layout(result: GapsResult, style: Style, view: View) -> list[Block]:
     if w is None or not result.summary["executions"]:  # no window: nothing ran on hardware
         return blocks
     blocks.append(_aggregate(result, by, top))
-    dg = result.device_gaps
-    blocks.append(_gap_rows(longest(dg, top, "duration_ns"), "device", w.start_ns, dg.height))
+    listed = result.picked("device_gaps", partial(longest, n=top, by="duration_ns"))
+    blocks.append(_gap_rows(listed, "device", w.start_ns, result.rows_in("device_gaps")))
     if by != "op" and result.ops.height:
         blocks.append(_ops_idle(result.ops, top, "idle before each op (by cause)"))
     engines = result.engines
