@@ -176,24 +176,30 @@ def assign_steps(
     if lo is None or (by_process and base is None):
         return _steps_by_join(events, is_step, by_process)
     key = start if base is None else base + (start - lo)
+    rows = (is_step & key.is_not_null()).arg_true()  # the steps' rows: a few thousand
+    per_process = base is not None
+    del base, is_step  # of the rows' columns, only their keys are read from here on
     steps = (
-        events.select("name", step_start="start_ns", step_end="end_ns")
-        .with_columns(_key=key)
-        .filter(is_step & key.is_not_null())
-        .sort("step_start")  # as the join sorted them: of equal starts, the last is taken
+        events.select(pl.col("name", "start_ns", "end_ns").gather(rows))
+        .with_columns(_key=key.gather(rows))
+        .sort("start_ns")  # as the join sorted them: of equal starts, the last is taken
         .sort("_key", maintain_order=True)
     )
     if steps.is_empty():  # every step without a start or a process
         return events.with_columns(step=pl.lit(None, pl.Int64))
     number = text("name").str.extract(r"#(\d+)$").cast(pl.Int64, strict=False)  # past int64: none
-    step_no = steps.select(number).to_series()
-    pos = steps["_key"].search_sorted(key, side="right").cast(pl.Int64) - 1
-    at = pos.clip(lower_bound=0)
-    found = (pos >= 0) & key.is_not_null()
-    if base is not None:  # the step found is the event's process's: its key is in its range
-        found &= steps["_key"].gather(at) >= base
-    inside = found & (start < steps["step_end"].gather(at))
-    step = pl.select(pl.when(inside).then(step_no.gather(at))).to_series()
+    # The last key a step covers: its process's key of its end, less one, never past its
+    # process's range (a key of another process is then not inside: no process compare).
+    room = (pl.col("end_ns") - lo - 1).clip(upper_bound=span - 1)  # null where the end is
+    last = (
+        pl.col("_key") - (pl.col("start_ns") - lo) + room if per_process else pl.col("end_ns") - 1
+    )
+    found = steps.select(step_no=number, last=last)
+    pos = steps["_key"].search_sorted(key, side="right")  # row indices: gathered as they are
+    at = pos.clip(lower_bound=1) - 1
+    inside = (pos > 0) & (key <= found["last"].gather(at))  # null where the key is
+    del pos, key
+    step = pl.select(pl.when(inside).then(found["step_no"].gather(at))).to_series()
     return events.with_columns(step=step.cast(pl.Int64))
 
 
