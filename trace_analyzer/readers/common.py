@@ -187,20 +187,28 @@ def assign_steps(
     )
     if steps.is_empty():  # every step without a start or a process
         return events.with_columns(step=pl.lit(None, pl.Int64))
+    return events.with_columns(step=_step_of(key, steps, int(lo), span if per_process else None))  # type: ignore[arg-type]
+
+
+def _step_of(key: pl.Series, steps: pl.DataFrame, lo: int, span: int | None) -> pl.Series:
+    """Return the number of the step each ``key`` falls in (``assign_steps``): ``steps`` (name,
+    start_ns, end_ns, _key) in order of key; ``span``: the width of a process's range of keys
+    (None: the keys are the starts)."""
     number = text("name").str.extract(r"#(\d+)$").cast(pl.Int64, strict=False)  # past int64: none
     # The last key a step covers: its process's key of its end, less one, never past its
     # process's range (a key of another process is then not inside: no process compare).
-    room = (pl.col("end_ns") - lo - 1).clip(upper_bound=span - 1)  # null where the end is
-    last = (
-        pl.col("_key") - (pl.col("start_ns") - lo) + room if per_process else pl.col("end_ns") - 1
-    )
+    if span is not None:
+        room = (pl.col("end_ns") - lo - 1).clip(upper_bound=span - 1)  # null where the end is
+        last = pl.col("_key") - (pl.col("start_ns") - lo) + room
+    else:
+        last = pl.col("end_ns") - 1
     found = steps.select(step_no=number, last=last)
     pos = steps["_key"].search_sorted(key, side="right")  # row indices: gathered as they are
     at = pos.clip(lower_bound=1) - 1
     inside = (pos > 0) & (key <= found["last"].gather(at))  # null where the key is
-    del pos, key
+    del pos
     step = pl.select(pl.when(inside).then(found["step_no"].gather(at))).to_series()
-    return events.with_columns(step=step.cast(pl.Int64))
+    return step.cast(pl.Int64)
 
 
 def _process_bases(events: pl.DataFrame, span: int) -> pl.Series | None:

@@ -113,20 +113,14 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame, wanted: pl.Series
     The runtime events of one execution are those that link to the same framework event, or,
     where none links (a capture without the framework side), share an ``nrt_sequence_id``.
     """
-    up = edges.lazy().filter(pl.col("hop").is_in(["runtime", "runtime_op"]))
-    # only the runtime events that count: the calls whose starts are asked for, and the
-    # events the chains reach (at 3 million events, 0.4 of 1.2 million: the rest belong to an
-    # execution but neither start it nor are asked about)
-    calls = pl.col("name").is_in([SCHEDULE, SUBMIT])
-    asked = pl.col("event_id").is_in(wanted.implode())
-    rt = (
-        events.lazy()
-        .filter((pl.col("source") == "neuron_rt") & (calls | asked))
-        .select("event_id", "pid", "seq_id", "name", "start_ns")
-        .join(up.select(event_id="dst", framework="src"), on="event_id", how="left")
+    up = (
+        edges.lazy()
+        .filter(pl.col("hop").is_in(["runtime", "runtime_op"]))
+        .select(event_id="dst", framework="src")
         .collect()
-        .lazy()
     )
+    calls, asked = pl.col("name").is_in([SCHEDULE, SUBMIT]), pl.col("_asked")
+    rt = _left_join(_counted(events, wanted), up, "event_id").lazy()
     start = pl.col("start_ns")
     firsts = [  # per execution, each call's first start
         start.filter(pl.col("name") == name).min().alias(col)
@@ -158,6 +152,42 @@ def _runtime_starts(events: pl.DataFrame, edges: pl.DataFrame, wanted: pl.Series
             for part in (linked, alone)
         ]
     ).collect()
+
+
+def _left_join(left: pl.DataFrame, right: pl.DataFrame, on: str) -> pl.DataFrame:
+    """Return ``left`` joined with ``right`` on ``on`` (left rows kept, in their order). Where
+    both sides are in ascending order of ``on`` (the events by row, the edges in their
+    children's order: checked here), polars is told so and merges them rather than hashing
+    (at 10 million events, 2.5 million rows against 4.2 million: 0.07 s against 0.37 s)."""
+    if left[on].is_sorted() and right[on].is_sorted():
+        left = left.with_columns(pl.col(on).set_sorted())
+        right = right.with_columns(pl.col(on).set_sorted())
+    return left.join(right, on=on, how="left")
+
+
+def _counted(events: pl.DataFrame, wanted: pl.Series) -> pl.DataFrame:
+    """Return the Neuron runtime events that count (``event_id``, ``pid``, ``seq_id``, ``name``,
+    ``start_ns``, and ``_asked``: whether ``wanted`` names it): the calls whose starts are
+    asked for, and the events the chains reach (at 3 million events, 0.4 of 1.2 million: the
+    rest belong to an execution but neither start it nor are asked about). Where the events
+    are numbered by row, the asked ones are marked by row, not looked up for every event."""
+    columns = ("event_id", "pid", "seq_id", "name", "start_ns")
+    runtime = pl.col("source") == "neuron_rt"
+    calls = pl.col("name").is_in([SCHEDULE, SUBMIT])
+    if not numbered(events):
+        asked = pl.col("event_id").is_in(wanted.implode())
+        return (
+            events.lazy().filter(runtime & (calls | asked)).select(*columns, _asked=asked).collect()
+        )
+    n = events.height
+    ids = wanted.drop_nulls()
+    ids = ids.filter(ids.is_between(0, n - 1))  # an id the table lacks names nothing
+    marked = pl.Series("_asked", [False]).new_from_index(0, n).scatter(ids, True)
+    flags = events.select(runtime=runtime, call=runtime & calls)
+    named = marked & flags["runtime"]
+    rows = (flags["call"] | named).arg_true()
+    del marked, flags
+    return events.select(pl.col(*columns).gather(rows)).with_columns(named.gather(rows))
 
 
 def coverage(chain: pl.DataFrame) -> dict[str, Any]:
