@@ -2,7 +2,9 @@
 from the raw JSON in a few plain lines: per stream, the kernels' busy intervals, each gap,
 the next kernel's launch (the runtime call with its correlation) against the previous end.
 
-- a gap whose next kernel was launched after the previous one ended is ``host_dispatch``;
+- a gap most of which the next kernel's launch call still held, the call's time in it at
+  least 5 times the run's median launch call (and over 5 µs), is ``launch_blocked``;
+- else a gap whose next kernel was launched after the previous one ended is ``host_dispatch``;
 - a gap inside one graph replay (both kernels carry the graph launch's correlation) is
   ``graph``; a queued gap of at most 5 µs is ``launch_latency``;
 - no gap is ``transfer`` unless a copy ran on its stream during it;
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import statistics
 from decimal import Decimal
 from pathlib import Path
 
@@ -75,12 +78,23 @@ def raw_gaps(path: Path) -> list[dict]:
                 out.append({
                     "stream": where, "start": end, "end": s0, "comm": comm,
                     "launch": None if nxt is None else ns(nxt["ts"], base),
+                    "launch_end": None if nxt is None
+                    else ns(nxt["ts"], base) + round(nxt["dur"] * 1000),
                     "graph": nxt is not None and nxt is prev and "GraphLaunch" in nxt["name"],
                     "copy": any(c0 < s0 and c1 > end for c0, c1, _ in copies.get(where, [])),
                 })
             if s1 >= end:
                 end, last = s1, e
     return out
+
+
+def launch_times(path: Path) -> list[int]:
+    """The times (ns) of the launch calls of one trace file that launch a kernel or memset."""
+    doc = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())
+    xs = [e for e in doc["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+    launched = {e.get("args", {}).get("correlation") for e in xs if e.get("cat") in HW}
+    return [round(e["dur"] * 1000) for e in xs if e.get("cat") in LAUNCHES
+            and e.get("args", {}).get("correlation") in launched - {None}]
 
 
 def traceana_gaps(folder: Path) -> dict[tuple[int, int], str]:
@@ -104,13 +118,18 @@ def test_causes_follow_the_launch_times_in_the_raw_file(trace):
     listed = [g for g in raw if g["end"] - g["start"] > 1]
     assert {(g["start"], g["end"]) for g in listed} <= set(got), "a gap traceana does not list"
     assert all(b - a > 1 for a, b in got), "a gap of 1 ns or less is listed"
+    typical = statistics.median(t for f in files for t in launch_times(f))
     wrong = []
     for g in listed:
         cause = got[(g["start"], g["end"])]
+        if g["launch"] is not None:  # the launch call's own time inside the gap
+            held = min(g["launch_end"], g["end"]) - max(g["launch"], g["start"])
         if g["comm"]:
             expect = "collective"
         elif g["launch"] is None:
             continue  # nothing says when it was launched
+        elif 2 * held >= g["end"] - g["start"] and held >= 5 * typical and held > LATENCY_NS:
+            expect = "launch_blocked"
         elif g["launch"] >= g["start"]:
             expect = "host_dispatch"
         elif g["graph"]:

@@ -31,7 +31,7 @@ def test_the_naive_profile_says_what_to_change(variant):
     assert fusion["gaps"] == len(late)
     assert fusion["idle_ns"] == sum(x["duration_ns"] for x in late)
     assert f"{sum(x['duration_ns'] for x in late) / 1000:.1f} µs" in fusion["hint"]
-    assert "fusing" in fusion["hint"] and "2.35 ms to 376 µs" in fusion["hint"]
+    assert "fusing" in fusion["hint"] and "RMSNorm" not in fusion["hint"]  # figures of this run only
 
 
 def test_every_output_carries_the_next_steps(tmp_path):

@@ -21,7 +21,7 @@ import trace_analyzer
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 NAIVE = FIXTURES / "rmsnorm_naive"
-CAUSES = {"host_dispatch", "launch_latency", "transfer", "sync", "graph", "collective", "runtime",
+CAUSES = {"host_dispatch", "launch_blocked", "launch_latency", "transfer", "sync", "graph", "collective", "runtime",
           "uncorrelated", "other"}  # docs/gaps.md, "The gap model"
 
 

@@ -26,6 +26,7 @@ WIDTH_IN = 12.0
 # Okabe-Ito colours: told apart with the common colour-vision deficiencies.
 CAUSE_COLOURS = {
     "host_dispatch": "#E69F00",
+    "launch_blocked": "#882255",
     "launch_latency": "#F0E442",
     "transfer": "#56B4E9",
     "sync": "#CC79A7",

@@ -259,8 +259,13 @@ def _measure(
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
         chain=_ready(chains)[0],
         root=root,
-        hints=tuple(hints(all_device_gaps, neuron)),
+        hints=tuple(hints(all_device_gaps, neuron, frames=_has_frames(events))),
     )
+
+
+def _has_frames(events: pl.DataFrame) -> bool:
+    """Whether the run records Python frames (``with_stack=True``: ``python_function``)."""
+    return bool((events["category"] == "python_function").any())
 
 
 def _ready(
@@ -353,6 +358,7 @@ def _summary(
     found: dict[str, int] = dict(sums.iter_rows())
     by_cause = {c: found.get(c, 0) for c in CAUSES}
     window, active = total["window_ns"], total["active_ns"]
+    loader = all_gaps.get_column("host_data_loader_ns") if all_gaps.height else None
     return {
         **total,
         "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
@@ -362,6 +368,8 @@ def _summary(
         "gap_p99_ns": q(0.99),
         "gap_max_ns": int(d.max()) if len(d) else None,  # type: ignore[arg-type]
         "idle_by_cause_ns": by_cause,
+        # the idle inside a DataLoader's __next__ (null: the run records none)
+        "idle_in_data_loader_ns": None if loader is None or loader.null_count() else _sum(loader),
         "devices": devices.height,
         "lanes": n_lanes,
     }
@@ -378,6 +386,7 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
     summary.update(dict.fromkeys(("idle_pct", "active_idle_pct"), None))
     summary.update(dict.fromkeys(("gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
     summary.update(gap_max_ns=None, idle_by_cause_ns=dict.fromkeys(CAUSES, 0), devices=0, lanes=0)
+    summary.update(idle_in_data_loader_ns=None)
     return GapsResult(
         window=w,
         lanes=none,

@@ -14,9 +14,11 @@ import polars as pl
 from trace_analyzer.analyses.busy import Window, device_of, once_each
 from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.questions.gaps.evidence import covered, host_split, launches
+from trace_analyzer.questions.gaps.host import long_launch
 
 CAUSES = (
     "host_dispatch",
+    "launch_blocked",
     "launch_latency",
     "transfer",
     "sync",
@@ -49,8 +51,10 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
     ``neuron`` (the next execution is a Neuron one), ``transfer_ns`` and ``sync_ns`` (how much
     of the gap a copy or a device-side synchronisation on the gap's own stream or core
     covers), ``launch_ns`` (when the host launched the next execution: its runtime launch or
-    PrivateUse1 dispatch, else its op's start), ``same_graph`` (both executions come from one
-    graph launch), ``next_collective`` (the next execution is a communication kernel).
+    PrivateUse1 dispatch, else its op's start), ``launch_call_ns`` (the launch call's own time
+    inside the gap) and ``launch_typical_ns`` (the run's median launch call), ``same_graph``
+    (both executions come from one graph launch), ``next_collective`` (the next execution is a
+    communication kernel).
     """
     gap = pl.col("duration_ns")
     covers = pl.col("transfer_ns") >= COVER_SHARE * gap
@@ -63,6 +67,10 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
         .then(pl.lit("transfer"))
         .when(pl.col("launch_ns").is_null())
         .then(pl.lit("uncorrelated"))
+        # The next execution is queued only when its launch call returns: a call that held
+        # most of the gap, far longer than a launch takes here, is what the device waited on.
+        .when((pl.col("launch_call_ns") >= COVER_SHARE * gap) & long_launch(latency_ns))
+        .then(pl.lit("launch_blocked"))
         .when(pl.col("launch_ns") >= pl.col("start_ns"))
         .then(pl.lit("host_dispatch"))
         .when(pl.col("same_graph"))
@@ -77,6 +85,26 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
         .then(pl.lit("collective"))
         .otherwise(pl.lit("runtime"))
     )
+
+
+# The annotation PyTorch records around each batch a DataLoader hands the training loop.
+DATA_LOADER = r"^enumerate\(DataLoader\)#.*__next__$"
+
+
+def in_data_loader(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with ``host_data_loader_ns``: how much of each lies inside a
+    DataLoader's ``__next__`` in the gap's process (the device waited while the host fetched
+    a batch); null where the run records no DataLoader."""
+    loads = (
+        events.lazy()
+        .filter(matching(events["name"], DATA_LOADER))
+        .select("pid", "start_ns", "end_ns", "name")
+        .collect()
+    )
+    if loads.is_empty():
+        return gaps.with_columns(host_data_loader_ns=pl.lit(None, pl.Int64))
+    inside = covered(gaps, loads, "host_data_loader", by="pid", last_event=False)
+    return inside
 
 
 def core_of(lane: pl.Expr) -> pl.Expr:
@@ -186,7 +214,8 @@ def attribute(
     out = out.with_columns(comm_lane=on_comm).with_columns(cause=cause(latency_ns))
     # the evidence a null placeholder in its place: written for the rows read (evidence.Worded)
     unworded = pl.lit(None, pl.String).alias("evidence")
-    return host_split(out, events, numbered).with_columns(unworded).drop("_at")
+    out = host_split(out, events, numbered)
+    return in_data_loader(out, events).with_columns(unworded).drop("_at")
 
 
 def _neighbours(
@@ -217,14 +246,21 @@ def _neighbours(
             how="left",
         )
     )
+    # the launch call's own time inside the gap (the next execution was not queued yet); the
+    # horizontal min and max pass a null over: none where no launch call is recorded
+    inside = pl.min_horizontal("launch_end_ns", "end_ns") - pl.max_horizontal(
+        "launch_start_ns", "start_ns"
+    )
+    call = pl.when(pl.col("launch_end_ns").is_not_null()).then(inside.clip(lower_bound=0))
     return out.with_columns(
         launch_ns=pl.coalesce("launch_start_ns", "next_dispatch_ns"),
+        launch_call_ns=call,
         neuron=(pl.col("next_source") == "neuron_hw").fill_null(False),
         same_graph=(
             pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
         ).fill_null(False),
         next_collective=matching(out["next_name"], COLLECTIVE_NAMES).fill_null(False),
-    ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
+    ).drop("next_source", "prev_launch", "launch_start_ns", "launch_end_ns", "launch_is_graph")
 
 
 def _names(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:

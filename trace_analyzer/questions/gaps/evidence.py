@@ -11,6 +11,7 @@ import polars as pl
 from trace_analyzer.loading.link import GRAPH_LAUNCH
 from trace_analyzer.model.schema import matching
 from trace_analyzer.numbers import duration, duration_expr
+from trace_analyzer.questions.gaps.host import HELD_COLUMNS, held, long_launch
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
 # What a host thread records, by what it was doing (the first that holds wins, nested calls
@@ -155,34 +156,57 @@ def _spans_of(
 
 def launches(events: pl.DataFrame, edges: pl.DataFrame, numbered: bool) -> pl.DataFrame:
     """Return per hardware event its launch (the runtime call its ``device`` link names):
-    ``launch_event``, ``launch_start_ns``, ``launch_is_graph``, and the launching thread.
+    ``launch_event``, ``launch_start_ns``, ``launch_end_ns``, ``launch_is_graph``, the
+    launching thread, and ``launch_typical_ns``: the median time of the run's launch calls (what
+    a launch costs on this platform, from the trace itself).
     ``numbered``: the events are numbered by row (``by_row``): the launches are gathered by
     row, not joined against every event."""
     found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
     ids = found["launch_event"].unique()
-    columns = events.select("event_id", "start_ns", "name", "pid", "tid")
+    columns = events.select("event_id", "start_ns", "end_ns", "name", "pid", "tid")
     if numbered:  # an edge naming an event the table lacks links nothing, as in the join
         rows = columns[ids.filter(ids.is_between(0, events.height - 1))]
     else:
         rows = columns.join(ids.to_frame("event_id"), on="event_id", how="semi")
+    typical = _typical(rows, found, events, numbered)
     calls = rows.select(
         launch_event="event_id",
         launch_start_ns="start_ns",
+        launch_end_ns="end_ns",
         launch_is_graph=matching(rows["name"], GRAPH_LAUNCH),
         launch_pid="pid",
         launch_tid="tid",
+        launch_typical_ns=pl.lit(None if typical is None else int(typical), pl.Int64),
     )  # the launches alone: the regex on their distinct names, not on every event's
     return found.join(calls, on="launch_event")
 
 
+def _typical(
+    calls: pl.DataFrame, found: pl.DataFrame, events: pl.DataFrame, numbered: bool
+) -> float | None:
+    """Return the median time of the run's launch calls: the calls (``calls``, distinct) that
+    launch an execution (``found``: the device links), not a copy's or a sync's."""
+    if numbered:
+        kinds = found.with_columns(
+            kind=events["lane_kind"].gather(found["event_id"].clip(0, max(events.height - 1, 0)))
+        )
+    else:
+        kinds = found.join(events.select("event_id", kind="lane_kind"), on="event_id")
+    launching = kinds.filter(pl.col("kind") == "hardware")["launch_event"].unique().implode()
+    took = calls.filter(pl.col("event_id").is_in(launching))
+    value = (took["end_ns"] - took["start_ns"]).median()
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
 def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:
-    """Return ``gaps`` with, for each ``host_dispatch`` gap, how the host's late time (from
-    the gap's start to the next launch) went on the launching thread: ``host_sync_ns``,
-    ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns`` (null for other causes).
+    """Return ``gaps`` with, for each ``host_dispatch`` or ``launch_blocked`` gap, how the
+    host's late time (from the gap's start to the next launch) went on the launching thread:
+    ``host_sync_ns``, ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns``, and
+    what held it (``HELD_COLUMNS``: ``host.held``); null for other causes.
 
     The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
     its op's thread). ``numbered``: the events are numbered by row (``by_row``)."""
-    dispatch = pl.col("cause") == "host_dispatch"
+    dispatch = pl.col("cause").is_in(["host_dispatch", "launch_blocked"])
     late_rows = (
         gaps.lazy()
         .with_row_index("_r")
@@ -193,32 +217,20 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
         .collect()
     )
     if late_rows.is_empty():
-        return gaps.with_columns(pl.lit(None, pl.Int64).alias(c) for c in HOST_SPLIT)
+        return gaps.with_columns(
+            pl.lit(None, t).alias(c)
+            for c, t in {**dict.fromkeys(HOST_SPLIT, pl.Int64), **HELD_COLUMNS}.items()
+        )
     g = _op_threads(late_rows, events, numbered).with_columns(
         *_thread(pl.coalesce("launch_pid", "op_pid"), pl.coalesce("launch_tid", "op_tid")),
         _late_end=pl.min_horizontal("launch_ns", "end_ns"),
     )
     thread = ["_pid", "_tid"]
-    # the marks of the threads asked about only (those that launch something late), and
-    # only the columns they need, in one pass: the whole host side of a wide table is a copy
-    # of most of it (at 5 million events, 1.3 GB more at the peak). A synchronize is known by
-    # its name among every event's distinct names.
-    synchronizes = matching(events["name"], SYNC_NAMES)
-    calls = pl.col("lane_kind").is_in(["runtime", "transfer"]) | synchronizes
-    host = (
-        events.lazy()
-        .filter(
-            pl.col("lane_kind").is_in(HOST_KINDS)
-            & ((pl.col("lane_kind") != "transfer") | (pl.col("source") == "neuron_rt"))
-            & _asked(g.select(thread).unique().drop_nulls())
-        )
-        .select("start_ns", "end_ns", *_thread("pid", "tid"), _sync=synchronizes, _call=calls)
-        .collect()
-    )
-    host = by_start(host)  # each thread's marks in start order among the others'
     levels = {"_s": pl.col("_sync"), "_c": pl.col("_call"), "_a": pl.lit(True)}
     late = (pl.col("_late_end") - pl.col("start_ns")).clip(lower_bound=0)
-    g = g.hstack(spans(g, host, thread, "_late_end", levels))
+    marks = _host_marks(g, events, thread)
+    counted = marks.filter(~pl.col("_frame")).drop("name", "_frame", "_runtime")
+    g = g.hstack(spans(g, counted, thread, "_late_end", levels))
     split = {
         "host_sync_ns": pl.col("_s_ns"),
         "host_runtime_ns": pl.col("_c_ns") - pl.col("_s_ns"),
@@ -226,12 +238,57 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
         "host_untraced_ns": late - pl.col("_a_ns"),
     }
     found = g.select("_r", **{k: v.clip(lower_bound=0) for k, v in split.items()})
+    named = _held(g, marks, thread)
 
-    def placed(c: str) -> pl.Series:  # null for the other causes' gaps
-        none = pl.repeat(None, gaps.height, dtype=pl.Int64, eager=True)
-        return none.scatter(found["_r"], found[c]).alias(c)
+    def placed(c: str, rows: pl.DataFrame, dtype: pl.DataType) -> pl.Series:  # null elsewhere
+        none = pl.repeat(None, gaps.height, dtype=dtype, eager=True)
+        return none.scatter(rows["_r"], rows[c]).alias(c)
 
-    return gaps.with_columns(placed(c) for c in split)  # a join would copy every column
+    return gaps.with_columns(  # a join would copy every column
+        *(placed(c, found, pl.Int64()) for c in split),
+        *(placed(c, named, t()) for c, t in HELD_COLUMNS.items()),
+    )
+
+
+def _host_marks(late: pl.DataFrame, events: pl.DataFrame, thread: list[str]) -> pl.DataFrame:
+    """Return the host marks of the threads asked about only (those that launch something
+    late), and only the columns they need, in one pass: the whole host side of a wide table
+    is a copy of most of it (at 5 million events, 1.3 GB more at the peak). Those
+    ``host_split`` counts (``_sync``, ``_call``), and the Python frames (``_frame``) and
+    runtime calls (``_runtime``) ``host.held`` names; in start order. A synchronize is known
+    by its name among every event's distinct names."""
+    kind = pl.col("lane_kind")
+    synchronizes = matching(events["name"], SYNC_NAMES)
+    calls = kind.is_in(["runtime", "transfer"]) | synchronizes
+    frames = (kind == "annotation") & (pl.col("category") == "python_function")
+    counted = kind.is_in(HOST_KINDS) & ((kind != "transfer") | (pl.col("source") == "neuron_rt"))
+    host = (
+        events.lazy()
+        .filter((counted | frames) & _asked(late.select(thread).unique().drop_nulls()))
+        .select(
+            "start_ns",
+            "end_ns",
+            "name",
+            *_thread("pid", "tid"),
+            _sync=synchronizes,
+            _call=calls,
+            _frame=frames,
+            _runtime=kind == "runtime",
+        )
+        .collect()
+    )
+    return by_start(host)  # each thread's marks in start order among the others'
+
+
+def _held(late: pl.DataFrame, marks: pl.DataFrame, thread: list[str]) -> pl.DataFrame:
+    """Return per late row (``_r``) the call and the Python frame that held more than half of
+    its late time on its thread (``host.held``; ``marks``: ``_host_marks``), null where none
+    did."""
+    rows = late.select("_r", *thread, "start_ns", "_late_end")
+    calls = held(rows, marks.filter(pl.col("_runtime")), "host_call", entry=False)
+    python = held(rows, marks.filter(pl.col("_frame")), "host_frame", entry=True)
+    out = rows.select("_r").join(calls, on="_r", how="left").join(python, on="_r", how="left")
+    return out.select("_r", *HELD_COLUMNS)
 
 
 def _asked(threads: pl.DataFrame) -> pl.Expr:
@@ -290,11 +347,32 @@ def _texts(latency_ns: int) -> dict[str, pl.Expr]:
             "{} covers {} % of the gap ({})", "transfer_event", pct, span(pl.col("transfer_ns"))
         ),
         "uncorrelated": pl.lit("no launch recorded for the next execution"),
-        "host_dispatch": pl.format(
-            "next launched {} after the lane went idle (host: {} in framework ops, {} in "
-            "runtime calls, {} in synchronize, {} untraced)",
-            span(launch - start),
-            *(span(pl.col(c)) for c in HOST_SPLIT),
+        "host_dispatch": pl.concat_str(
+            pl.format(
+                "next launched {} after the lane went idle (host: {} in framework ops, {} in "
+                "runtime calls, {} in synchronize, {} untraced)",
+                span(launch - start),
+                *(span(pl.col(c)) for c in HOST_SPLIT),
+            ),
+            *_held_words(latency_ns),
+            ignore_nulls=True,
+        ),
+        "launch_blocked": pl.concat_str(
+            pl.format(
+                "{} held the next execution {} of the gap ({} %; a launch call takes {} here "
+                "at the median)",
+                pl.col("next_runtime").cast(pl.String).fill_null("the launch call"),
+                span(pl.col("launch_call_ns")),
+                (100 * pl.col("launch_call_ns").cast(pl.Float64) / pl.col("duration_ns"))
+                .round(0)
+                .cast(pl.Int64),
+                span(pl.col("launch_typical_ns")),
+            ),
+            pl.when(launch > start).then(
+                pl.format("; called {} after the lane went idle", span(launch - start))
+            ),
+            *_held_words(None),
+            ignore_nulls=True,
         ),
         "graph": pl.lit("between two kernels of one graph replay"),
         "launch_latency": pl.format(
@@ -308,6 +386,42 @@ def _texts(latency_ns: int) -> dict[str, pl.Expr]:
             "launched {} before the lane went idle, started {} after it", queued, after
         ),
     }
+
+
+def _held_words(latency_ns: int | None) -> list[pl.Expr]:
+    """Return the clauses that name what held the host (``host.held``) and, with
+    ``latency_ns``, a launch call that then took long (``host.long_launch``): each null where
+    there is nothing to say."""
+    words: list[pl.Expr] = [
+        pl.when(pl.col("host_data_loader_ns") > 0).then(
+            pl.format("; {} inside the DataLoader's __next__", span(pl.col("host_data_loader_ns")))
+        ),
+        pl.when(pl.col("host_call").is_not_null()).then(
+            pl.format("; {} in {}", span(pl.col("host_call_ns")), "host_call")
+        ),
+        pl.when(pl.col("host_frame").is_not_null()).then(
+            pl.concat_str(
+                pl.format(
+                    "; {} in the Python frame {}", span(pl.col("host_frame_ns")), "host_frame"
+                ),
+                pl.when(pl.col("host_caller").is_not_null()).then(
+                    pl.format(" (called from {})", "host_caller")
+                ),
+                ignore_nulls=True,
+            )
+        ),
+    ]
+    if latency_ns is not None:
+        words.append(
+            pl.when(long_launch(latency_ns)).then(
+                pl.format(
+                    "; then {} itself took {}",
+                    pl.col("next_runtime").cast(pl.String).fill_null("the launch call"),
+                    span(pl.col("launch_call_ns")),
+                )
+            )
+        )
+    return words
 
 
 def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:

@@ -4,14 +4,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import polars as pl
 
-from trace_analyzer.numbers import duration, from_us
-
-# The RMSNorm example the fusion hint quotes (docs/gaps.md): naive PyTorch, torch.compile.
-FUSED_FROM_US, FUSED_TO_US = 2355, 376
+from trace_analyzer.numbers import duration
 
 CAUSE_HINTS = {
     "host_dispatch": (
@@ -19,6 +17,13 @@ CAUSE_HINTS = {
         "(torch.compile, a fused op) or CUDA graphs remove the gaps",
         "the NeuronCore waits for the host to dispatch the next op: fewer, larger ops "
         "(torch.compile, a fused op) run as one NEFF without the gaps",
+    ),
+    "launch_blocked": (
+        "a launch call itself held the device: a first launch loads its kernel's module, a "
+        "library's first call sets it up (warm up before the profiled steps); one that blocks "
+        "every step waits inside the call (a full launch queue, a synchronising launch)",
+        "a dispatch call itself held the NeuronCore: a first call loads its NEFF (warm up "
+        "before the profiled steps)",
     ),
     "launch_latency": (
         "kernels too short for their launch cost: CUDA graphs or fusion",
@@ -45,8 +50,8 @@ CAUSE_HINTS = {
         "a collective waits for its peers: compare the ranks (traceana batch) for the slow one",
     ),
     "runtime": (
-        "launched early, started late: the device or another stream was busy, or the "
-        "runtime queue was",
+        "queued before the lane went idle, started late, and nothing the trace records on "
+        "its stream explains the wait (no copy, synchronisation or collective there): unexplained",
         "dispatched early, started late: runtime scheduling between nrta_execute_schedule "
         "and nc_exec_running",
     ),
@@ -67,49 +72,117 @@ HOST_HINTS = {
 }
 
 
+LOADER_HINT = (
+    "the device waits for the next batch (more workers, pin_memory=True, a larger "
+    "prefetch_factor, or a cheaper dataset and transforms)"
+)
+# A call that held the host, by what it is, and what to change (docs/gaps.md, "Next steps").
+CALL_HINTS = (
+    (
+        r"(?i)(free|malloc|alloc)",
+        "the allocator taking or returning device memory: a warm-up step before the "
+        "profiled ones, and no torch.cuda.empty_cache() in the loop",
+    ),
+    (
+        r"(?i)(synchroni[sz]e|memcpy(withstream)?$|eventsynchronize)",
+        "the host waiting for the device (an .item(), .cpu(), print or blocking copy of a "
+        "device tensor?): move it out of the step loop",
+    ),
+)
+
+
+def call_hint(call: str) -> str:
+    """Return what a runtime call that held the host is, and what to change."""
+    for pattern, text in CALL_HINTS:
+        if re.search(pattern, call):
+            return text
+    return "a runtime call on the launching thread"
+
+
 def cause_hint(cause: str, neuron: bool) -> str:
     """Return the hint for one cause, in Trainium words when ``neuron``."""
     gpu, trn = CAUSE_HINTS.get(cause, ("", ""))
     return trn if neuron else gpu
 
 
-def hints(device_gaps: pl.DataFrame, neuron: bool, top: int = 5) -> list[dict[str, Any]]:
+def hints(
+    device_gaps: pl.DataFrame,
+    neuron: bool,
+    top: int = 5,
+    frames: bool = False,
+) -> list[dict[str, Any]]:
     """Return the next steps of one run: one per cause that left the devices idle (most idle
-    first), then one per op for the cause of most of the idle before it (the ``top`` ops),
-    each ``{"op", "cause", "idle_ns", "gaps", "hint"}``."""
+    first; among them the DataLoader's, "cause" ``data_loader``, where idle time lies inside
+    its ``__next__``: ``host_data_loader_ns``), then one per op for the cause of most of the
+    idle before it (the ``top`` ops), each ``{"op", "cause", "idle_ns", "gaps", "hint"}``.
+    ``frames``: the run records Python frames (``with_stack=True``): then none is told to turn
+    it on."""
     if device_gaps.is_empty():
         return []
     out = []
+    loading = _loading(device_gaps)
     by_cause = (
         device_gaps.group_by("cause")
         .agg(
-            idle_ns=pl.col("duration_ns").sum(), gaps=pl.len(), longest=pl.col("duration_ns").max()
+            idle_ns=pl.col("duration_ns").sum(),
+            gaps=pl.len(),
+            longest=pl.col("duration_ns").max(),
+            loading=loading,
         )
         .sort("idle_ns", "cause", descending=[True, False])
     )
-    for c, idle, n, longest in by_cause.rows():
+    for c, idle, n, longest, loading_ns in by_cause.rows():
         text = cause_hint(c, neuron)
         # many dispatch gaps, none of them most of the idle: the ops are too small, fuse them
-        # (one long stall is not what fusion fixes; its op's hint says where the host was)
-        if c == "host_dispatch" and n >= 3 and 2 * longest <= idle:
+        # (one long stall is not what fusion fixes, nor a host mostly fetching batches; the
+        # op's hint says where the host was)
+        if c == "host_dispatch" and n >= 3 and 2 * longest <= idle and 2 * loading_ns <= idle:
             text = (
                 f"{n:,} separate dispatches leave the device idle {duration(idle)} between "
-                f"them: fusing the ops removes up to that (the RMSNorm example went from "
-                f"{from_us(FUSED_FROM_US)} to {from_us(FUSED_TO_US)} this way)"
+                "them: fusing the ops removes up to that"
             )
         out.append({"op": None, "cause": c, "idle_ns": int(idle), "gaps": int(n), "hint": text})
-    return out + _per_op(device_gaps, neuron, top)
+    loader = _data_loader(device_gaps)
+    if loader:
+        ns, n = loader
+        share = 100 * ns / int(device_gaps["duration_ns"].cast(pl.Int128).sum())
+        text = f"{share:.1f} % of the idle lies inside the DataLoader's __next__: {LOADER_HINT}"
+        item = {"op": None, "cause": "data_loader", "idle_ns": ns, "gaps": n, "hint": text}
+        at = next((i for i, h in enumerate(out) if h["idle_ns"] < ns), len(out))
+        out.insert(at, item)
+    return out + _per_op(device_gaps, neuron, top, frames)
 
 
-def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str, Any]]:
+def _loading(device_gaps: pl.DataFrame) -> pl.Expr:
+    """Return the sum of the idle inside a DataLoader's ``__next__`` (0 without the column)."""
+    if "host_data_loader_ns" not in device_gaps.columns:
+        return pl.lit(0, pl.Int64)
+    return pl.col("host_data_loader_ns").fill_null(0).sum()
+
+
+def _data_loader(device_gaps: pl.DataFrame) -> tuple[int, int] | None:
+    """Return the idle time inside a DataLoader's ``__next__`` and the gaps it lies in, or
+    None where there is none."""
+    if "host_data_loader_ns" not in device_gaps.columns:
+        return None
+    inside = device_gaps["host_data_loader_ns"].fill_null(0)
+    ns = int(inside.cast(pl.Int128).sum())
+    return (ns, int((inside > 0).sum())) if ns else None
+
+
+def _per_op(
+    device_gaps: pl.DataFrame, neuron: bool, top: int, frames: bool
+) -> list[dict[str, Any]]:
     """Return a hint for each of the ``top`` ops with the most idle before them."""
     split = [c for c in HOST_HINTS if c in device_gaps.columns]
+    loading = _loading(device_gaps)
     per = (
         device_gaps.lazy()  # lazy: the columns it sums, not a copy of the whole table
         .filter(pl.col("next_op").is_not_null())
         .group_by("next_op", "cause")
         .agg(
             *(pl.col(c).sum() for c in split),
+            loading_ns=loading,
             idle_ns=pl.col("duration_ns").sum(),
             gaps=pl.len(),
             copies=pl.col("transfer_event")
@@ -124,6 +197,8 @@ def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str,
         .head(top)
         .collect()
     )
+    tops = device_gaps.filter(pl.col("next_op").is_in(per["next_op"].implode()))
+    named = {k: _most_held(tops, k) for k in ("host_call", "host_frame")}
     out = []
     for r in per.to_dicts():
         op, c = r["next_op"], r["cause"]
@@ -137,8 +212,7 @@ def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str,
                 f"{_times(r['gaps'])}): create it on the device once"
             )
         elif c == "host_dispatch" and split:
-            most = max(split, key=lambda k: r[k] or 0)
-            text = f"launched late; the host was mostly in {HOST_HINTS[most]}"
+            text = _late_hint(r, split, named, op, frames)
         out.append(
             {"op": op, "cause": c, "idle_ns": int(r["idle_ns"]), "gaps": r["gaps"], "hint": text}
         )
@@ -147,3 +221,52 @@ def _per_op(device_gaps: pl.DataFrame, neuron: bool, top: int) -> list[dict[str,
 
 def _times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
+
+
+def _late_hint(
+    r: dict[str, Any],
+    split: list[str],
+    named: dict[str, dict[str, tuple[str, int, str | None]]],
+    op: str,
+    frames: bool,
+) -> str:
+    """Return the hint for an op launched late: the call or Python frame that held the host
+    for most of the idle before it, where one did, else where the host's late time went."""
+    idle = r["idle_ns"]
+    if 2 * r["loading_ns"] > idle:
+        return (
+            f"launched late; {duration(r['loading_ns'])} of it inside the DataLoader's "
+            f"__next__: {LOADER_HINT}"
+        )
+    if (call := named["host_call"].get(op)) and 2 * call[1] > idle:
+        return f"launched late; {duration(call[1])} of it in {call[0]}: {call_hint(call[0])}"
+    if (frame := named["host_frame"].get(op)) and 2 * frame[1] > idle:
+        caller = f" (called from {frame[2]})" if frame[2] else ""
+        return (
+            f"launched late; {duration(frame[1])} of it in the Python frame {frame[0]}{caller}: "
+            "the code that runs there, between the launches"
+        )
+    most = max(split, key=lambda k: r[k] or 0)
+    where = HOST_HINTS[most]
+    if frames and most == "host_untraced_ns":
+        where = "Python between ops"
+    return f"launched late; the host was mostly in {where}"
+
+
+def _most_held(device_gaps: pl.DataFrame, column: str) -> dict[str, tuple[str, int, str | None]]:
+    """Return per op (``next_op``) of its host_dispatch gaps the call or frame (``column``:
+    ``host_call`` or ``host_frame``) that held the host longest over them all: its name, that
+    time, and the frame's caller (the most common one; None for calls)."""
+    if column not in device_gaps.columns:
+        return {}
+    caller = pl.col("host_caller").mode().first() if column == "host_frame" else pl.lit(None)
+    most = (
+        device_gaps.lazy()
+        .filter((pl.col("cause") == "host_dispatch") & pl.col(column).is_not_null())
+        .group_by("next_op", column)
+        .agg(ns=pl.col(f"{column}_ns").sum(), caller=caller)
+        .sort("ns", column, descending=[True, False])
+        .unique("next_op", keep="first", maintain_order=True)
+        .collect()
+    )
+    return {op: (name, ns, c) for op, name, ns, c in most.iter_rows()}

@@ -86,6 +86,7 @@ SUMMARY = [  # (label, key in the run, unit)
     ("p99 gap", "summary.gap_p99_ns", "µs"),
     ("longest gap", "summary.gap_max_ns", "µs"),
     *((f"idle from {c}", f"summary.idle_by_cause_ns.{c}", "µs") for c in CAUSES),
+    ("idle inside the DataLoader", "summary.idle_in_data_loader_ns", "µs"),
 ]
 
 

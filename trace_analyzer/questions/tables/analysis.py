@@ -20,7 +20,7 @@ from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.gaps.hints import cause_hint
 from trace_analyzer.questions.ops.analysis import ops
 
-SCHEMA_VERSION = 1  # raised when a column of a table changes (docs/tables.md)
+SCHEMA_VERSION = 2  # raised when a column of a table changes (docs/tables.md)
 NAMES = ("events", "edges", "chains", "gaps", "ops")  # one file each: NAME.parquet
 
 _I, _S, _B = pl.Int64(), pl.String(), pl.Boolean()
@@ -30,11 +30,13 @@ GAP_SCHEMA: dict[str, pl.DataType] = {
     "lane": _S, "pid": _I, "start_ns": _I, "end_ns": _I, "prev_event": _I, "next_event": _I,
     "duration_ns": _I, "prev_name": _S, "next_name": _S, "next_op": _S, "next_runtime": _S,
     "link_method": _S, "next_dispatch_ns": _I, "next_op_event": _I, "prev_op": _S,
-    "launch_event": _I, "launch_pid": _I, "launch_tid": _I, "launch_ns": _I, "neuron": _B,
-    "same_graph": _B, "next_collective": _B, "transfer_ns": _I, "transfer_event": _S,
-    "sync_ns": _I, "sync_event": _S, "comm_lane": _B, "cause": _S, "host_sync_ns": _I,
-    "host_runtime_ns": _I, "host_framework_ns": _I, "host_untraced_ns": _I, "evidence": _S,
-    "device": _S, "hint": _S,
+    "launch_event": _I, "launch_pid": _I, "launch_tid": _I, "launch_typical_ns": _I,
+    "launch_ns": _I, "launch_call_ns": _I, "neuron": _B, "same_graph": _B,
+    "next_collective": _B, "transfer_ns": _I, "transfer_event": _S, "sync_ns": _I,
+    "sync_event": _S, "comm_lane": _B, "cause": _S, "host_sync_ns": _I, "host_runtime_ns": _I,
+    "host_framework_ns": _I, "host_untraced_ns": _I, "host_call": _S, "host_call_ns": _I,
+    "host_frame": _S, "host_frame_ns": _I, "host_caller": _S, "host_data_loader_ns": _I,
+    "evidence": _S, "device": _S, "hint": _S,
 }  # fmt: skip
 
 _SCALARS = (pl.Int64, pl.Int32, pl.UInt32, pl.UInt64, pl.Float64, pl.Boolean, pl.String)
