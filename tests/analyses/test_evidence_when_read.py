@@ -1,4 +1,4 @@
-"""Evidence is written for the rows that are read (questions/gaps/evidence.py ``Worded``):
+"""Evidence is written for the rows that are read (questions/gaps/words.py ``Worded``):
 a text report words the gaps it lists, the JSON every gap, and both say the same of a gap.
 
 Held on a real trace (the corpus: skipped with a message when absent) and on a small one
@@ -15,7 +15,7 @@ from test_device_pass import _trace
 
 from trace_analyzer.loading.profile import load
 from trace_analyzer.questions.gaps.analysis import GapsResult, gate, gaps
-from trace_analyzer.questions.gaps.evidence import Worded
+from trace_analyzer.questions.gaps.words import Worded
 from trace_analyzer.questions.gaps.text import gaps_layout, longest
 from trace_analyzer.render.safe import TABLE
 from trace_analyzer.render.view import View

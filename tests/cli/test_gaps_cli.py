@@ -21,7 +21,7 @@ import trace_analyzer
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 NAIVE = FIXTURES / "rmsnorm_naive"
-CAUSES = {"host_dispatch", "launch_blocked", "launch_latency", "transfer", "sync", "graph", "collective", "runtime",
+CAUSES = {"host_dispatch", "launch_blocked", "event_wait", "launch_latency", "transfer", "sync", "graph", "collective", "runtime",
           "uncorrelated", "other"}  # docs/gaps.md, "The gap model"
 
 
@@ -367,6 +367,7 @@ def test_every_corpus_trace_gives_non_negative_idle(corpus, rel):
                                              if g[key] == row[key]), row
         assert s["idle_ns"] == sum(g["duration_ns"] for g in run["device_gaps"])
         assert all(g["duration_ns"] > 0 and g["cause"] in CAUSES for g in run["gaps"])
+        assert all(g["evidence"] for g in (*run["gaps"], *run["device_gaps"])), "no evidence"
 
 
 def test_cpu_only_trace_says_nothing_ran_on_hardware(corpus):

@@ -157,8 +157,8 @@ def test_every_summary_number_is_the_json_s(pages):
     run = expected["runs"][0]
     in_json = numbers_in(run)
     rows = parse(pages["base"]).rows
-    # window, devices, lanes, 13 times, counts and percentages, 10 causes, the DataLoader
-    assert len(rows) == 27
+    # window, devices, lanes, 13 times, counts and percentages, 11 causes, the DataLoader
+    assert len(rows) == 28
     for row in rows:
         label, shown, unit = row["cells"]
         value = lookup(run, row["key"])

@@ -27,6 +27,7 @@ WIDTH_IN = 12.0
 CAUSE_COLOURS = {
     "host_dispatch": "#E69F00",
     "launch_blocked": "#882255",
+    "event_wait": "#44AA99",
     "launch_latency": "#F0E442",
     "transfer": "#56B4E9",
     "sync": "#CC79A7",

@@ -45,8 +45,8 @@ from trace_analyzer.questions.gaps.causes import (
     hardware,
     lanes_are_devices,
 )
-from trace_analyzer.questions.gaps.evidence import Worded, sentence
 from trace_analyzer.questions.gaps.hints import hints
+from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import Condition, failed, glob_regex
 
 __all__ = [

@@ -15,10 +15,12 @@ from trace_analyzer.analyses.busy import Window, device_of, once_each
 from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.questions.gaps.evidence import covered, host_split, launches
 from trace_analyzer.questions.gaps.host import long_launch
+from trace_analyzer.questions.gaps.waits import device_side, waited
 
 CAUSES = (
     "host_dispatch",
     "launch_blocked",
+    "event_wait",
     "launch_latency",
     "transfer",
     "sync",
@@ -58,6 +60,7 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
     """
     gap = pl.col("duration_ns")
     covers = pl.col("transfer_ns") >= COVER_SHARE * gap
+    held = waited(latency_ns)
     return (
         pl.when(pl.col("comm_lane"))
         .then(pl.lit("collective"))
@@ -71,7 +74,8 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
         # most of the gap, far longer than a launch takes here, is what the device waited on.
         .when((pl.col("launch_call_ns") >= COVER_SHARE * gap) & long_launch(latency_ns))
         .then(pl.lit("launch_blocked"))
-        .when(pl.col("launch_ns") >= pl.col("start_ns"))
+        # launched after the lane fell idle, and not then held on the device (waits.py)
+        .when((pl.col("launch_ns") >= pl.col("start_ns")) & ~held)
         .then(pl.lit("host_dispatch"))
         .when(pl.col("same_graph"))
         .then(pl.lit("graph"))
@@ -81,6 +85,11 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
         .then(pl.lit("transfer"))
         .when(pl.col("sync_ns") >= COVER_SHARE * gap)
         .then(pl.lit("sync"))
+        # queued, then held on the device while a collective ran on its other lanes
+        .when(held & (2 * pl.col("comm_ns") >= pl.col("device_wait_ns")))
+        .then(pl.lit("collective"))
+        .when(held & pl.col("wait_call").is_not_null())
+        .then(pl.lit("event_wait"))
         .when(pl.col("next_collective"))
         .then(pl.lit("collective"))
         .otherwise(pl.lit("runtime"))
@@ -195,6 +204,9 @@ def attribute(
     their links."""
     numbered = by_row(events)  # once: a compare of every event's id
     out = _neighbours(gaps, events, chain, launches(events, edges, numbered), numbered)
+    out = out.with_columns(_dev=once_each(out[key], device_of) if key == "lane" else pl.col(key))
+    out = device_side(out, events, COLLECTIVE_NAMES, device_of)
+    out = out.drop("launch_end_ns", "prev_launch_ns", "_dev")
     out = out.with_columns(_at=once_each(out[key], core_of))
 
     def place(lane: pl.Expr) -> pl.Expr:  # where a copy or sync counts, at this key
@@ -241,7 +253,9 @@ def _neighbours(
         .join(chain.select(prev_event="hw_event_id", prev_op="op"), on="prev_event", how="left")
         .join(launch.rename({"event_id": "next_event"}), on="next_event", how="left")
         .join(
-            launch.select(prev_event="event_id", prev_launch="launch_event"),
+            launch.select(
+                prev_event="event_id", prev_launch="launch_event", prev_launch_ns="launch_start_ns"
+            ),
             on="prev_event",
             how="left",
         )
@@ -260,7 +274,7 @@ def _neighbours(
             pl.col("launch_is_graph") & (pl.col("launch_event") == pl.col("prev_launch"))
         ).fill_null(False),
         next_collective=matching(out["next_name"], COLLECTIVE_NAMES).fill_null(False),
-    ).drop("next_source", "prev_launch", "launch_start_ns", "launch_end_ns", "launch_is_graph")
+    ).drop("next_source", "prev_launch", "launch_start_ns", "launch_is_graph")
 
 
 def _names(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:

@@ -92,8 +92,8 @@ def gaps(
 ) -> None:
     """Every idle gap on the hardware lanes, attributed to the op that ended it and a cause.
 
-    Causes: host_dispatch, launch_blocked, launch_latency, transfer, sync, graph, collective,
-    runtime, uncorrelated (docs/gaps.md), each with its evidence and a next step.
+    Causes: host_dispatch, launch_blocked, event_wait, launch_latency, transfer, sync, graph,
+    collective, runtime, uncorrelated (docs/gaps.md), each with its evidence and a next step.
     Durations take units: 5us, 1.2ms, 300ns (0 needs none). --fail-on metrics: idle_pct, gap_max_us,
     gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
     leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.

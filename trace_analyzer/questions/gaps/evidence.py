@@ -4,14 +4,11 @@ and the sentence that says why (docs/gaps.md, "Evidence").
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import polars as pl
 
 from trace_analyzer.loading.link import GRAPH_LAUNCH
 from trace_analyzer.model.schema import matching
-from trace_analyzer.numbers import duration, duration_expr
-from trace_analyzer.questions.gaps.host import HELD_COLUMNS, held, long_launch
+from trace_analyzer.questions.gaps.host import HELD_COLUMNS, held
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
 # What a host thread records, by what it was doing (the first that holds wins, nested calls
@@ -202,20 +199,14 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
     """Return ``gaps`` with, for each ``host_dispatch`` or ``launch_blocked`` gap, how the
     host's late time (from the gap's start to the next launch) went on the launching thread:
     ``host_sync_ns``, ``host_runtime_ns``, ``host_framework_ns``, ``host_untraced_ns``, and
-    what held it (``HELD_COLUMNS``: ``host.held``); null for other causes.
+    what held it (``HELD_COLUMNS``: ``host.held``); for a gap whose execution was held on the
+    device instead (``event_wait``, a collective or ``runtime`` after its queueing:
+    ``waits.py``), the same over the whole gap: what the host did meanwhile; null for other
+    causes.
 
     The launching thread is the launch call's, else the next op's (Neuron's dispatch runs on
     its op's thread). ``numbered``: the events are numbered by row (``by_row``)."""
-    dispatch = pl.col("cause").is_in(["host_dispatch", "launch_blocked"])
-    late_rows = (
-        gaps.lazy()
-        .with_row_index("_r")
-        .filter(dispatch)
-        .select(
-            "_r", "next_op_event", "launch_pid", "launch_tid", "launch_ns", "start_ns", "end_ns"
-        )
-        .collect()
-    )
+    late_rows = _late_rows(gaps)
     if late_rows.is_empty():
         return gaps.with_columns(
             pl.lit(None, t).alias(c)
@@ -247,6 +238,41 @@ def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.D
     return gaps.with_columns(  # a join would copy every column
         *(placed(c, found, pl.Int64()) for c in split),
         *(placed(c, named, t()) for c, t in HELD_COLUMNS.items()),
+    )
+
+
+def _late_rows(gaps: pl.DataFrame) -> pl.DataFrame:
+    """Return the rows (``_r``) ``host_split`` looks into, with the columns it reads:
+    ``launch_ns`` the end of what it splits (the launch for a late host, the gap's end for an
+    execution held on the device)."""
+    cause = pl.col("cause")
+    dispatch = cause.is_in(["host_dispatch", "launch_blocked"])
+    # held on the device (waits.py): what the host did meanwhile, over the whole gap
+    on_device = (cause == "event_wait") | (
+        pl.col("device_wait_ns").is_not_null()
+        & (
+            (
+                (cause == "collective")
+                & ~pl.col("comm_lane")
+                & (2 * pl.col("comm_ns") >= pl.col("device_wait_ns"))
+            )
+            | ((cause == "runtime") & (pl.col("launch_ns") >= pl.col("start_ns")))
+        )
+    )
+    return (
+        gaps.lazy()
+        .with_row_index("_r")
+        .filter(dispatch | on_device.fill_null(False))
+        .select(
+            "_r",
+            "next_op_event",
+            "launch_pid",
+            "launch_tid",
+            "start_ns",
+            "end_ns",
+            launch_ns=pl.when(dispatch).then("launch_ns").otherwise("end_ns"),
+        )
+        .collect()
     )
 
 
@@ -321,166 +347,4 @@ def _thread(pid: pl.Expr | str, tid: pl.Expr | str) -> list[pl.Expr]:
     return [pl.when(known).then(pid).alias("_pid"), pl.when(known).then(tid).alias("_tid")]
 
 
-def span(ns: pl.Expr) -> pl.Expr:
-    """Return a duration in ns as words, as every text output writes one: ``850 ns``,
-    ``12.3 µs``, ``1.73 ms`` (``numbers.duration_expr``)."""
-    return duration_expr(ns)
-
-
 HOST_SPLIT = ("host_framework_ns", "host_runtime_ns", "host_sync_ns", "host_untraced_ns")
-
-
-def _texts(latency_ns: int) -> dict[str, pl.Expr]:
-    """Return per cause the expression of its gaps' evidence, durations in words."""
-    start, launch, end = pl.col("start_ns"), pl.col("launch_ns"), pl.col("end_ns")
-    share = {
-        c: 100 * pl.col(c).cast(pl.Float64) / pl.col("duration_ns")
-        for c in ("transfer_ns", "sync_ns")
-    }  # floats: 100 × ns overflows Int64
-    pct, spct = (share[c].round(0).cast(pl.Int64) for c in ("transfer_ns", "sync_ns"))
-    queued, after = span(start - launch), span(end - start)  # null where no launch is recorded
-    return {
-        "collective": pl.when(pl.col("comm_lane"))
-        .then(pl.lit("a communication lane: it waits for its peers, not for the host"))
-        .otherwise(pl.format("next is a collective, queued {} before: waiting for peers", queued)),
-        "transfer": pl.format(
-            "{} covers {} % of the gap ({})", "transfer_event", pct, span(pl.col("transfer_ns"))
-        ),
-        "uncorrelated": pl.lit("no launch recorded for the next execution"),
-        "host_dispatch": pl.concat_str(
-            pl.format(
-                "next launched {} after the lane went idle (host: {} in framework ops, {} in "
-                "runtime calls, {} in synchronize, {} untraced)",
-                span(launch - start),
-                *(span(pl.col(c)) for c in HOST_SPLIT),
-            ),
-            *_held_words(latency_ns),
-            ignore_nulls=True,
-        ),
-        "launch_blocked": pl.concat_str(
-            pl.format(
-                "{} held the next execution {} of the gap ({} %; a launch call takes {} here "
-                "at the median)",
-                pl.col("next_runtime").cast(pl.String).fill_null("the launch call"),
-                span(pl.col("launch_call_ns")),
-                (100 * pl.col("launch_call_ns").cast(pl.Float64) / pl.col("duration_ns"))
-                .round(0)
-                .cast(pl.Int64),
-                span(pl.col("launch_typical_ns")),
-            ),
-            pl.when(launch > start).then(
-                pl.format("; called {} after the lane went idle", span(launch - start))
-            ),
-            *_held_words(None),
-            ignore_nulls=True,
-        ),
-        "graph": pl.lit("between two kernels of one graph replay"),
-        "launch_latency": pl.format(
-            "queued {} before, started {} after the previous (≤ {})",
-            queued,
-            after,
-            pl.lit(duration(latency_ns)),
-        ),
-        "sync": pl.format("{} covers {} % of the gap", "sync_event", spct),
-        "runtime": pl.format(
-            "launched {} before the lane went idle, started {} after it", queued, after
-        ),
-    }
-
-
-def _held_words(latency_ns: int | None) -> list[pl.Expr]:
-    """Return the clauses that name what held the host (``host.held``) and, with
-    ``latency_ns``, a launch call that then took long (``host.long_launch``): each null where
-    there is nothing to say."""
-    words: list[pl.Expr] = [
-        pl.when(pl.col("host_data_loader_ns") > 0).then(
-            pl.format("; {} inside the DataLoader's __next__", span(pl.col("host_data_loader_ns")))
-        ),
-        pl.when(pl.col("host_call").is_not_null()).then(
-            pl.format("; {} in {}", span(pl.col("host_call_ns")), "host_call")
-        ),
-        pl.when(pl.col("host_frame").is_not_null()).then(
-            pl.concat_str(
-                pl.format(
-                    "; {} in the Python frame {}", span(pl.col("host_frame_ns")), "host_frame"
-                ),
-                pl.when(pl.col("host_caller").is_not_null()).then(
-                    pl.format(" (called from {})", "host_caller")
-                ),
-                ignore_nulls=True,
-            )
-        ),
-    ]
-    if latency_ns is not None:
-        words.append(
-            pl.when(long_launch(latency_ns)).then(
-                pl.format(
-                    "; then {} itself took {}",
-                    pl.col("next_runtime").cast(pl.String).fill_null("the launch call"),
-                    span(pl.col("launch_call_ns")),
-                )
-            )
-        )
-    return words
-
-
-def sentence(gaps: pl.DataFrame, latency_ns: int) -> pl.DataFrame:
-    """Return ``gaps`` with ``evidence``: the numbers that decided each cause, in words.
-
-    Each cause's sentences are made from its own gaps only: a ``when`` chain builds every
-    cause's sentence for every gap before it chooses one (at 750,000 gaps, 0.15 GB more at
-    the peak, and twice the time)."""
-    rows = gaps.lazy().with_row_index("_r")
-    found = pl.concat(
-        [
-            rows.filter(pl.col("cause") == cause).select("_r", evidence=text)
-            for cause, text in _texts(latency_ns).items()
-        ]
-    ).collect()
-    order = pl.DataFrame({"_r": pl.int_range(gaps.height, dtype=pl.UInt32, eager=True)})
-    evidence = order.join(found, on="_r", how="left", maintain_order="left")["evidence"]
-    return gaps.with_columns(evidence=evidence)
-
-
-Made = Callable[[], pl.DataFrame]  # what makes a table
-Shape = Callable[[pl.DataFrame], pl.DataFrame]  # a table made of another
-
-
-class Worded:
-    """A gaps table whose ``evidence`` is written when it is read (``analyses.results.Later``):
-    ``bare``, the table with that column null (``causes.attribute``), and the --latency the
-    sentences cite. With ``source`` (what makes a table, a function) the table is the function
-    of the source's (the devices' gaps, the lanes' renamed: ``lanes_are_devices``), its sentences
-    the source's, written once for both. ``pick`` words the rows it chooses only: a text
-    report lists a few dozen of hundreds of thousands of gaps."""
-
-    def __init__(
-        self,
-        bare: pl.DataFrame,
-        latency_ns: int,
-        source: tuple[Made, Shape] | None = None,
-    ) -> None:
-        self.bare, self.latency_ns, self.source = bare, latency_ns, source
-        self.made: pl.DataFrame | None = None
-
-    @property
-    def height(self) -> int:
-        """The table's rows (the bare table's)."""
-        return self.bare.height
-
-    def __call__(self) -> pl.DataFrame:
-        """Return the whole table, its evidence written (once)."""
-        if self.made is None:
-            if self.source is None:
-                self.made = sentence(self.bare, self.latency_ns)
-            else:
-                of, shaped = self.source
-                self.made = shaped(of())
-        return self.made
-
-    def pick(self, choose: Shape) -> pl.DataFrame:
-        """Return ``choose`` of the table (rows chosen by columns other than ``evidence``),
-        the evidence written for those rows only where the whole is not written yet."""
-        if self.made is not None:
-            return choose(self.made)
-        return sentence(choose(self.bare), self.latency_ns)

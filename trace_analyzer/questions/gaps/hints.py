@@ -25,6 +25,13 @@ CAUSE_HINTS = {
         "a dispatch call itself held the NeuronCore: a first call loads its NEFF (warm up "
         "before the profiled steps)",
     ),
+    "event_wait": (
+        "the next kernel was queued in time and then held on the device by a stream wait: the "
+        "stream waits on an event another stream (or the host's copy) records; record the "
+        "event earlier, or wait later",
+        "the next execution was queued in time and then held on the device by a wait on "
+        "another queue: check what that queue ran",
+    ),
     "launch_latency": (
         "kernels too short for their launch cost: CUDA graphs or fusion",
         "executions too short for their launch cost: fuse ops (torch.compile) into one NEFF",
@@ -91,6 +98,25 @@ CALL_HINTS = (
 )
 
 
+COPY_HINTS = {
+    "DtoD": "a device-to-device copy on its stream holds the next kernel: a .contiguous(), "
+    ".clone() or reshape that copies? keep views, or let torch.compile fuse the copy",
+    "Pageable": "a copy from pageable host memory holds the next kernel (it is staged and "
+    "synchronous): copy from pinned memory (pin_memory=True) with non_blocking=True, earlier",
+}
+
+
+def copy_hint(copies: list[str]) -> str | None:
+    """Return the hint for the copies that held gaps (their names, as Kineto writes them:
+    "Memcpy DtoD (Device -> Device)"), where one kind says what to change: all of them
+    device-to-device, or any from pageable memory; else None (the cause's hint)."""
+    if copies and all("DtoD" in c for c in copies):
+        return COPY_HINTS["DtoD"]
+    if any("Pageable" in c for c in copies):
+        return COPY_HINTS["Pageable"]
+    return None
+
+
 def call_hint(call: str) -> str:
     """Return what a runtime call that held the host is, and what to change."""
     for pattern, text in CALL_HINTS:
@@ -131,8 +157,11 @@ def hints(
         )
         .sort("idle_ns", "cause", descending=[True, False])
     )
+    copies = _copies(device_gaps) if not neuron else []
     for c, idle, n, longest, loading_ns in by_cause.rows():
         text = cause_hint(c, neuron)
+        if c == "transfer":
+            text = copy_hint(copies) or text
         # many dispatch gaps, none of them most of the idle: the ops are too small, fuse them
         # (one long stall is not what fusion fixes, nor a host mostly fetching batches; the
         # op's hint says where the host was)
@@ -151,6 +180,12 @@ def hints(
         at = next((i for i, h in enumerate(out) if h["idle_ns"] < ns), len(out))
         out.insert(at, item)
     return out + _per_op(device_gaps, neuron, top, frames)
+
+
+def _copies(device_gaps: pl.DataFrame) -> list[str]:
+    """Return the distinct copies that held ``transfer`` gaps."""
+    held = device_gaps.filter(pl.col("cause") == "transfer")["transfer_event"]
+    return held.drop_nulls().cast(pl.String).unique().sort().to_list()
 
 
 def _loading(device_gaps: pl.DataFrame) -> pl.Expr:
@@ -203,7 +238,10 @@ def _per_op(
     for r in per.to_dicts():
         op, c = r["next_op"], r["cause"]
         text = cause_hint(c, neuron)
-        if c == "transfer" and r["copies"]:
+        kinds = r["copies"].split(", ") if r["copies"] else []
+        if c == "transfer" and not neuron and (said := copy_hint(kinds)):
+            text = f"{r['copies']} ({_times(r['gaps'])}): {said}"
+        elif c == "transfer" and r["copies"]:
             what = (
                 "a host tensor (a CPU-side scalar such as the epsilon?)" if neuron else "a tensor"
             )
