@@ -154,3 +154,25 @@ def test_device_to_device_copies_are_not_told_to_pin_host_memory():
     assert copied and all("DtoD" in c for c in copied)
     said = [h["hint"] for h in g.hints if h["cause"] == "transfer"]
     assert said and all("device-to-device" in h and "pin" not in h for h in said), said
+
+
+def test_mtia_dma_requests_and_event_records_are_not_executions():
+    xs, base, folder = trace_file("hta/tests/data/mtia_inference_trace")
+    work = [span(e, base) for e in xs if e.get("cat") == "mtia_ccp_events"
+            and e["name"] not in ("dma_request", "event_record", "event_wait")]
+    assert any(e["name"] == "dma_request" for e in xs)  # the raw file has DMAs
+    g = ta.gaps(ta.load(folder))
+    assert g.summary["busy_ns"] == sum(e - s for s, e in union(work))  # one device here
+    assert not g.device_gaps.filter(pl.col("next_name").is_in(["dma_request", "event_wait"])).height
+
+
+@pytest.mark.parametrize("trace", ["hta/tests/data/mtia_inference_trace", "hta/tests/data/amd_trace",
+                                   "real/tracelens/mi300_resnet", "real/tracelens/sglang_decode"])
+def test_no_cuda_advice_off_cuda(trace):
+    xs, _, folder = trace_file(trace)
+    work = {e.get("cat") for e in xs if e.get("cat") in ("kernel", "mtia_ccp_events")}
+    assert work  # the executions are HIP kernels (rocm) or MTIA's
+    said = [h["hint"] for h in ta.gaps(ta.load(folder)).hints]
+    # on ROCm the profiler's activity is still ProfilerActivity.CUDA: only CUDA graphs are out
+    wrong = "CUDA" if "mtia_ccp_events" in work else "CUDA graph"
+    assert said and not [h for h in said if wrong in h], said

@@ -11,13 +11,12 @@ from collections import Counter
 from typing import Any
 
 import polars as pl
-from polars._typing import PolarsDataType
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import cap_for
 from trace_analyzer.inputs.capture import capture_backend
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.model.schema import EVENTS_SCHEMA, conform
+from trace_analyzer.model.schema import conform
 from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
@@ -27,49 +26,26 @@ from trace_analyzer.readers.common import (
 )
 from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.kineto_bytes import NotFast
+from trace_analyzer.readers.kineto_kinds import (
+    CATEGORIES,
+    DEVICE,
+    HOST,
+    RANGE,
+    STREAM,
+    kinds,
+)
 from trace_analyzer.readers.kineto_native import Binding, Records, scans
 from trace_analyzer.readers.kineto_records import LINK_COLUMNS, collect, pair_spans
 from trace_analyzer.readers.kineto_stream import scan
 
 __all__ = ["FORMAT", "CATEGORIES", "read", "read_fast", "scan"]
 
-HOST, STREAM, DEVICE = "host", "stream", "device"
-ACCEL = "<accel>"  # replaced per trace: cuda, rocm or privateuse1
-RANGE = "cuda_profiler_range"
-
-# Kineto category -> (lane kind, source, where the event runs). Old names from early Kineto
-# (Operator, Kernel, Runtime, Memcpy, Memset: PyTorch <= 1.9) map like their new names.
-CATEGORIES: dict[str, tuple[str, str, str]] = {
-    "cpu_op": ("framework_op", "framework", HOST),
-    "Operator": ("framework_op", "framework", HOST),
-    "user_annotation": ("annotation", "framework", HOST),
-    "python_function": ("annotation", "framework", HOST),
-    "privateuse1_runtime": ("framework_dispatch", "framework", HOST),
-    "privateuse1_driver": ("framework_stream", "framework", STREAM),
-    "cuda_runtime": ("runtime", ACCEL, HOST),
-    "cuda_driver": ("runtime", ACCEL, HOST),
-    "Runtime": ("runtime", ACCEL, HOST),
-    "mtia_runtime": ("runtime", "mtia", HOST),
-    "kernel": ("hardware", ACCEL, DEVICE),
-    "Kernel": ("hardware", ACCEL, DEVICE),
-    "gpu_memset": ("hardware", ACCEL, DEVICE),
-    "Memset": ("hardware", ACCEL, DEVICE),
-    "gpu_memcpy": ("transfer", ACCEL, DEVICE),
-    "Memcpy": ("transfer", ACCEL, DEVICE),
-    "cuda_sync": ("sync", ACCEL, DEVICE),
-    "gpu_user_annotation": ("annotation", ACCEL, DEVICE),
-    "mtia_ccp_events": ("hardware", "mtia", DEVICE),
-    # CUPTI range profiler (CuptiRangeProfiler.cpp): one event per range or kernel, written on
-    # its GPU's pid, counters in args. Kineto spreads them evenly over the profiled span.
-    RANGE: ("hardware", ACCEL, DEVICE),
-}
 # Complete events that describe the profiler itself, not the workload.
 NOT_EVENTS = {"Trace", "overhead"}
 # Flow categories that link a host launch to a device op (old traces say async_gpu).
 DEVICE_FLOWS = {"ac2g", "async_gpu"}
 # A device flow's preference for the event it binds to, by lane kind (lower first; others 2).
 FLOW_RANK = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
-KIND, STRING = EVENTS_SCHEMA["lane_kind"], pl.String()  # the types _label gives its columns
 DEVICE_WORD = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "privateuse1": "Device"}
 
 
@@ -352,18 +328,8 @@ def _label(
     df: pl.DataFrame, accel: str, neuron: bool, host: str | None, host_pid: int | None
 ) -> pl.DataFrame:
     """Return df with lane_kind, source, lane, and device/stream filled for device events."""
-    cat = pl.col("category")
-
-    def of(values: list[str], default: str, dtype: PolarsDataType = STRING) -> pl.Expr:
-        # a lookup per column, not a join: a join copies the whole wide table
-        return cat.replace_strict(
-            dict(zip(CATEGORIES, values, strict=True)), default=default, return_dtype=dtype
-        )
-
     df = df.with_columns(
-        lane_kind=of([k for k, _, _ in CATEGORIES.values()], "other", KIND),
-        source=of([accel if s == ACCEL else s for _, s, _ in CATEGORIES.values()], "framework"),
-        where=of([w for _, _, w in CATEGORIES.values()], HOST),
+        **kinds(df, accel),
         end_ns=pl.col("start_ns") + pl.col("duration_ns"),
         host=pl.lit(host, dtype=pl.String),
     )

@@ -222,7 +222,7 @@ def _measure(
     own and take no part in their device's idle (docs/gaps.md). The busy time of the first
     pass is measured while the chains are made; the attribution waits for them."""
     min_gap_ns, latency_ns = limits
-    clipped, keys, comm, neuron = held.pop()  # clipped let go once the passes have read it
+    clipped, keys, comm, neuron, vendor = held.pop()  # clipped let go once read
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
     same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
     merged, every = pl.DataFrame(), pl.DataFrame()
@@ -259,7 +259,7 @@ def _measure(
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
         chain=_ready(chains)[0],
         root=root,
-        hints=tuple(hints(all_device_gaps, neuron, frames=_has_frames(events))),
+        hints=tuple(hints(all_device_gaps, neuron, frames=_has_frames(events), vendor=vendor)),
     )
 
 

@@ -146,6 +146,7 @@ class Hardware(NamedTuple):
     keys: pl.DataFrame  # each lane and its device
     comm: pl.Series  # the communication lanes (imploded)
     neuron: bool  # whether any is a Neuron core's
+    vendor: str  # the source most of them come from: cuda, rocm, mtia, neuron_hw, ...
 
 
 def hardware(hw: pl.DataFrame, w: Window) -> Hardware:
@@ -162,7 +163,10 @@ def hardware(hw: pl.DataFrame, w: Window) -> Hardware:
     keys = hw.select("lane").unique()
     keys = keys.with_columns(device=once_each(keys["lane"], device_of))
     comm = comm_lanes(hw)["lane"].implode()
-    return Hardware(clipped, keys, comm, bool(hw["source"].eq("neuron_hw").any()))
+    vendor = hw["source"].cast(pl.String).mode().sort().first() if hw.height else None
+    return Hardware(
+        clipped, keys, comm, bool(hw["source"].eq("neuron_hw").any()), str(vendor or "")
+    )
 
 
 def lanes_are_devices(events: pl.DataFrame) -> bool:

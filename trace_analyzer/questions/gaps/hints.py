@@ -125,10 +125,30 @@ def call_hint(call: str) -> str:
     return "a runtime call on the launching thread"
 
 
-def cause_hint(cause: str, neuron: bool) -> str:
-    """Return the hint for one cause, in Trainium words when ``neuron``."""
+# The GPU hints say CUDA; what each other accelerator calls the same thing (no CUDA advice on
+# an MTIA or a ROCm trace).
+VENDOR_WORDS = {
+    "rocm": (
+        ("CUDA graphs", "HIP graphs"),
+        ("activities CPU and CUDA", "activities CPU and CUDA (ProfilerActivity.CUDA records HIP)"),
+    ),
+    "mtia": (
+        (" or CUDA graphs remove", " remove"),
+        ("CUDA graphs or fusion", "fusion"),
+        ("activities CPU and CUDA", "activities CPU and MTIA"),
+    ),
+}
+
+
+def cause_hint(cause: str, neuron: bool, vendor: str = "cuda") -> str:
+    """Return the hint for one cause, in Trainium words when ``neuron``, else in the words of
+    ``vendor`` (the executions' source: cuda, rocm, mtia)."""
     gpu, trn = CAUSE_HINTS.get(cause, ("", ""))
-    return trn if neuron else gpu
+    if neuron:
+        return trn
+    for said, meant in VENDOR_WORDS.get(vendor, ()):
+        gpu = gpu.replace(said, meant)
+    return gpu
 
 
 def hints(
@@ -136,13 +156,14 @@ def hints(
     neuron: bool,
     top: int = 5,
     frames: bool = False,
+    vendor: str = "cuda",
 ) -> list[dict[str, Any]]:
     """Return the next steps of one run: one per cause that left the devices idle (most idle
     first; among them the DataLoader's, "cause" ``data_loader``, where idle time lies inside
     its ``__next__``: ``host_data_loader_ns``), then one per op for the cause of most of the
     idle before it (the ``top`` ops), each ``{"op", "cause", "idle_ns", "gaps", "hint"}``.
     ``frames``: the run records Python frames (``with_stack=True``): then none is told to turn
-    it on."""
+    it on. ``vendor``: the executions' source (``cause_hint``)."""
     if device_gaps.is_empty():
         return []
     out = []
@@ -159,7 +180,7 @@ def hints(
     )
     copies = _copies(device_gaps) if not neuron else []
     for c, idle, n, longest, loading_ns in by_cause.rows():
-        text = cause_hint(c, neuron)
+        text = cause_hint(c, neuron, vendor)
         if c == "transfer":
             text = copy_hint(copies) or text
         # many dispatch gaps, none of them most of the idle: the ops are too small, fuse them
@@ -179,7 +200,7 @@ def hints(
         item = {"op": None, "cause": "data_loader", "idle_ns": ns, "gaps": n, "hint": text}
         at = next((i for i, h in enumerate(out) if h["idle_ns"] < ns), len(out))
         out.insert(at, item)
-    return out + _per_op(device_gaps, neuron, top, frames)
+    return out + _per_op(device_gaps, neuron, top, frames, vendor)
 
 
 def _copies(device_gaps: pl.DataFrame) -> list[str]:
@@ -206,7 +227,7 @@ def _data_loader(device_gaps: pl.DataFrame) -> tuple[int, int] | None:
 
 
 def _per_op(
-    device_gaps: pl.DataFrame, neuron: bool, top: int, frames: bool
+    device_gaps: pl.DataFrame, neuron: bool, top: int, frames: bool, vendor: str
 ) -> list[dict[str, Any]]:
     """Return a hint for each of the ``top`` ops with the most idle before them."""
     split = [c for c in HOST_HINTS if c in device_gaps.columns]
@@ -237,7 +258,7 @@ def _per_op(
     out = []
     for r in per.to_dicts():
         op, c = r["next_op"], r["cause"]
-        text = cause_hint(c, neuron)
+        text = cause_hint(c, neuron, vendor)
         kinds = r["copies"].split(", ") if r["copies"] else []
         if c == "transfer" and not neuron and (said := copy_hint(kinds)):
             text = f"{r['copies']} ({_times(r['gaps'])}): {said}"
