@@ -28,13 +28,6 @@ from trace_analyzer.model.schema import matching
 from trace_analyzer.questions.gaps.evidence import covered
 
 STREAM_WAITS = r"(?i)^(cuda|hip|cu)StreamWaitEvent"
-WAIT_COLUMNS = {
-    "device_wait_ns": pl.Int64,
-    "comm_ns": pl.Int64,
-    "comm_event": pl.String,
-    "wait_call": pl.String,
-    "wait_call_ns": pl.Int64,
-}
 
 
 def waited(latency_ns: int) -> pl.Expr:
@@ -51,7 +44,8 @@ def device_side(
     device_of: Callable[[pl.Expr], pl.Expr],
 ) -> pl.DataFrame:
     """Return ``gaps`` (with ``launch_end_ns``, ``prev_launch_ns`` and the launching thread)
-    with ``WAIT_COLUMNS``; ``collectives``: the regex of communication kernels' names;
+    with ``device_wait_ns``, ``comm_ns``, ``comm_event``, ``wait_call`` and ``wait_call_ns``;
+    ``collectives``: the regex of communication kernels' names;
     ``device_of``: a lane's device, as the gaps' key says it (``_dev`` is made of ``_key``)."""
     queued = pl.max_horizontal("launch_end_ns", "start_ns")
     out = gaps.with_columns(
