@@ -132,7 +132,10 @@ def _stream_texts(latency_ns: int) -> dict[str, pl.Expr]:
     queued, after = span(start - launch), span(end - start)  # null where no launch is recorded
     return {
         "transfer": pl.format(
-            "{} covers {} % of the gap ({})", "transfer_event", pct, span(pl.col("transfer_ns"))
+            "{} covers {} % of the gap ({})",
+            pl.col("transfer_event").fill_null("a copy"),  # a longer one, started earlier
+            pct,
+            span(pl.col("transfer_ns")),
         ),
         "graph": pl.lit("between two kernels of one graph replay"),
         "launch_latency": pl.format(
@@ -141,7 +144,11 @@ def _stream_texts(latency_ns: int) -> dict[str, pl.Expr]:
             after,
             pl.lit(duration(latency_ns)),
         ),
-        "sync": pl.format("{} covers {} % of the gap", "sync_event", spct),
+        "sync": pl.format(
+            "{} covers {} % of the gap",
+            pl.col("sync_event").fill_null("a synchronisation"),  # a longer one, started earlier
+            spct,
+        ),
     }
 
 
