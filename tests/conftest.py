@@ -207,44 +207,115 @@ def busy_model(intervals: list[tuple[int, int]], w0: int, w1: int) -> dict:
                 trailing_ns=w1 - blocks[-1][1] if blocks else 0, gaps=found)
 
 
-def check_busy_and_idle(run: dict, hw: list[tuple[str, str, int, int]], w0: int, w1: int,
-                        min_gap_ns: int = 0, label=lambda key, name: name,
-                        comm: frozenset[str] = frozenset()) -> None:
-    """Check one run of a gaps result (the shape of the JSON output: lanes, devices, gaps,
-    device_gaps, summary) against its hardware executions ``hw`` (lane, device, start, end)
-    in the window [w0, w1], with busy_model:
+def _length(iv: list[tuple[int, int]]) -> int:
+    return sum(e - s for s, e in iv)
 
-    (a) idle is the time in the gaps listed (every gap when ``min_gap_ns`` is 0: they are
-        listed from 1 ns, and 0 ns gaps do not exist, executions that touch being one block),
-        and with --min-gap the list keeps the gaps of at least that length while idle still
-        counts them all;
-    (b) busy is the union of the executions clipped to the window, per lane and per device
-        (a device being the union of its lanes);
-    (c) leading idle runs from the window start to the first busy start, trailing idle from
-        the last busy end to the window end (all leading when nothing ran in the window).
+
+def _within(iv: list[tuple[int, int]], a: int, b: int) -> int:
+    """The time of the union ``iv`` inside [a, b]."""
+    return sum(min(e, b) - max(s, a) for s, e in iv if min(e, b) > max(s, a))
+
+
+def _touching(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of intervals, only those that overlap or touch as one (no resolution)."""
+    out: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def device_model(compute: list[tuple[int, int]], comm: list[tuple[int, int]],
+                 memory: list[tuple[int, int]], w0: int, w1: int) -> dict:
+    """Reference model of a device's states in [w0, w1] (docs/gaps.md, "The device's
+    states"): busy and gaps from its compute (``busy_model``); exposed communication, the
+    collectives' time with no compute; memory, the copies' and sets' time with neither;
+    leading and trailing, nothing before its first work of any kind and after its last;
+    idle the rest; ``edge``, the idle that lies in no gap (before its first compute or after
+    its last, between other work)."""
+    out = busy_model(compute, w0, w1)
+    c = union_of(in_window(compute, w0, w1))
+    # merged as the compute is (instants 1 ns apart are 1 ns of work); an instant alone is none
+    m = [iv for iv in union_of(in_window(comm, w0, w1)) if iv[1] > iv[0]]
+    x = [iv for iv in union_of(in_window(memory, w0, w1)) if iv[1] > iv[0]]
+    cm = _touching(c + m)
+    exposed = _length(m) - sum(_within(c, s, e) for s, e in m)
+    alone = _length(x) - sum(_within(cm, s, e) for s, e in x)
+    spans = c + m + x
+    first = min((s for s, _ in spans), default=None)
+    last = max((e for _, e in spans), default=None)
+    leading = w1 - w0 if first is None else first - w0
+    trailing = 0 if last is None else w1 - last
+    out.update(exposed_communication_ns=exposed, memory_ns=alone, leading_ns=leading,
+               trailing_ns=trailing)
+    out["idle_ns"] = (w1 - w0) - out["busy_ns"] - exposed - alone - leading - trailing
+    edge = 0
+    if c and first is not None:
+        every = _touching(c + m + x)  # the kinds merged apart, then laid together
+        for a, b in ((first, c[0][0]), (c[-1][1], last)):
+            edge += (b - a) - _within(every, a, b) if b > a else 0
+    out["edge"] = edge
+    return out
+
+
+def check_busy_and_idle(run: dict, hw: list[tuple], w0: int, w1: int,
+                        min_gap_ns: int = 0, label=lambda key, name: name,
+                        copies: list[tuple[str, int, int]] = ()) -> None:
+    """Check one run of a gaps result (the shape of the JSON output: lanes, devices, gaps,
+    device_gaps, summary) against its hardware executions ``hw`` (lane, device, start, end,
+    and optionally their kind: ``compute``, the default, ``communication`` or ``memory``) and
+    device copies ``copies`` (device, start, end) in the window [w0, w1], with busy_model:
+
+    (a) a lane's idle is the time in the gaps listed (every gap when ``min_gap_ns`` is 0: they
+        are listed from 1 ns, and 0 ns gaps do not exist, executions that touch being one
+        block), and with --min-gap the list keeps the gaps of at least that length while idle
+        still counts them all; a device's gaps add up to its idle, exposed communication and
+        memory time in them, and its idle is theirs and the idle at its edges (device_model);
+    (b) busy is the union of the executions clipped to the window per lane, of the compute
+        per device (a device being the union of its lanes);
+    (c) a lane's leading idle runs from the window start to the first busy start, trailing
+        idle from the last busy end to the window end (all leading when nothing ran in the
+        window); a device's from and to its first and last work of any kind.
 
     ``label(key, name)`` turns a lane or device label of the run into the name ``hw`` uses.
-    ``comm``: the communication lanes (as ``hw`` names them): gaps of their own, no part of
-    their device's busy and idle (docs/gaps.md).
     """
     least = max(min_gap_ns, 1)
+    kind = [h[4] if len(h) > 4 else "compute" for h in hw]
     totals = dict.fromkeys(("busy_ns", "idle_ns", "leading_ns", "trailing_ns", "executions"), 0)
     for key, rows, listed, of in (("lane", run["lanes"], run["gaps"], lambda h: h[0]),
                                   ("device", run["devices"], run["device_gaps"], lambda h: h[1])):
         got = {label(key, r[key]): r for r in rows}
         assert set(got) == {of(h) for h in hw}, key
         for name, r in got.items():
-            want = busy_model([(h[2], h[3]) for h in hw if of(h) == name
-                               and (key == "lane" or h[0] not in comm)], w0, w1)
+            mine = [(h[2], h[3], k) for h, k in zip(hw, kind, strict=True) if of(h) == name]
+            if key == "lane":
+                want = busy_model([(s, e) for s, e, _ in mine], w0, w1)
+            else:
+                want = device_model([(s, e) for s, e, k in mine if k == "compute"],
+                                    [(s, e) for s, e, k in mine if k == "communication"],
+                                    [(s, e) for s, e, k in mine if k == "memory"]
+                                    + [(s, e) for d, s, e in copies if d == name], w0, w1)
+                want["executions"] = len(in_window([(s, e) for s, e, _ in mine], w0, w1))
             gaps_here = sorted((g["start_ns"], g["end_ns"]) for g in listed
                                if label(key, g[key]) == name)
             where = (key, name, r, want)
             assert r["busy_ns"] == want["busy_ns"], where  # (b)
             assert r["leading_ns"] == want["leading_ns"], where  # (c)
             assert r["trailing_ns"] == want["trailing_ns"], where  # (c)
-            if min_gap_ns == 0:
-                assert r["idle_ns"] == sum(e - s for s, e in gaps_here), where  # (a)
             assert r["idle_ns"] == want["idle_ns"], where  # (a), --min-gap or not
+            if key == "lane" and min_gap_ns == 0:
+                assert r["idle_ns"] == sum(e - s for s, e in gaps_here), where  # (a)
+            if key == "device":
+                for k in ("exposed_communication_ns", "memory_ns"):
+                    assert r[k] == want[k], where
+                parts = [g for g in listed if label(key, g[key]) == name]
+                for g in parts:  # each gap's states add up to it
+                    assert g["exposed_communication_ns"] + g["memory_ns"] + g["idle_ns"] \
+                        == g["duration_ns"], g
+                if min_gap_ns == 0:
+                    assert r["idle_ns"] == sum(g["idle_ns"] for g in parts) + want["edge"], where
             assert gaps_here == [(s, e) for s, e in want["gaps"] if e - s >= least], where
             assert r["gap_count"] == len(gaps_here), where
             assert r["executions"] == want["executions"], where
@@ -255,8 +326,6 @@ def check_busy_and_idle(run: dict, hw: list[tuple[str, str, int, int]], w0: int,
     assert {k: s[k] for k in totals} == totals, s
     assert s["window_ns"] == (w1 - w0) * len(run["devices"]), s
     assert s["gap_count"] == len(run["device_gaps"]), s
-    if min_gap_ns == 0:  # (a) for the run: its idle is the time in its device gaps
-        assert s["idle_ns"] == sum(g["end_ns"] - g["start_ns"] for g in run["device_gaps"]), s
 
 
 ERROR_PREFIX = "traceana: error: "

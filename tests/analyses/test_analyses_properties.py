@@ -82,7 +82,9 @@ def test_every_analysis_and_renderer_accepts_any_trace(tmp_path_factory, events,
     if hw:  # the default window: first kernel start to last kernel end
         w0, w1 = min(h[2] for h in hw), max(h[3] for h in hw)
         assert (run["window"]["start_ns"], run["window"]["end_ns"]) == (w0, w1)
-        check_busy_and_idle(run, hw, w0, w1, min_gap, label=last_part)
+        copies = [(f"GPU:{e['args']['device']}", BASE + 1000 * e["ts"],
+                   BASE + 1000 * (e["ts"] + e["dur"])) for e in events if e["cat"] == "gpu_memcpy"]
+        check_busy_and_idle(run, hw, w0, w1, min_gap, label=last_part, copies=copies)
     hardware = p.events.filter(p.events["lane_kind"] == "hardware").height
     assert hardware == len(hw)
     assert s["executions"] == hardware  # the default window holds every execution, 0 µs too

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import X, kineto, write_trace
+from conftest import X, kineto, union_of, write_trace
 
 import trace_analyzer as ta
 from trace_analyzer.numbers import duration
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-HW = {"kernel", "Kernel", "gpu_memset", "Memset"}
+COMPUTE = {"kernel", "Kernel"}  # but collectives (by name): docs/gaps.md, the device's states
+OTHER = {"gpu_memset", "Memset", "gpu_memcpy", "Memcpy"}
 CALLS = {"cuda_runtime", "cuda_driver", "Runtime"}
 BASE = 1_793_620_800_000_000_000
 
@@ -48,15 +49,31 @@ def span(e: dict, base: int) -> tuple[int, int]:
     return ns(e["ts"], base), ns(e["ts"], base) + round(Decimal(repr(e["dur"])) * 1000)
 
 
+def computes(e: dict) -> bool:
+    return e.get("cat") in COMPUTE and not re.search("nccl|rccl", e["name"], re.I)
+
+
 def device_gaps(xs: list[dict], base: int) -> list[tuple[int, int, dict]]:
-    """Every gap of the (one) GPU's busy union, over 1 ns, with the execution that ends it."""
-    hw = sorted((span(e, base) + (e,) for e in xs if e.get("cat") in HW), key=lambda s: s[:2])
+    """Every gap of the (one) GPU's compute union, over 1 ns, with the execution that ends it."""
+    hw = sorted((span(e, base) + (e,) for e in xs if computes(e)), key=lambda s: s[:2])
     out, end = [], hw[0][1]
     for s0, s1, e in hw[1:]:
         if s0 - end > 1:
             out.append((end, s0, e))
         end = max(end, s1)
     return out
+
+
+def holes(busy: list[tuple[int, int]], a: int, b: int) -> list[tuple[int, int]]:
+    """The parts of [a, b] no interval of ``busy`` (a union, sorted) covers."""
+    out, at = [], a
+    for s, e in busy:
+        if e <= at or s >= b:
+            continue
+        if s > at:
+            out.append((at, s))
+        at = max(at, e)
+    return out + ([(at, b)] if at < b else [])
 
 
 def launch_of(xs: list[dict], kernel: dict) -> dict:
@@ -107,14 +124,18 @@ def test_the_first_cudnn_launch_s_gap_names_the_allocator_and_the_blocking_launc
     l0, l1 = span(call, base)
     calls = [span(e, base) + (e["name"],) for e in xs
              if e.get("cat") in CALLS and e["tid"] == call["tid"]]
-    (held,) = held_most(calls, g0, l0)[-1:]  # the innermost call holding most of the late time
-    assert held[2] == "cudaFree"
+    # the innermost call holding most of the late time: cudaFree on alexnet; on simple_add
+    # none (the gap begins at the end of its compute, before a 4 µs memset that once split it,
+    # and cudaFree's 5.18 s is less than half of the 11.38 s the launch came late)
+    held = held_most(calls, g0, l0)[-1:]
+    assert [h[2] for h in held] == (["cudaFree"] if "alexnet" in trace else [])
     in_call = min(l1, g1) - max(l0, g0)
     assert in_call > 1_000_000_000  # the launch itself blocked for seconds (a first cuDNN call)
     row = ta.gaps(ta.load(folder)).device_gaps.filter(pl.col("start_ns") == g0).row(0, named=True)
     assert row["end_ns"] == g1 and row["launch_call_ns"] == in_call
     words = row["evidence"]
-    assert f"; {duration(min(held[1], l0) - max(held[0], g0))} in cudaFree" in words
+    for h in held:
+        assert f"; {duration(min(h[1], l0) - max(h[0], g0))} in cudaFree" in words
     assert f"then cudaLaunchKernel itself took {duration(in_call)}" in words
 
 
@@ -133,8 +154,13 @@ def test_a_launch_call_that_held_most_of_the_gap_is_launch_blocked():
 def test_the_data_loader_s_share_of_idle_is_stated():
     xs, base, folder = raw("real/kineto/tb_plugin_resnet50")
     loads = sorted(span(e, base) for e in xs if re.match(r"enumerate\(DataLoader\)#.*__next__", e["name"]))
-    inside = sum(max(0, min(b, e) - max(a, s)) for a, b, _ in device_gaps(xs, base) for s, e in loads)
-    idle = sum(b - a for a, b, _ in device_gaps(xs, base))
+    # the idle: the gaps in the compute, less the copies and sets (and collectives) in them
+    busy = union_of([span(e, base) for e in xs if e.get("cat") in OTHER or
+                     (e.get("cat") in COMPUTE and not computes(e))])
+    idle_parts = [(a, b) for g0, g1, _ in device_gaps(xs, base)
+                  for a, b in holes(busy, g0, g1)]
+    inside = sum(max(0, min(b, e) - max(a, s)) for a, b in idle_parts for s, e in loads)
+    idle = sum(b - a for a, b in idle_parts)
     assert inside > idle / 2  # the DataLoader holds most of this run's idle
     got = ta.gaps(ta.load(folder))
     assert got.summary["idle_in_data_loader_ns"] == inside

@@ -36,9 +36,9 @@ def test_one_lane_per_device_takes_the_lanes_gaps_and_they_equal_the_device_pass
     tmp_path, monkeypatch
 ):
     p = load(_trace(tmp_path, copy_stream=7))
-    assert lanes_are_devices(p.events)
+    assert lanes_are_devices(p.events, all_compute=True)
     taken = gaps_module.gaps(p)
-    monkeypatch.setattr(gaps_module, "lanes_are_devices", lambda events: False)
+    monkeypatch.setattr(gaps_module, "lanes_are_devices", lambda events, all_compute: False)
     computed = gaps_module.gaps(p)
     for name in TABLES:
         assert getattr(taken, name).equals(getattr(computed, name)), name
@@ -49,7 +49,7 @@ def test_one_lane_per_device_takes_the_lanes_gaps_and_they_equal_the_device_pass
 @pytest.mark.parametrize("copy_stream", [13])
 def test_a_copy_on_another_stream_of_the_device_is_computed_apart(tmp_path, copy_stream):
     p = load(_trace(tmp_path, copy_stream))
-    assert not lanes_are_devices(p.events)
+    assert not lanes_are_devices(p.events, all_compute=True)
     result = gaps_module.gaps(p)
     device_causes = result.device_gaps["cause"].to_list()
     lane_causes = result.gaps["cause"].to_list()

@@ -13,7 +13,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, union_of
 
 import trace_analyzer as ta
 from trace_analyzer.questions.ranks.analysis import ranks
@@ -45,13 +45,15 @@ def raw(path: Path) -> dict:
 
 
 def model(doc: dict) -> dict[int, dict]:
-    """Per host ProfilerStep: the window and its breakdown, from the raw records."""
+    """Per host ProfilerStep: the window (the step's span, to the end of the last work it
+    launched) and its breakdown (every piece of work in it), from the raw records."""
     ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     steps = {int(m[1]): (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in ev
              if e.get("cat") == "user_annotation" and (m := STEP.match(e["name"]))}
     launch = {e["args"]["correlation"]: ns(e["ts"]) for e in ev
               if e.get("cat") in LAUNCH_CATS and "correlation" in e.get("args", {})}
     work: dict[int, list[tuple[int, int, str]]] = {n: [] for n in steps}
+    every: list[tuple[int, int, str]] = []  # all the device's work: what runs in a window
     for e in ev:
         if e.get("cat") not in DEVICE_CATS:
             continue
@@ -59,19 +61,25 @@ def model(doc: dict) -> dict[int, dict]:
         t = launch.get(e.get("args", {}).get("correlation"), s)  # its launch, else its start
         kind = ("memory" if e["cat"] != "kernel" else
                 "communication" if COMM.search(e["name"]) else "compute")
+        if end > s:
+            every.append((s, end, kind))
         for n, (s0, s1) in steps.items():
             if s0 <= t < s1 and end > s:
                 work[n].append((s, end, kind))
     out = {}
     for n, (s0, s1) in steps.items():
         w1 = max([s1, *(e for _, e, _ in work[n])])
-        clipped = [(max(s, s0), min(e, w1), k) for s, e, k in work[n] if min(e, w1) > max(s, s0)]
+        # the window runs to the end of the work the step launched; all the work in it counts
+        clipped = [(max(s, s0), min(e, w1), k) for s, e, k in every if min(e, w1) > max(s, s0)]
         out[n] = {"start": s0, "window": w1 - s0, **sweep(clipped, w1 - s0)}
     return out
 
 
 def sweep(intervals: list[tuple[int, int, str]], window: int) -> dict[str, int]:
-    """The time each combination of kinds runs: boundaries sorted, a count per kind."""
+    """The time each combination of kinds runs: each kind's union (blocks 1 ns apart are one,
+    the clock's resolution, as the gaps merge them), boundaries sorted, a count per kind."""
+    intervals = [(s, e, k) for k in ("compute", "communication", "memory")
+                 for s, e in union_of([(s, e) for s, e, kk in intervals if kk == k])]
     points = sorted({t for s, e, _ in intervals for t in (s, e)})
     sums = dict.fromkeys(("compute", "communication", "overlap", "exposed", "memory", "busy"), 0)
     for a, b in zip(points, points[1:]):

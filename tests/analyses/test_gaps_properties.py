@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from trace_analyzer.model.schema import conform
 from trace_analyzer.questions.gaps.analysis import Window, between, gaps, merge, stats
-from trace_analyzer.questions.gaps.causes import RESOLUTION_NS
+from trace_analyzer.analyses.states import RESOLUTION_NS
 
 # Two streams of GPU 0 (one device), one stream of GPU 1 (another device), and the two
 # physical cores of logical NeuronCore 0 with LNC=2 (one device).

@@ -1,10 +1,11 @@
 """Both idle percentages of docs/gaps.md ("Definitions"), checked on the 8 DLRM ranks against
-figures computed here from the raw JSON (issue 16).
+figures computed here from the raw JSON (issue 16; the device's states of issue 35).
 
-Per GPU: busy is the union of its kernel and memset intervals (what traceana counts as
-hardware on a GPU, docs/formats.md); its active span runs from its first execution start to
-its last execution end; idle is active − busy. The window is the run's hardware span, over
-all ranks. So: idle % window = idle / window, idle % active = idle / active.
+Per GPU: its compute is the union of its kernels but the collectives (NCCL, by name); its
+collectives alone are exposed communication, its copies and memsets alone memory; its active
+span runs from its first work of any kind to its last; idle is what remains of it. The window
+is the run's hardware span (kernels and memsets), over all ranks. So: idle % window = idle /
+window, idle % active = idle / active.
 """
 
 from __future__ import annotations
@@ -14,55 +15,41 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import device_model, run_cli
 
 import trace_analyzer as ta
 
 DLRM = Path(__file__).resolve().parents[2].parent / "shared/corpus/real/param/dlrm_kineto"
 HARDWARE = ("kernel", "gpu_memset")
+WORK = ("kernel", "gpu_memset", "gpu_memcpy")
 
 
-def _per_gpu() -> dict[int, list[tuple[int, int]]]:
-    """Return each GPU's compute intervals (ns), read from the raw rank files: the kernels and
-    memsets of its streams but the communication ones (most of a stream's executions NCCL
-    kernels: they take no part in the device's idle, docs/gaps.md)."""
+def _records():
     if not DLRM.is_dir():
         pytest.skip(f"../shared/corpus is absent: no {DLRM}")
-    streams: dict[tuple[int, int], list[tuple[int, int, bool]]] = {}
     for f in sorted(DLRM.glob("*.json.gz")):
         for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]:
-            if e.get("ph") == "X" and e.get("cat") in HARDWARE:
-                start, dur = round(e["ts"] * 1000), round(e["dur"] * 1000)
-                lane = (e["args"]["device"], e["args"]["stream"])
-                nccl = "nccl" in e["name"].lower()
-                streams.setdefault(lane, []).append((start, start + dur, nccl))
-    out: dict[int, list[tuple[int, int]]] = {}
-    for (gpu, _), iv in streams.items():
-        out.setdefault(gpu, [])
-        if sum(c for *_, c in iv) < len(iv) / 2:  # a compute stream
-            out[gpu] += [(s, e) for s, e, _ in iv]
+            if e.get("ph") == "X" and e.get("cat") in WORK:
+                start = round(e["ts"] * 1000)
+                yield e, start, start + round(e["dur"] * 1000)
+
+
+def _per_gpu() -> dict[int, dict[str, list[tuple[int, int]]]]:
+    """Return each GPU's work (ns) by kind, read from the raw rank files."""
+    out: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    for e, start, end in _records():
+        kind = ("memory" if e["cat"] != "kernel" else
+                "communication" if "nccl" in e["name"].lower() else "compute")
+        gpu = out.setdefault(e["args"]["device"], {"compute": [], "communication": [],
+                                                   "memory": []})
+        gpu[kind].append((start, end))
     return out
 
 
 def _window() -> tuple[int, int]:
     """Return the run's hardware span (ns): every kernel and memset, communication included."""
-    starts, ends = [], []
-    for f in sorted(DLRM.glob("*.json.gz")):
-        for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"]:
-            if e.get("ph") == "X" and e.get("cat") in HARDWARE:
-                starts.append(round(e["ts"] * 1000))
-                ends.append(starts[-1] + round(e["dur"] * 1000))
-    return min(starts), max(ends)
-
-
-def _busy(intervals: list[tuple[int, int]]) -> int:
-    total, reach = 0, None
-    for s, e in sorted(intervals):
-        if reach is None or s > reach:
-            total, reach = total + e - s, e
-        elif e > reach:
-            total, reach = total + e - reach, e
-    return total
+    spans = [(s, e) for r, s, e in _records() if r["cat"] in HARDWARE]
+    return min(s for s, _ in spans), max(e for _, e in spans)
 
 
 def _expected() -> tuple[dict[int, dict[str, float]], int]:
@@ -70,16 +57,17 @@ def _expected() -> tuple[dict[int, dict[str, float]], int]:
     start, end = _window()
     window = end - start
     want = {}
-    for gpu, iv in gpus.items():
-        first, last = min(s for s, _ in iv), max(e for _, e in iv)
-        idle = (last - first) - _busy(iv)
+    for gpu, kinds in gpus.items():
+        m = device_model(kinds["compute"], kinds["communication"], kinds["memory"], start, end)
+        active = window - m["leading_ns"] - m["trailing_ns"]
         want[gpu] = {
-            "idle_ns": idle,
-            "active_ns": last - first,
-            "leading_ns": first - start,
-            "trailing_ns": end - last,
-            "idle_pct": round(100 * idle / window, 2),
-            "active_idle_pct": round(100 * idle / (last - first), 2),
+            "idle_ns": m["idle_ns"],
+            "active_ns": active,
+            "leading_ns": m["leading_ns"],
+            "trailing_ns": m["trailing_ns"],
+            "exposed_communication_ns": m["exposed_communication_ns"],
+            "idle_pct": round(100 * m["idle_ns"] / window, 2),
+            "active_idle_pct": round(100 * m["idle_ns"] / active, 2),
         }
     return want, window
 
@@ -93,9 +81,11 @@ def test_dlrm_both_idle_percentages_per_gpu():
     for gpu, figures in want.items():
         for name, value in figures.items():
             assert got[gpu][name] == value, (gpu, name)
-        # the two add up as documented: busy + idle = active; + leading + trailing = window
+        # the states add up as documented: busy + exposed communication + memory + idle =
+        # active; + leading + trailing = window
         row = got[gpu]
-        assert row["busy_ns"] + row["idle_ns"] == row["active_ns"]
+        states = row["busy_ns"] + row["exposed_communication_ns"] + row["memory_ns"]
+        assert states + row["idle_ns"] == row["active_ns"]
         assert row["active_ns"] + row["leading_ns"] + row["trailing_ns"] == window
     s = result.summary
     idle, active = sum(w["idle_ns"] for w in want.values()), sum(

@@ -3,7 +3,8 @@ and every named cause backed by the evidence it names (issue 35).
 
 Every run traceana reads under ../shared/corpus/real/, ../shared/corpus/real3/ and
 ../shared/corpus/hta/ is analysed with ``ta.gaps``; per run, the record beside this file
-(unexplained.json) keeps the device idle time and the part of it whose cause is
+(unexplained.json) keeps the device idle time in the gaps (nothing at all running: a gap's
+copies and collectives alone are not idle) and the part of it whose cause is
 ``runtime`` (queued, started late, nothing recorded explains it) or ``uncorrelated`` (no
 launch recorded): the unexplained share. The idle totals must equal the record (the gap
 arithmetic does not move); the unexplained time is a REGRESSION CEILING recorded from
@@ -57,8 +58,9 @@ def measure() -> dict[str, dict]:
     record = {}
     for root, g in sorted(results().items()):
         d = g.device_gaps
-        idle = int(d["duration_ns"].sum()) if d.height else 0
-        lost = int(d.filter(pl.col("cause").is_in(UNEXPLAINED))["duration_ns"].sum()) if d.height else 0
+        # a gap's idle: its time with nothing at all on the device (its states, docs/gaps.md)
+        idle = int(d["idle_ns"].sum()) if d.height else 0
+        lost = int(d.filter(pl.col("cause").is_in(UNEXPLAINED))["idle_ns"].sum()) if d.height else 0
         record[root] = {"idle_ns": idle, "unexplained_ns": lost,
                         "unexplained_share": round(lost / idle, 4) if idle else None}
     return record

@@ -49,12 +49,15 @@ def window_of(
     """Return the analysis window of ``events``: one ProfilerStep, an offset span, or the
     hardware span.
 
-    ``step``: the window is ProfilerStep#N (UsageError when the profile has none).
+    ``step``: the window is ProfilerStep#N on the host (UsageError when the profile has
+    none); ``states.step_end`` extends it to the end of the work it launched.
     ``span`` is (start, end) in ns after the run's first event. None when nothing ran on
     hardware and no step or span was asked for.
     """
     if step is not None:
         s = events.filter(pl.col("name") == f"ProfilerStep#{step}")
+        host = s.filter(pl.col("source") == "framework")  # not a GPU's copy of it
+        s = host if host.height else s
         if s.is_empty():
             raise UsageError(
                 f"no ProfilerStep#{step} in this profile; {_steps(events)}", param="step"

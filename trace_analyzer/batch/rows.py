@@ -41,6 +41,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "idle_ns": pl.Int64(),
     "window_ns": pl.Int64(),
     "idle_pct": pl.Float64(),
+    "exposed_communication_ns": pl.Int64(),  # a collective and no compute (docs/gaps.md)
+    "memory_ns": pl.Int64(),  # copies and sets alone
     "gap_count": pl.Int64(),
     "gap_p50_ns": pl.Int64(),
     "gap_p90_ns": pl.Int64(),
@@ -64,6 +66,8 @@ GAPS_COLUMNS = (
     "idle_ns",
     "window_ns",
     "idle_pct",
+    "exposed_communication_ns",
+    "memory_ns",
     "gap_count",
     "gap_p50_ns",
     "gap_p90_ns",

@@ -18,11 +18,21 @@ from trace_analyzer.render.blocks import Column, num, num_col
 def idle_phrase(summary: dict[str, Any], origin: str, fmt: Callable[[object], str] = num) -> str:
     """Return ``idle 67.09 % of the hardware span, 92.25 % of the devices' active spans``
     (``of its active span`` for one device): a summary's two idle percentages, ``origin``
-    naming the window; ``fmt`` writes a percentage without its ``%``."""
+    naming the window; ``fmt`` writes a percentage without its ``%``. Where a collective ran
+    with no compute beside it, or copies alone, their shares of the window follow
+    (``, exposed communication 55.55 %``): the device was not idle then, nor computing."""
     spans = "its active span" if summary["devices"] == 1 else "the devices' active spans"
+    parts = [
+        f", {name} {fmt(summary[key])} %"
+        for name, key in (
+            ("exposed communication", "exposed_communication_pct"),
+            ("copying alone", "memory_pct"),
+        )
+        if summary.get(key)
+    ]
     return (
         f"idle {fmt(summary['idle_pct'])} % of the {origin}, "
-        f"{fmt(summary['active_idle_pct'])} % of {spans}"
+        f"{fmt(summary['active_idle_pct'])} % of {spans}" + "".join(parts)
     )
 
 
@@ -35,9 +45,12 @@ def bare_percent(v: object) -> str:
 # The columns of a device or lane row (``devices``/``lanes`` of the JSON) after its name; a
 # narrow terminal drops them in the order of ``drop`` (1 first).
 IDLE_COLUMNS: tuple[tuple[Column, Callable[[dict[str, Any]], str]], ...] = (
-    (num_col("busy", drop=9), lambda r: duration(r["busy_ns"])),
+    (num_col("busy", drop=10), lambda r: duration(r["busy_ns"])),
     (num_col("idle"), lambda r: duration(r["idle_ns"])),
     (num_col("idle %"), lambda r: percent(r["idle_pct"])),
+    # a device's time with a collective and no compute, and copies alone (none on a lane)
+    (num_col("exposed comm", optional=True), lambda r: _part(r, "exposed_communication_ns")),
+    (num_col("copying alone", drop=9, optional=True), lambda r: _part(r, "memory_ns")),
     (num_col("active idle %", drop=6), lambda r: percent(r["active_idle_pct"])),
     (num_col("active span", drop=7), lambda r: duration(r["active_ns"])),
     (num_col("leading", drop=4), lambda r: duration(r["leading_ns"])),
@@ -49,6 +62,12 @@ IDLE_COLUMNS: tuple[tuple[Column, Callable[[dict[str, Any]], str]], ...] = (
     (num_col("p99 gap", drop=1), lambda r: duration(r["gap_p99_ns"])),
     (num_col("max gap"), lambda r: duration(r["gap_max_ns"])),
 )
+
+
+def _part(row: dict[str, Any], column: str) -> str:
+    """Return a device row's ``column`` (a state's time), or nothing for a lane's row."""
+    value = row.get(column)
+    return duration(value) if value else ""
 
 
 def idle_cells(row: dict[str, Any]) -> list[str]:

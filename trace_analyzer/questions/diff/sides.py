@@ -19,7 +19,8 @@ from trace_analyzer._version import __version__
 from trace_analyzer.errors import InputError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
-from trace_analyzer.questions.gaps.analysis import CAUSES, GAP_STATS, GapsResult, gaps
+from trace_analyzer.questions.gaps.analysis import CAUSES, GapsResult, gaps
+from trace_analyzer.questions.gaps.gate import GAP_STATS
 from trace_analyzer.questions.ops.analysis import ops
 
 KIND = "traceana-baseline"  # the ``kind`` of a summary file
@@ -40,7 +41,13 @@ COMPARED = {
     "gap_p99_us": "p99 gap (µs)",
     "gap_max_us": "longest gap (µs)",
     **{f"idle_{c}_us": f"idle from {c} (µs)" for c in CAUSES},
+    # the device's other states (docs/gaps.md): a gaps JSON or baseline older than them
+    # has none, and compares nothing on them
+    "exposed_communication_us": "exposed communication: collectives, no compute (µs)",
+    "memory_us": "copies and sets alone (µs)",
 }
+# Metrics a baseline file may lack (written before they were measured).
+OPTIONAL = ("exposed_communication_us", "memory_us")
 OP_SCHEMA = {
     "name": pl.String,
     "calls": pl.Int64,
@@ -74,6 +81,7 @@ def summary_metrics(s: Mapping[str, Any], window_ns: int | None) -> dict[str, fl
     if not s["gap_count"]:
         out.update(dict.fromkeys(GAP_STATS, 0.0))
     out.update({f"idle_{c}_us": us(ns) for c, ns in s["idle_by_cause_ns"].items()})
+    out.update({name: us(s.get(name.replace("_us", "_ns"))) for name in OPTIONAL})
     return out
 
 
@@ -317,7 +325,9 @@ def _read_baseline(doc: dict[str, Any], check: _Checker) -> Saved:
         check.that(isinstance(got, dict), f"{where}.metrics is not an object")
         metrics = {}
         for name in COMPARED:
-            if not name.startswith("idle_") or name in ("idle_pct", "idle_us"):
+            if name not in OPTIONAL and (
+                not name.startswith("idle_") or name in ("idle_pct", "idle_us")
+            ):
                 check.field(got, name, f"{where}.metrics")
             metrics[name] = check.number(got.get(name), f"{where}.metrics.{name}")
         source = run.get("source", BASELINE)

@@ -1,8 +1,9 @@
 """Idle gaps on the hardware lanes, each attributed to the op that ended it and to a cause.
 
 The arithmetic (window, busy intervals merged per lane and device, gap statistics) is in
-``busy.py``; the attribution and ``cause()`` in ``causes.py``; this module puts them
-together into ``GapsResult`` and evaluates ``--fail-on`` conditions (docs/gaps.md).
+``busy.py``, the device's states in ``states.py``; the attribution and ``cause()`` in
+``causes.py``; this module puts them together into ``GapsResult``; ``gate.py`` evaluates
+``--fail-on`` conditions (docs/gaps.md).
 """
 
 from __future__ import annotations
@@ -24,8 +25,16 @@ from trace_analyzer.analyses.busy import (
     stats,
     window_of,
 )
-from trace_analyzer.analyses.results import Later, RunResult, RunResults, frame_repr, replaced
+from trace_analyzer.analyses.results import Later, RunResult, RunResults, frame_repr
 from trace_analyzer.analyses.rows import Rows
+from trace_analyzer.analyses.states import (
+    RESOLUTION_NS,
+    STATE_COLUMNS,
+    alone,
+    device_states,
+    step_end,
+    within,
+)
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
@@ -36,18 +45,19 @@ from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
     CAUSES,
     LATENCY_NS,
-    RESOLUTION_NS,
     UNLINKED,
     Hardware,
     attribute,
     by_op,
     by_step,
     hardware,
+    idle_in_loader,
     lanes_are_devices,
 )
+from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import hints
 from trace_analyzer.questions.gaps.words import Worded, sentence
-from trace_analyzer.units import Condition, failed, glob_regex
+from trace_analyzer.units import glob_regex
 
 __all__ = [
     "CAUSES", "FRAMES", "METRICS", "UNLINKED", "GapsResult", "Window", "between", "device_of",
@@ -183,28 +193,30 @@ def _gaps(
 ) -> GapsResult:
     events = profile.events if isinstance(profile, Profile) else profile
     root = str(profile.root) if isinstance(profile, Profile) else None
-    hw = (  # the columns the gaps need, not the whole width (a copy of every execution)
-        events.lazy()
-        .filter(pl.col("lane_kind") == "hardware")
-        .select("event_id", "lane", "lane_kind", "pid", "name", "source", "start_ns", "end_ns")
-        .collect()
+    columns = ("event_id", "lane", "lane_kind", "pid", "name", "category", "source")
+    hw, copies = (  # the columns the gaps need, not the whole width (a copy of every execution)
+        events.lazy().filter(rows).select(*columns, "start_ns", "end_ns").collect()
+        for rows in (pl.col("lane_kind") == "hardware", _copies())
     )
     for name, value in (("min_gap_ns", min_gap_ns), ("latency_ns", latency_ns)):
         if value < 0:
             raise UsageError("{param} must not be negative", param=name)
     if lanes:
-        hw = hw.filter(text("lane").str.contains(glob_regex(lanes)))
+        hw, copies = (t.filter(text("lane").str.contains(glob_regex(lanes))) for t in (hw, copies))
         if hw.is_empty():
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
         return _empty(w, root)
     edges = profile.edges if isinstance(profile, Profile) else link(events)
+    if step is not None:  # to the end of the work the step launched, as ranks' windows run
+        end = step_end(events, edges, step)
+        w = w if end is None or end <= w.end_ns else Window(w.start_ns, end, w.origin)
     keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
     with ThreadPoolExecutor(max_workers=1) as worker:  # the chains made beside the busy time
         chain = worker.submit(chain_table, keyed, edges)
-        held = [hardware(hw, w)]
-        del hw  # the executions' columns: what the passes read is clipped (held)
+        held = [hardware(hw, copies, w)]
+        del hw, copies  # the executions' columns: what the passes read is clipped (held)
         return _measure(keyed, held, w, (chain, edges), (min_gap_ns, latency_ns), root)
 
 
@@ -218,33 +230,40 @@ def _measure(
 ) -> GapsResult:
     """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list, emptied)
     in ``w``: ``chains`` the chains (being made: a Future) and
-    edges, ``limits`` the --min-gap and --latency in ns. Communication lanes are gaps of their
-    own and take no part in their device's idle (docs/gaps.md). The busy time of the first
-    pass is measured while the chains are made; the attribution waits for them."""
+    edges, ``limits`` the --min-gap and --latency in ns. A device's gaps are in its compute,
+    each split into its states (docs/gaps.md, "The device's states"). The busy time of the
+    first pass is measured while the chains are made; the attribution waits for them."""
     min_gap_ns, latency_ns = limits
-    clipped, keys, comm, neuron, vendor = held.pop()  # clipped let go once read
+    clipped, keys, other, neuron, vendor = held.pop()  # clipped let go once read
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
-    same = lanes_are_devices(events)  # then a device's gaps are its lane's, found once
-    merged, every = pl.DataFrame(), pl.DataFrame()
+    all_compute = bool(clipped.select(pl.col("kind").eq("compute").all()).item())
+    same = lanes_are_devices(events, all_compute)  # then a device's gaps are its lane's
+    merged, every, apart = pl.DataFrame(), pl.DataFrame(), pl.DataFrame()
     for key in ("lane", "device"):
         if key == "device" and same:  # the lanes' busy time and gaps, named by device
             merged, every = _as_devices(merged), _as_devices(every)
-        else:  # the device pass leaves the communication lanes out
-            part = clipped if key == "lane" else clipped.filter(~pl.col("lane").is_in(comm))
+        else:  # the device pass reads the compute alone
+            part = clipped if key == "lane" else clipped.filter(pl.col("kind") == "compute")
             if same:  # the device pass takes the lanes': clipped is read once
                 clipped = clipped.clear()
             merged, every = _pass(key, [part])
             del part
             if key == "device" or same:  # the gaps the sums by cause and op read: now
                 every = _attributed(every, key, events, _ready(chains), latency_ns)
+        if key == "device":  # what ran on the device while it computed nothing
+            apart = alone(merged, other, "device") if other.height else apart
+            every = idle_in_loader(within(every, apart, "device"), apart, events)
         kept = _long_enough(every, min_gap_ns)  # the lanes' bare gaps count as well
         # the listed gaps' evidence written when read: a text report words its rows only
         listed: Worded | Callable[[], pl.DataFrame] = Worded(kept, latency_ns)
         if key == "lane" and not same:  # the lanes' gaps attributed when first read
             listed = cache(partial(_lane_gaps, every, events, _ready(chains), limits))
         elif key == "device" and same:  # the lanes' sentences, written once for both
-            listed = Worded(kept, latency_ns, source=(parts["lane"][2], _as_devices))
-        parts[key] = (stats(merged, kept, keys.select(key).unique(), key, w), kept, listed)
+            shape = partial(_as_device_gaps, kept.select(*STATE_COLUMNS))
+            listed = Worded(kept, latency_ns, source=(parts["lane"][2], shape))
+        table = stats(merged, kept, keys.select(key).unique(), key, w)
+        measured = (table, apart, merged, other, w)  # a device's states added to its row
+        parts[key] = (device_states(*measured) if key == "device" else table, kept, listed)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
     (devices_t, device_gaps, listed_devices), all_device_gaps = parts["device"], every
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
@@ -315,6 +334,18 @@ def _lane_gaps(
     return sentence(listed, latency_ns)
 
 
+def _as_device_gaps(states: pl.DataFrame, lanes_gaps: pl.DataFrame) -> pl.DataFrame:
+    """Return the lanes' gaps, worded, as the devices' (``lanes_are_devices``), with the
+    devices' gaps' states (``states.within``: their rows in the same order)."""
+    return _as_devices(lanes_gaps).with_columns(states)
+
+
+def _copies() -> pl.Expr:
+    """The device copies (``states.on_device``: not the host's copy calls)."""
+    host = pl.col("source").is_in(["framework", "neuron_rt"])
+    return (pl.col("lane_kind") == "transfer") & ~host
+
+
 def _as_devices(lanes_table: pl.DataFrame) -> pl.DataFrame:
     """Return a lane pass's table (busy intervals, gaps) as the device pass lays out its own
     (``lanes_are_devices``): each lane named by its device."""
@@ -337,7 +368,7 @@ def _long_enough(every: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
 
 TOTALS = (
     "busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "active_ns", "executions",
-    "gap_count",
+    "gap_count", "exposed_communication_ns", "memory_ns",
 )  # fmt: skip
 
 
@@ -354,7 +385,7 @@ def _summary(
         return int(round(float(value))) if len(d) and value is not None else None
 
     # one pass over the gaps, in 128 bits: exact, as Python's integers are (Int64 wraps)
-    sums = all_gaps.group_by("cause").agg(pl.col("duration_ns").cast(pl.Int128).sum())
+    sums = all_gaps.group_by("cause").agg(pl.col("idle_ns").cast(pl.Int128).sum())
     found: dict[str, int] = dict(sums.iter_rows())
     by_cause = {c: found.get(c, 0) for c in CAUSES}
     window, active = total["window_ns"], total["active_ns"]
@@ -363,6 +394,8 @@ def _summary(
         **total,
         "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
         "active_idle_pct": round(100 * total["idle_ns"] / active, 2) if active else None,
+        "exposed_communication_pct": _pct(total["exposed_communication_ns"], window),
+        "memory_pct": _pct(total["memory_ns"], window),
         "gap_p50_ns": q(0.5),
         "gap_p90_ns": q(0.9),
         "gap_p99_ns": q(0.99),
@@ -375,6 +408,11 @@ def _summary(
     }
 
 
+def _pct(part: int, whole: int) -> float | None:
+    """Return ``part`` as a % of ``whole``, to 0.01 (None where ``whole`` is 0)."""
+    return round(100 * part / whole, 2) if whole else None
+
+
 def _sum(values: pl.Series) -> int:
     """Return the exact sum of a column of ns (polars' Int64 sum wraps past 2**63)."""
     return sum(v for v in values.to_list() if v is not None)
@@ -384,6 +422,7 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
     none = pl.DataFrame()
     summary: dict[str, Any] = dict.fromkeys(TOTALS, 0)  # the window × 0 devices
     summary.update(dict.fromkeys(("idle_pct", "active_idle_pct"), None))
+    summary.update(dict.fromkeys(("exposed_communication_pct", "memory_pct"), None))
     summary.update(dict.fromkeys(("gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
     summary.update(gap_max_ns=None, idle_by_cause_ns=dict.fromkeys(CAUSES, 0), devices=0, lanes=0)
     summary.update(idle_in_data_loader_ns=None)
@@ -398,69 +437,6 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
         summary=summary,
         root=root,
     )
-
-
-# --fail-on metrics, read from a run's summary (µs for people, like the reports).
-METRICS = {
-    "idle_pct": "idle % of the window (gaps only; leading and trailing idle apart)",
-    "active_idle_pct": "idle % of the devices' own active spans (first to last execution)",
-    "busy_us": "busy time",
-    "idle_us": "idle time in gaps",
-    "leading_us": "leading idle",
-    "trailing_us": "trailing idle",
-    "active_us": "the devices' active spans, added up",
-    "gap_count": "number of gaps",
-    "executions": "executions",
-    "gap_p50_us": "median gap",
-    "gap_p90_us": "90th percentile gap",
-    "gap_p99_us": "99th percentile gap",
-    "gap_max_us": "longest gap",
-    **{f"idle_{c}_us": f"idle time in gaps caused by {c}" for c in CAUSES},
-}
-
-
-def metrics(summary: dict[str, Any]) -> dict[str, float | None]:
-    """Return the --fail-on metrics of a summary (None where there is nothing to measure)."""
-
-    def us(ns: int | None) -> float | None:
-        return None if ns is None else ns / 1000
-
-    out: dict[str, float | None] = {
-        "idle_pct": summary["idle_pct"],
-        "active_idle_pct": summary["active_idle_pct"],
-        "gap_count": summary["gap_count"],
-        "executions": summary["executions"],
-    }
-    for name in (
-        "busy", "idle", "leading", "trailing", "active", "gap_p50", "gap_p90", "gap_p99", "gap_max",
-    ):  # fmt: skip
-        out[f"{name}_us"] = us(summary[f"{name}_ns"])
-    for c, ns in summary["idle_by_cause_ns"].items():
-        out[f"idle_{c}_us"] = us(ns)
-    return out
-
-
-GAP_STATS = ("gap_p50_us", "gap_p90_us", "gap_p99_us", "gap_max_us")
-
-
-def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
-    """Return ``result`` with ``failed``: the conditions (``units.parse_condition``) that
-    hold, and those on a metric that is undefined, which fail too: with no hardware
-    executions every metric but ``executions`` is. A run with executions and no gaps has
-    gap statistics of 0 here (no gap is longer)."""
-    measured = metrics(result.summary)
-    why: dict[str, str] = {}
-    if not result.summary["executions"]:
-        measured = {k: (v if k == "executions" else None) for k, v in measured.items()}
-        why = dict.fromkeys(METRICS, "no hardware executions")
-    elif not result.summary["gap_count"]:
-        measured.update(dict.fromkeys(GAP_STATS, 0.0))
-    return _replace(result, failed=tuple(failed(conditions, measured, why)))
-
-
-def _replace(result: GapsResult, **changes: Any) -> GapsResult:
-    """``dataclasses.replace`` of ``result``, its tables not made yet passed on (``replaced``)."""
-    return replaced(result, **changes)
 
 
 def gaps_runs(

@@ -12,6 +12,7 @@ from typing import NamedTuple
 import polars as pl
 
 from trace_analyzer.analyses.busy import Window, device_of, once_each
+from trace_analyzer.analyses.states import COLLECTIVE_NAMES, kind_of, placed_in
 from trace_analyzer.model.schema import by_row, matching, text
 from trace_analyzer.questions.gaps.evidence import covered, host_split, launches
 from trace_analyzer.questions.gaps.host import long_launch
@@ -37,10 +38,6 @@ UNLINKED = "(unlinked)"
 # waited only for the device's own launch latency (HTA's kernel_wait). Set from the corpus:
 # docs/gaps.md, "launch_latency".
 LATENCY_NS = 5_000
-# Gaps of at most this many ns are not gaps: below the clock's resolution (docs/gaps.md).
-RESOLUTION_NS = 1
-# Communication kernels: NCCL/RCCL, and Neuron's collectives on the hardware lane.
-COLLECTIVE_NAMES = r"(?i)(nccl|rccl|^cc_running$)"
 # Where a gap's copies and syncs must run to explain it: its own stream, or its NeuronCore
 # (Neuron's host-side copies sit on the runtime lane of the core they feed).
 NEURON_CORE = r"/neuron_(?:hw|rt)/NC:?(\d+)(?::\d+)?$"
@@ -100,20 +97,45 @@ def cause(latency_ns: int = LATENCY_NS) -> pl.Expr:
 DATA_LOADER = r"^enumerate\(DataLoader\)#.*__next__$"
 
 
-def in_data_loader(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Return ``gaps`` with ``host_data_loader_ns``: how much of each lies inside a
-    DataLoader's ``__next__`` in the gap's process (the device waited while the host fetched
-    a batch); null where the run records no DataLoader."""
-    loads = (
+def _loads(events: pl.DataFrame) -> pl.DataFrame:
+    """The DataLoader's ``__next__`` calls of ``events``: pid, start, end, name."""
+    return (
         events.lazy()
         .filter(matching(events["name"], DATA_LOADER))
         .select("pid", "start_ns", "end_ns", "name")
         .collect()
     )
+
+
+def in_data_loader(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with ``host_data_loader_ns``: how much of each lies inside a
+    DataLoader's ``__next__`` in the gap's process (the device waited while the host fetched
+    a batch); null where the run records no DataLoader. On a device's gaps ``idle_in_loader``
+    then takes off the time the device copied or communicated meanwhile."""
+    loads = _loads(events)
     if loads.is_empty():
         return gaps.with_columns(host_data_loader_ns=pl.lit(None, pl.Int64))
-    inside = covered(gaps, loads, "host_data_loader", by="pid", last_event=False)
-    return inside
+    return covered(gaps, loads, "host_data_loader", by="pid", last_event=False)
+
+
+def idle_in_loader(gaps: pl.DataFrame, apart: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return a device's ``gaps`` (``host_data_loader_ns`` and their states: ``states.within``)
+    with ``host_data_loader_ns`` the idle inside a DataLoader's ``__next__``: its time less
+    that of the instants the device copied or communicated in it (``apart``: ``states.alone``)
+    that the DataLoader covers as well."""
+    if apart.is_empty() or gaps.is_empty() or gaps["host_data_loader_ns"].is_null().all():
+        return gaps
+    placed = placed_in(gaps, apart, "device")
+    busy = covered(placed, _loads(events), "busy_loader", by="pid", last_event=False)
+    per = busy.group_by("device", start_ns="gap_start").agg(pl.col("busy_loader_ns").sum())
+    return (
+        gaps.join(per, on=["device", "start_ns"], how="left", maintain_order="left")
+        .with_columns(
+            host_data_loader_ns=pl.col("host_data_loader_ns")
+            - pl.col("busy_loader_ns").fill_null(0)
+        )
+        .drop("busy_loader_ns")
+    )
 
 
 def core_of(lane: pl.Expr) -> pl.Expr:
@@ -142,42 +164,58 @@ def _in_window(w: Window) -> pl.Expr:
 class Hardware(NamedTuple):
     """The executions of a run as the gaps read them (``hardware``)."""
 
-    clipped: pl.DataFrame  # those in the window, clipped to it, with their device
+    clipped: pl.DataFrame  # those in the window, clipped to it, with their device and kind
     keys: pl.DataFrame  # each lane and its device
-    comm: pl.Series  # the communication lanes (imploded)
+    other: pl.DataFrame  # the work in the window that is not compute: collectives, copies, sets
     neuron: bool  # whether any is a Neuron core's
     vendor: str  # the source most of them come from: cuda, rocm, mtia, neuron_hw, ...
 
 
-def hardware(hw: pl.DataFrame, w: Window) -> Hardware:
+def hardware(hw: pl.DataFrame, copies: pl.DataFrame, w: Window) -> Hardware:
     """Return ``Hardware`` of the executions ``hw`` (the gaps' columns of the hardware
-    events) in the window ``w``."""
-    clipped = hw.filter(_in_window(w)).select(
-        "event_id",
-        "lane",
-        "pid",
-        start_ns=pl.col("start_ns").clip(w.start_ns),
-        end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
+    events, their category among them) and the device copies ``copies`` (the same columns)
+    in the window ``w``: each with its device and kind (``states.kind_of``)."""
+
+    def clip(rows: pl.DataFrame) -> pl.DataFrame:
+        inside = rows.filter(_in_window(w))
+        out = inside.select(
+            "event_id",
+            "lane",
+            "pid",
+            start_ns=pl.col("start_ns").clip(w.start_ns),
+            end_ns=pl.col("end_ns").clip(upper_bound=w.end_ns),
+            kind=kind_of(inside),
+        )
+        return out.with_columns(device=once_each(out["lane"], device_of))
+
+    clipped = clip(hw)
+    compute = pl.col("kind") == "compute"
+    other = pl.concat(  # ``execution``: a hardware execution, not a copy
+        [
+            clipped.filter(~compute).with_columns(execution=pl.lit(True)),
+            clip(copies).with_columns(execution=pl.lit(False)),
+        ]
     )
-    clipped = clipped.with_columns(device=once_each(clipped["lane"], device_of))
     keys = hw.select("lane").unique()
     keys = keys.with_columns(device=once_each(keys["lane"], device_of))
-    comm = comm_lanes(hw)["lane"].implode()
     vendor = hw["source"].cast(pl.String).mode().sort().first() if hw.height else None
     return Hardware(
-        clipped, keys, comm, bool(hw["source"].eq("neuron_hw").any()), str(vendor or "")
+        clipped, keys, other, bool(hw["source"].eq("neuron_hw").any()), str(vendor or "")
     )
 
 
-def lanes_are_devices(events: pl.DataFrame) -> bool:
+def lanes_are_devices(events: pl.DataFrame, all_compute: bool) -> bool:
     """Whether every device's gaps are its lane's, causes and evidence included, so that the
-    device pass can take the lane pass's: each device has one hardware lane and there is no
-    communication lane, and each copy or sync counts at a device exactly when it counts at
-    that device's lane (``attribute`` places them by ``core_of``)."""
+    device pass can take the lane pass's: every execution computes (``all_compute``: no
+    collective or memset, which the device's gaps leave out), each device has one hardware
+    lane and there is no communication lane, and each copy or sync counts at a device
+    exactly when it counts at that device's lane (``attribute`` places them by ``core_of``)."""
     kind = pl.col("lane_kind")
     lanes = events.lazy().filter(kind == "hardware").select("lane").unique().collect()
     lanes = lanes.with_columns(device=device_of(pl.col("lane")))
-    if lanes["device"].n_unique() != lanes.height or not comm_lanes(events).is_empty():
+    if not all_compute or lanes["device"].n_unique() != lanes.height:
+        return False
+    if not comm_lanes(events).is_empty():
         return False
     marks = events.lazy().filter(kind.is_in(["transfer", "sync"])).select("lane").unique()
     at = marks.collect().select(
@@ -315,7 +353,7 @@ def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
             }
         )
     per_cause = [
-        pl.col("duration_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
+        pl.col("idle_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
     ]
     evidence = (
         pl.col("transfer_event")
@@ -330,7 +368,7 @@ def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
     return (
         device_gaps.group_by(op=pl.col("next_op").fill_null(UNLINKED))
         .agg(
-            pl.col("duration_ns").sum().alias("idle_before_ns"),
+            pl.col("idle_ns").sum().alias("idle_before_ns"),
             pl.len().alias("gaps"),
             *per_cause,
             evidence,
@@ -370,15 +408,13 @@ def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     if steps.is_empty():
         return pl.DataFrame(schema=schema)
     placed = (
-        device_gaps.select("duration_ns", "cause", start_ns=pl.coalesce("launch_ns", "start_ns"))
+        device_gaps.select("idle_ns", "cause", start_ns=pl.coalesce("launch_ns", "start_ns"))
         .sort("start_ns")
         .join_asof(steps, on="start_ns", strategy="backward")
         .filter(pl.col("start_ns") < pl.col("step_end"))
     )
     per_cause = [
-        pl.col("duration_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
+        pl.col("idle_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
     ]
-    out = placed.group_by("step").agg(
-        pl.col("duration_ns").sum().alias("idle_ns"), pl.len().alias("gaps"), *per_cause
-    )
+    out = placed.group_by("step").agg(pl.col("idle_ns").sum(), pl.len().alias("gaps"), *per_cause)
     return out.sort("step").cast(schema)  # type: ignore[arg-type]

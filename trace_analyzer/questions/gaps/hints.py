@@ -171,9 +171,9 @@ def hints(
     by_cause = (
         device_gaps.group_by("cause")
         .agg(
-            idle_ns=pl.col("duration_ns").sum(),
+            idle_ns=_idle(device_gaps).sum(),
             gaps=pl.len(),
-            longest=pl.col("duration_ns").max(),
+            longest=_idle(device_gaps).max(),
             loading=loading,
         )
         .sort("idle_ns", "cause", descending=[True, False])
@@ -195,12 +195,42 @@ def hints(
     loader = _data_loader(device_gaps)
     if loader:
         ns, n = loader
-        share = 100 * ns / int(device_gaps["duration_ns"].cast(pl.Int128).sum())
+        share = 100 * ns / int(device_gaps.select(_idle(device_gaps).cast(pl.Int128).sum()).item())
         text = f"{share:.1f} % of the idle lies inside the DataLoader's __next__: {LOADER_HINT}"
         item = {"op": None, "cause": "data_loader", "idle_ns": ns, "gaps": n, "hint": text}
         at = next((i for i, h in enumerate(out) if h["idle_ns"] < ns), len(out))
         out.insert(at, item)
+    exposed = _exposed(device_gaps)
+    if exposed:
+        at = next((i for i, h in enumerate(out) if h["idle_ns"] < exposed["idle_ns"]), len(out))
+        out.insert(at, exposed)
     return out + _per_op(device_gaps, neuron, top, frames, vendor)
+
+
+def _idle(device_gaps: pl.DataFrame) -> pl.Expr:
+    """A device gap's idle: its time with nothing at all running (``idle_ns``, its states:
+    docs/gaps.md), or its whole length where the table has no states."""
+    return pl.col("idle_ns" if "idle_ns" in device_gaps.columns else "duration_ns")
+
+
+def _exposed(device_gaps: pl.DataFrame) -> dict[str, Any] | None:
+    """Return the next step for the time collectives ran with no compute in the gaps, or None
+    where none did (``idle_ns`` holds that time: the item is ranked by it)."""
+    if "exposed_communication_ns" not in device_gaps.columns:
+        return None
+    held = device_gaps.filter(pl.col("exposed_communication_ns") > 0)
+    ns = int(held["exposed_communication_ns"].cast(pl.Int128).sum())
+    if not ns:
+        return None
+    text = (
+        f"collectives ran with no compute beside them for {duration(ns)}: exposed "
+        "communication, not idle; find the rank the others wait for (traceana ranks) and "
+        "overlap the collectives with compute"
+    )
+    return {
+        "op": None, "cause": "exposed_communication", "idle_ns": ns, "gaps": held.height,
+        "hint": text,
+    }  # fmt: skip
 
 
 def _copies(device_gaps: pl.DataFrame) -> list[str]:
@@ -239,7 +269,7 @@ def _per_op(
         .agg(
             *(pl.col(c).sum() for c in split),
             loading_ns=loading,
-            idle_ns=pl.col("duration_ns").sum(),
+            idle_ns=_idle(device_gaps).sum(),
             gaps=pl.len(),
             copies=pl.col("transfer_event")
             .drop_nulls()

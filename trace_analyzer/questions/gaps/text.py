@@ -46,7 +46,7 @@ def _verdict(result: GapsResult) -> str:
     longest = f", longest {duration(s['gap_max_ns'])}" if s["gap_count"] else ""
     text = (
         f"{plural(s['devices'], 'device')} {idle_phrase(s, w.origin, bare_percent)} "
-        f"({duration(s['idle_ns'])} in {plural(s['gap_count'], 'gap')}{longest})"
+        f"({duration(s['idle_ns'])} idle; {plural(s['gap_count'], 'gap')}{longest})"
     )
     if top:
         text += f"; top cause {top}: {duration(causes[top])}"
@@ -145,11 +145,13 @@ def _steps_idle(steps: pl.DataFrame) -> Table:
 
 def _gap_rows(gaps: pl.DataFrame, where: str, origin: int, total: int) -> Table:
     return Table(
-        "longest gaps (device idle; at = time after the window start)",
+        "longest gaps (no compute on the device; at = time after the window start)",
         (
             text_col(where, cut=12, keep_end=True),
             num_col("at"),
             num_col("gap"),
+            num_col("exposed comm", drop=3, optional=True),
+            num_col("copying alone", drop=3, optional=True),
             Column("cause"),
             text_col("after op", cut=12, drop=1),
             text_col("next op", cut=12),
@@ -160,6 +162,8 @@ def _gap_rows(gaps: pl.DataFrame, where: str, origin: int, total: int) -> Table:
                 g[where],
                 instant(g["start_ns"], origin),
                 duration(g["duration_ns"]),
+                duration(g.get("exposed_communication_ns") or 0),
+                duration(g.get("memory_ns") or 0),
                 g["cause"],
                 g["prev_op"] or f"({g['prev_name']})",
                 g["next_op"] or "(unlinked)",

@@ -2,21 +2,19 @@
 ranks' clocks compared, and the rank the others wait for (docs/distributed.md).
 
 Definitions:
-- **Work** is every event on a device lane that keeps it occupied: hardware executions
-  (kernels, Neuron executions and collectives, memsets) and device copies. Its **kind** is
-  ``communication`` when its name is a collective's (``COLLECTIVE_NAMES``: NCCL and RCCL
-  kernels, Neuron's ``cc_running``), ``memory`` for copies (``gpu_memcpy``) and sets
-  (``gpu_memset``), else ``compute``.
+- **Work**, its **kind** (compute, communication, memory) and the device's **states**
+  (compute, exposed communication, memory alone, idle) are ``analyses/states.py``'s, the same
+  as ``traceana gaps`` reads.
 - A piece of work belongs to the **step** its launch ran in (the launching runtime call's
   ProfilerStep, else its own start's): the device may run behind the host.
 - A device's **window** for a step is the step's span on its rank's host, extended to the
-  end of the last work launched in it. Without ProfilerStep annotations it is the device's
-  first start to its last end, step null.
-- In a window, each kind's intervals are merged (their union); **compute**, **communication**
-  and **memory** time are the union's lengths; **overlap** is the time both compute and
-  communication run; **exposed communication** is communication with no compute beside it.
-- The **breakdown** counts each instant once, in this order: compute, then exposed
-  communication, then memory with neither beside it, then idle; the four add up to the
+  end of the last work launched in it (``states.step_end``, as ``traceana gaps --step``
+  extends its window). Without ProfilerStep annotations it is the device's first start to
+  its last end, step null. All the work that runs in a window counts in its breakdown,
+  whichever step launched it: where the device runs behind the host, consecutive windows
+  overlap, and the work of the step before is what the device was doing.
+- The **breakdown** of a window is its time in each state (``states.breakdown``), with the
+  communication time in all and its **overlap** with compute; the four states add up to the
   window.
 - **Clocks**: a collective ends on every rank at once, so the n-th collective of a rank and
   of the first rank, when both have the same name, end at the same instant; a rank's offset
@@ -40,14 +38,14 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses import states
 from trace_analyzer.analyses.busy import device_of, window_of
 from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.analyses.states import kind_of, launched, on_device
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import matching
-from trace_analyzer.questions.gaps.causes import COLLECTIVE_NAMES
 from trace_analyzer.questions.ranks.clocks import clock_offsets
 
-KINDS = ("compute", "communication", "memory")
 STEP = r"^ProfilerStep#(\d+)$"
 # Offsets measured on step starts are applied only across hosts; on collectives always.
 STEP_COLUMNS = {
@@ -131,13 +129,10 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
 
 
 def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return the device work of ``events``: its event_id, pid, device, name, start, end, kind
-    and step (of its launch); with its ``lane``, ``source`` and ``launch`` (the launching
-    event's id, null when none is linked)."""
-    device = pl.col("lane_kind").is_in(["hardware", "transfer"]) & ~pl.col("source").is_in(
-        ["framework", "neuron_rt"]
-    )
-    rows = events.filter(device)
+    """Return the device work of ``events`` (``states.work_rows``): its event_id, pid,
+    device, name, start, end, kind and step (of its launch); with its ``lane``, ``source``
+    and ``launch`` (the launching event's id, null when none is linked)."""
+    rows = events.filter(on_device(events))
     if rows.is_empty():
         return pl.DataFrame(
             schema={"event_id": pl.Int64, "pid": pl.Int64, "device": pl.String, "name": pl.String,
@@ -145,16 +140,8 @@ def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
                     "step": pl.Int64, "lane": pl.String, "source": pl.String,
                     "launch": pl.Int64}
         )  # fmt: skip
-    collective = matching(rows["name"], COLLECTIVE_NAMES)
-    memory = (pl.col("lane_kind") == "transfer") | (pl.col("category") == "gpu_memset")
-    launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
-        event_id="dst", launch="src"
-    )
-    launched = launch.join(
-        events.select(launch="event_id", launch_step="step"), on="launch", how="left"
-    )
     return (
-        rows.join(launched, on="event_id", how="left")
+        launched(rows, events, edges)
         .select(
             "event_id",
             "pid",
@@ -162,12 +149,8 @@ def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
             "end_ns",
             device=device_of(pl.col("lane")),
             name=pl.col("name").cast(pl.String),
-            kind=pl.when(collective)
-            .then(pl.lit("communication"))
-            .when(memory)
-            .then(pl.lit("memory"))
-            .otherwise(pl.lit("compute")),
-            step=pl.coalesce("launch_step", "step"),
+            kind=kind_of(rows),
+            step="step",
             lane=pl.col("lane").cast(pl.String),
             source=pl.col("source").cast(pl.String),
             launch="launch",
@@ -215,48 +198,9 @@ def step_windows(events: pl.DataFrame, done: pl.DataFrame) -> pl.DataFrame:
 
 def breakdown(done: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Return per window its compute, communication, overlap, exposed communication, memory
-    and idle time (ns; ``_shares`` adds the percentages)."""
+    and idle time (ns; ``states.breakdown``; ``_shares`` adds the percentages)."""
     key = ["pid", "device", "step"]
-    clipped = (
-        done.join(
-            windows.rename({"start_ns": "w0", "end_ns": "w1"}),
-            on=key,
-            how="inner",
-            nulls_equal=True,
-        )
-        .with_columns(
-            start_ns=pl.max_horizontal("start_ns", "w0"), end_ns=pl.min_horizontal("end_ns", "w1")
-        )
-        .filter(pl.col("end_ns") > pl.col("start_ns"))
-    )
-    flags = {k: pl.col("kind") == k for k in KINDS}
-    edges = pl.concat(
-        [
-            clipped.select(*key, t="start_ns", **{k: f.cast(pl.Int32) for k, f in flags.items()}),
-            clipped.select(*key, t="end_ns", **{k: -f.cast(pl.Int32) for k, f in flags.items()}),
-        ]
-    ).sort(*key, "t", nulls_last=True)
-    # A sweep: how many of each kind run from each boundary to the next.
-    running = edges.with_columns(
-        *(pl.col(k).cum_sum().over(key) for k in KINDS),
-        length=(pl.col("t").shift(-1).over(key) - pl.col("t")).fill_null(0),
-    )
-    c, m, x = (pl.col(k) > 0 for k in KINDS)
-    during = {
-        "compute_ns": c,
-        "communication_ns": m,
-        "overlap_ns": c & m,
-        "exposed_communication_ns": m & ~c,
-        "memory_ns": x & ~c & ~m,
-        "_busy_ns": c | m | x,
-    }
-    sums = running.group_by(key).agg(
-        **{name: pl.col("length").filter(cond).sum() for name, cond in during.items()}
-    )
-    out = windows.join(sums, on=key, how="left", nulls_equal=True).with_columns(
-        pl.col(*during).fill_null(0), window_ns=pl.col("end_ns") - pl.col("start_ns")
-    )
-    return out.with_columns(idle_ns=pl.col("window_ns") - pl.col("_busy_ns")).drop("_busy_ns")
+    return states.breakdown(states.clip(done, windows, key[:2]), windows, key)
 
 
 def _shares() -> list[pl.Expr]:
