@@ -151,8 +151,12 @@ def test_a_launch_call_that_held_most_of_the_gap_is_launch_blocked():
     assert row["evidence"].startswith(f"hipLaunchKernel held the next execution {duration(in_call)}")
 
 
-def test_the_data_loader_s_share_of_idle_is_stated():
-    xs, base, folder = raw("real/kineto/tb_plugin_resnet50")
+@pytest.mark.parametrize("trace", ["real/kineto/tb_plugin_resnet50",
+                                   "real3/kineto_array/resnet50_num_workers_4"])
+def test_the_data_loader_s_share_of_idle_is_stated(trace):
+    """tb_plugin_resnet50 (one worker) waits on its DataLoader for most of its idle; the
+    early-Kineto array trace (four workers) hardly at all: both shares stated, from the raw."""
+    xs, base, folder = raw(trace)
     loads = sorted(span(e, base) for e in xs if re.match(r"enumerate\(DataLoader\)#.*__next__", e["name"]))
     # the idle: the gaps in the compute, less the copies and sets (and collectives) in them
     busy = union_of([span(e, base) for e in xs if e.get("cat") in OTHER or
@@ -161,14 +165,14 @@ def test_the_data_loader_s_share_of_idle_is_stated():
                   for a, b in holes(busy, g0, g1)]
     inside = sum(max(0, min(b, e) - max(a, s)) for a, b in idle_parts for s, e in loads)
     idle = sum(b - a for a, b in idle_parts)
-    assert inside > idle / 2  # the DataLoader holds most of this run's idle
+    assert (inside > idle / 2) == ("tb_plugin" in trace)  # most of the idle, or little
     got = ta.gaps(ta.load(folder))
     assert got.summary["idle_in_data_loader_ns"] == inside
     assert got.summary["idle_ns"] == idle
     (hint,) = [h for h in got.hints if h["cause"] == "data_loader"]
     assert hint["idle_ns"] == inside and f"{100 * inside / idle:.1f} %" in hint["hint"]
-    for h in got.hints:  # a host fetching batches is not told to fuse its ops
-        assert "fusing the ops" not in h["hint"], h
+    for h in got.hints:  # a host mostly fetching batches is not told to fuse its ops
+        assert "fusing the ops" not in h["hint"] or 2 * inside <= idle, h
 
 
 # The rule on a trace written here: kernel A, then B whose launch call blocks.

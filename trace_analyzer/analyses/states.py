@@ -7,7 +7,8 @@ device's states"; docs/distributed.md):
   (kernels, Neuron executions and collectives, memsets) and device copies. Its **kind** is
   ``communication`` when its name is a collective's (``COLLECTIVE_NAMES``: NCCL and RCCL
   kernels, Neuron's ``cc_running``), ``memory`` for copies (lane kind ``transfer``) and sets
-  (``gpu_memset``), else ``compute``. An event of no length is not work.
+  (``gpu_memset``, ``Memset`` in Kineto's format until 2021), else ``compute``. An event of
+  no length is not work.
 - Each kind's intervals on a device are merged, those at most ``RESOLUTION_NS`` apart as one
   (the clock's resolution, as the gaps merge them). At each instant the device is in one
   **state**, in this order: ``compute`` (some compute runs), ``exposed_communication``
@@ -28,6 +29,8 @@ COLLECTIVE_NAMES = r"(?i)(nccl|rccl|^cc_running$)"
 # Busy intervals at most this many ns apart are one: the clock's resolution (docs/gaps.md).
 RESOLUTION_NS = 1
 KINDS = ("compute", "communication", "memory")
+# A memset's category: Kineto's, and that of the format it wrote until 2021.
+MEMSETS = ("gpu_memset", "Memset")
 # The states, in the order an instant is given to the first that holds.
 STATES = ("compute", "exposed_communication", "memory", "idle")
 # Where a state's time is summed: the breakdown's columns (``communication`` and ``overlap``
@@ -49,7 +52,7 @@ def kind_of(rows: pl.DataFrame) -> pl.Expr:
     """The kind of each of ``rows`` (events on a device: ``on_device``): communication,
     memory or compute (module doc)."""
     collective = matching(rows["name"], COLLECTIVE_NAMES)
-    memory = (pl.col("lane_kind") == "transfer") | (pl.col("category") == "gpu_memset")
+    memory = (pl.col("lane_kind") == "transfer") | pl.col("category").is_in(MEMSETS)
     return (
         pl.when(collective)
         .then(pl.lit("communication"))

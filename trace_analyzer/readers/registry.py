@@ -73,6 +73,8 @@ def read_source(
     if not src.named and _empty(src):  # `traceana gaps P --format json > P/gaps.json`
         return ReadResult.skipped(src, "json", EMPTY)
     doc = load_json(src.path, max_bytes=max_bytes)
+    if is_event_array(doc):  # the Trace Event Format's JSON Array Format (early Kineto)
+        doc = {"traceEvents": doc}
     if isinstance(doc, dict):
         for fmt in formats:
             if fmt.sniff is not None and fmt.read is not None and fmt.sniff(doc):
@@ -82,6 +84,15 @@ def read_source(
     if src.named:
         raise InputError(str(src.path), problem)
     return ReadResult.skipped(src, "json", problem)
+
+
+def is_event_array(doc: object, probe: int = 100) -> bool:
+    """Whether ``doc`` is a trace as a bare JSON array of events (the Trace Event Format's
+    "JSON Array Format", which Kineto wrote until 2021: docs/formats.md): a list whose first
+    ``probe`` items are all objects with a phase (``ph``)."""
+    if not isinstance(doc, list) or not doc:
+        return False
+    return all(isinstance(e, dict) and "ph" in e for e in doc[:probe])
 
 
 EMPTY = "an empty file (one being written, as by a redirect into this folder?): not read"
