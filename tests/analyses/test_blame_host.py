@@ -35,7 +35,8 @@ def raw(trace: str) -> tuple[list[dict], int, Path]:
     files = sorted(folder.glob("*.json*")) if folder.is_dir() else []
     if not files:
         pytest.skip(f"{folder} is absent: the shared corpus is not checked out beside the repo")
-    doc = json.loads(gzip.decompress(files[0].read_bytes()))
+    data = files[0].read_bytes()
+    doc = json.loads(gzip.decompress(data) if files[0].suffix == ".gz" else data)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     base = int(doc.get("baseTimeNanoseconds", 0)) if isinstance(doc, dict) else 0
     return [e for e in events if e.get("ph") == "X" and "dur" in e], base, folder
@@ -264,3 +265,52 @@ def test_held_finds_the_deepest_range_holding_more_than_half(seed):
             continue
         s, e = max(holding, key=lambda x: (x[0], -x[1]))  # the deepest of a nest
         assert got[r] == (f"c{tid}_{s}_{e}", min(e, b) - max(s, a)), (r, a, b)
+
+
+def test_a_gap_in_torch_compile_s_own_code_is_not_told_to_fuse():
+    """b200_eager's compiled region (vLLM, torch.compile): the first kernel it launches ends
+    a gap that Dynamo's compile_wrapper frame held for most of its late time. The region's
+    share of the gap and the frame are found from the raw file; the op is told that the code
+    is compiled already (CUDA graphs, recompilations), not to fuse or compile."""
+    xs, base, folder = raw("real/tracelens/b200_eager")
+    (region,) = [span(e, base) for e in xs if e["name"].startswith("Torch-Compiled Region")]
+    launched = [e for e in xs if e.get("cat") in CALLS and region[0] <= span(e, base)[0] < region[1]
+                and "correlation" in e.get("args", {})]
+    first = min(launched, key=lambda e: e["ts"])
+    g0, g1, nxt = next(g for g in device_gaps(xs, base)
+                       if g[2].get("args", {}).get("correlation") == first["args"]["correlation"])
+    frames = [span(e, base) + (e["name"],) for e in xs
+              if e.get("cat") == "python_function" and e["tid"] == first["tid"]]
+    l0 = span(first, base)[0]
+    held = [f for f in held_most(frames, g0, l0) if "torch/_dynamo/" in f[2]]
+    assert held  # a Dynamo frame held most of the late time
+    got = ta.gaps(ta.load(folder))
+    row = got.device_gaps.filter(pl.col("start_ns") == g0).row(0, named=True)
+    assert row["host_compiled_ns"] == min(g1, region[1]) - max(g0, region[0])
+    assert "inside a Torch-Compiled Region" in row["evidence"]
+    from trace_analyzer.questions.gaps.hints import hints
+    (hint,) = [h for h in hints(got.device_gaps.filter(pl.col("start_ns") == g0), False,
+                                frames=True, vendor="cuda") if h["op"]]
+    assert "torch.compile's own code" in hint["hint"] and "CUDA graph" in hint["hint"]
+    assert "fuse or compile" not in hint["hint"]
+
+
+@pytest.mark.parametrize("trace", ["real/tracelens/b200_eager", "real/tracelens/sglang_decode",
+                                   "real/tracelens/mi300_resnet",
+                                   "real3/particle_transformer/a100_fwd_bs128",
+                                   "hta/tests/data/mtia_inference_trace"])
+def test_an_inference_run_launched_kernel_by_kernel_hears_of_graphs(trace):
+    """Told to capture a graph exactly where the raw file records no backward pass, no graph
+    replay, and CUDA or HIP launches (MTIA has no such graphs)."""
+    xs, _, folder = raw(trace)
+    names = [e["name"] for e in xs]
+    backward = any("Backward" in n or n.startswith("autograd::engine::evaluate_function")
+                   for n in names)
+    replays = any(re.match(r"(cuda|hip)GraphLaunch", n) for n in names)
+    gpu = any(re.match(r"(cuda|hip)LaunchKernel", n) for n in names)
+    want = gpu and not backward and not replays
+    told = [h for h in ta.gaps(ta.load(folder)).hints if "no backward pass" in h["hint"]]
+    assert bool(told) == want, (trace, backward, replays, gpu)
+    for h in told:
+        graph = "HIP graph" if any(n.startswith("hip") for n in names) else "CUDA graph"
+        assert graph in h["hint"]

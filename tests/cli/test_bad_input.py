@@ -45,7 +45,7 @@ BAD = {
     "not json": _write("notes.json", b"hello, this is plain text\n", "not valid JSON"),
     "not a trace extension": _write("notes.txt", b"hello\n", "not a profile"),
     "object without traceEvents": _write("config.json", b'{"lr": 0.1, "epochs": 3}', "traceEvents"),
-    "json list": _write("list.json", b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1}]', "list"),
+    "json list": _write("list.json", b'[1, 2, 3]', "list"),  # a list, not of events
     "traceEvents not a list": _write("odd.json", b'{"traceEvents": {"a": 1}}', "not a list"),
     "not gzip": _write("fake.json.gz", b'{"traceEvents": []}', "gzip"),
     "truncated gzip": _gz_truncated,

@@ -39,7 +39,7 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
-from trace_analyzer.model.schema import text
+from trace_analyzer.model.schema import matching, text
 from trace_analyzer.questions.chain.analysis import chain_table
 from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
@@ -278,7 +278,33 @@ def _measure(
         summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
         chain=_ready(chains)[0],
         root=root,
-        hints=tuple(hints(all_device_gaps, neuron, frames=_has_frames(events), vendor=vendor)),
+        hints=_hints(all_device_gaps, events, neuron, vendor),
+    )
+
+
+def _hints(
+    device_gaps: pl.DataFrame, events: pl.DataFrame, neuron: bool, vendor: str
+) -> tuple[dict[str, Any], ...]:
+    """Return the next steps of the run (``hints``), told whether it records Python frames
+    and whether it is an inference step launched kernel by kernel."""
+    frames, inference = _has_frames(events), _inference(events)
+    return tuple(hints(device_gaps, neuron, frames=frames, vendor=vendor, inference=inference))
+
+
+# A backward pass (a training step), and a graph replayed (the host launches graphs already).
+TRAINING = r"(Backward|^autograd::engine::evaluate_function)"
+REPLAYS = r"^(cuda|hip)GraphLaunch"
+
+
+def _inference(events: pl.DataFrame) -> bool:
+    """Whether the run is an inference step launched kernel by kernel: framework ops, none
+    of them a backward pass, and no graph replayed (docs/gaps.md, "Next steps")."""
+    names = events["name"]
+    ops = events["lane_kind"] == "framework_op"
+    return bool(
+        ops.any()
+        and not events.select(matching(names, TRAINING).any()).item()
+        and not events.select(matching(names, REPLAYS).any()).item()
     )
 
 

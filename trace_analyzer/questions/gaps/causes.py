@@ -107,6 +107,25 @@ def _loads(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+COMPILED = r"^Torch-Compiled Region"  # torch.compile's annotation of a compiled frame's run
+
+
+def in_compiled(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Return ``gaps`` with ``host_compiled_ns``: how much of each lies inside a
+    ``Torch-Compiled Region`` in the gap's process (torch.compile's own code ran then:
+    Dynamo's guards, Inductor's generated wrapper before its launches); null where the run
+    records no compiled region."""
+    regions = (
+        events.lazy()
+        .filter(matching(events["name"], COMPILED))
+        .select("pid", "start_ns", "end_ns", "name")
+        .collect()
+    )
+    if regions.is_empty():
+        return gaps.with_columns(host_compiled_ns=pl.lit(None, pl.Int64))
+    return covered(gaps, regions, "host_compiled", by="pid", last_event=False)
+
+
 def in_data_loader(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Return ``gaps`` with ``host_data_loader_ns``: how much of each lies inside a
     DataLoader's ``__next__`` in the gap's process (the device waited while the host fetched
@@ -269,7 +288,8 @@ def attribute(
     # the evidence a null placeholder in its place: written for the rows read (evidence.Worded)
     unworded = pl.lit(None, pl.String).alias("evidence")
     out = host_split(out, events, numbered)
-    return in_data_loader(out, events).with_columns(unworded).drop("_at")
+    out = in_compiled(in_data_loader(out, events), events)
+    return out.with_columns(unworded).drop("_at")
 
 
 def _neighbours(

@@ -79,6 +79,26 @@ HOST_HINTS = {
 }
 
 
+# torch.compile's own code: its annotation, or a frame of Dynamo or Inductor.
+COMPILED_FRAME = r"torch/_(dynamo|inductor)/"
+COMPILED_HINT = (
+    "torch.compile's own code ran before its kernels (Dynamo's guards, Inductor's generated "
+    "wrapper): it is compiled already, fusing will not shorten it; {graphs}, and look for "
+    "recompilations and graph breaks (TORCH_LOGS=recompiles,graph_breaks)"
+)
+GRAPHS = {
+    "cuda": 'torch.compile(mode="reduce-overhead") replays it as a CUDA graph',
+    "rocm": 'torch.compile(mode="reduce-overhead") replays it as a HIP graph',
+}
+# An inference run that replays no graph yet: what a graph would take off its launches.
+INFERENCE_HINT = (
+    "this run records no backward pass and replays no graph: an inference step is what "
+    "{graph}s are for: capture it once ({how}) and the host launches it in one call"
+)
+CAPTURE = {
+    "cuda": ("CUDA graph", 'torch.cuda.graph, or torch.compile(mode="reduce-overhead")'),
+    "rocm": ("HIP graph", 'torch.cuda.graph, or torch.compile(mode="reduce-overhead")'),
+}
 LOADER_HINT = (
     "the device waits for the next batch (more workers, pin_memory=True, a larger "
     "prefetch_factor, or a cheaper dataset and transforms)"
@@ -157,6 +177,7 @@ def hints(
     top: int = 5,
     frames: bool = False,
     vendor: str = "cuda",
+    inference: bool = False,
 ) -> list[dict[str, Any]]:
     """Return the next steps of one run: one per cause that left the devices idle (most idle
     first; among them the DataLoader's, "cause" ``data_loader``, where idle time lies inside
@@ -191,6 +212,9 @@ def hints(
                 f"{n:,} separate dispatches leave the device idle {duration(idle)} between "
                 "them: fusing the ops removes up to that"
             )
+        if inference and c in ("host_dispatch", "launch_latency") and vendor in CAPTURE:
+            graph, how = CAPTURE[vendor]
+            text += "; " + INFERENCE_HINT.format(graph=graph, how=how)
         out.append({"op": None, "cause": c, "idle_ns": int(idle), "gaps": int(n), "hint": text})
     loader = _data_loader(device_gaps)
     if loader:
@@ -205,6 +229,13 @@ def hints(
         at = next((i for i, h in enumerate(out) if h["idle_ns"] < exposed["idle_ns"]), len(out))
         out.insert(at, exposed)
     return out + _per_op(device_gaps, neuron, top, frames, vendor)
+
+
+def _summed(device_gaps: pl.DataFrame, column: str) -> pl.Expr:
+    """The sum of ``column`` (0 without it, or where null)."""
+    if column not in device_gaps.columns:
+        return pl.lit(0, pl.Int64)
+    return pl.col(column).fill_null(0).sum()
 
 
 def _idle(device_gaps: pl.DataFrame) -> pl.Expr:
@@ -269,6 +300,7 @@ def _per_op(
         .agg(
             *(pl.col(c).sum() for c in split),
             loading_ns=loading,
+            compiled_ns=_summed(device_gaps, "host_compiled_ns"),
             idle_ns=_idle(device_gaps).sum(),
             gaps=pl.len(),
             copies=pl.col("transfer_event")
@@ -301,7 +333,7 @@ def _per_op(
                 f"{_times(r['gaps'])}): create it on the device once"
             )
         elif c == "host_dispatch" and split:
-            text = _late_hint(r, split, named, op, frames)
+            text = _late_hint(r, split, named, op, frames, vendor)
         out.append(
             {"op": op, "cause": c, "idle_ns": int(r["idle_ns"]), "gaps": r["gaps"], "hint": text}
         )
@@ -318,18 +350,32 @@ def _late_hint(
     named: dict[str, dict[str, tuple[str, int, str | None]]],
     op: str,
     frames: bool,
+    vendor: str = "cuda",
 ) -> str:
-    """Return the hint for an op launched late: the call or Python frame that held the host
-    for most of the idle before it, where one did, else where the host's late time went."""
+    """Return the hint for an op launched late: the DataLoader, torch.compile's own code
+    (a compiled region or a Dynamo or Inductor frame), or the call or Python frame that held
+    the host for most of the idle before it, where one did, else where the host's late time
+    went. ``vendor``: the executions' source (the graphs it replays: ``GRAPHS``)."""
     idle = r["idle_ns"]
     if 2 * r["loading_ns"] > idle:
         return (
             f"launched late; {duration(r['loading_ns'])} of it inside the DataLoader's "
             f"__next__: {LOADER_HINT}"
         )
+    frame = named["host_frame"].get(op)
+    if 2 * r["compiled_ns"] > idle or (
+        frame and 2 * frame[1] > idle and re.search(COMPILED_FRAME, frame[0])
+    ):
+        where = (
+            f"{duration(frame[1])} of it in {frame[0]}"
+            if frame and re.search(COMPILED_FRAME, frame[0])
+            else f"{duration(r['compiled_ns'])} of it inside a Torch-Compiled Region"
+        )
+        graphs = GRAPHS.get(vendor, "fewer, larger compiled regions")
+        return f"launched late; {where}: {COMPILED_HINT.format(graphs=graphs)}"
     if (call := named["host_call"].get(op)) and 2 * call[1] > idle:
         return f"launched late; {duration(call[1])} of it in {call[0]}: {call_hint(call[0])}"
-    if (frame := named["host_frame"].get(op)) and 2 * frame[1] > idle:
+    if frame and 2 * frame[1] > idle:
         caller = f" (called from {frame[2]})" if frame[2] else ""
         return (
             f"launched late; {duration(frame[1])} of it in the Python frame {frame[0]}{caller}: "

@@ -194,6 +194,9 @@ def _held_words(latency_ns: int | None) -> list[pl.Expr]:
         pl.when(pl.col("host_data_loader_ns") > 0).then(
             pl.format("; {} inside the DataLoader's __next__", span(pl.col("host_data_loader_ns")))
         ),
+        pl.when(pl.col("host_compiled_ns") > 0).then(
+            pl.format("; {} inside a Torch-Compiled Region", span(pl.col("host_compiled_ns")))
+        ),
         pl.when(pl.col("host_call").is_not_null()).then(
             pl.format("; {} in {}", span(pl.col("host_call_ns")), "host_call")
         ),

@@ -20,7 +20,7 @@ from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.gaps.hints import cause_hint
 from trace_analyzer.questions.ops.analysis import ops
 
-SCHEMA_VERSION = 2  # raised when a column of a table changes (docs/tables.md)
+SCHEMA_VERSION = 3  # raised when a column of a table changes (docs/tables.md)
 NAMES = ("events", "edges", "chains", "gaps", "ops")  # one file each: NAME.parquet
 
 _I, _S, _B = pl.Int64(), pl.String(), pl.Boolean()
@@ -37,6 +37,7 @@ GAP_SCHEMA: dict[str, pl.DataType] = {
     "sync_event": _S, "comm_lane": _B, "cause": _S, "host_sync_ns": _I, "host_runtime_ns": _I,
     "host_framework_ns": _I, "host_untraced_ns": _I, "host_call": _S, "host_call_ns": _I,
     "host_frame": _S, "host_frame_ns": _I, "host_caller": _S, "host_data_loader_ns": _I,
+    "host_compiled_ns": _I,
     "evidence": _S, "device": _S, "hint": _S,
 }  # fmt: skip
 
