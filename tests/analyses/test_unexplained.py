@@ -35,7 +35,6 @@ CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TOPS = ("real", "real3", "hta")
 RECORD = Path(__file__).with_name("unexplained.json")
 UNEXPLAINED = ("runtime", "uncorrelated", "other")
-LATENCY_NS = 5_000
 
 
 @functools.cache
@@ -94,7 +93,7 @@ def test_every_named_cause_has_its_evidence(corpus):
             "launch_blocked": 2 * pl.col("launch_call_ns") >= gap,
             "event_wait": pl.col("wait_call").is_not_null() & (2 * pl.col("device_wait_ns") >= gap),
             "graph": pl.col("same_graph"),
-            "launch_latency": (gap <= LATENCY_NS) & (launch < start),
+            "launch_latency": (gap <= g.summary["latency_ns"]) & (launch < start),
             "transfer": 2 * pl.col("transfer_ns") >= gap,
             "sync": 2 * pl.col("sync_ns") >= gap,
             "collective": pl.col("comm_lane") | pl.col("next_collective")

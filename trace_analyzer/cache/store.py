@@ -56,7 +56,6 @@ from trace_analyzer.loading.profile import (
 from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
-from trace_analyzer.questions.gaps.causes import LATENCY_NS
 
 # Raised whenever what is stored, or what a stored result would hold, changes within one
 # traceana version (2: zero-length executions at the window's edges counted by gaps;
@@ -191,7 +190,7 @@ class Cache:
         span: tuple[int, int] | None = None,
         min_gap_ns: int = 0,
         lanes: str | None = None,
-        latency_ns: int = LATENCY_NS,
+        latency_ns: int | None = None,
         device: DeviceRun | None = None,
     ) -> GapsResult:
         """``questions.gaps.analysis.gaps`` with its result kept beside the run's entry, per

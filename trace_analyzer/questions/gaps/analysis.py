@@ -56,6 +56,7 @@ from trace_analyzer.questions.gaps.causes import (
 )
 from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import hints
+from trace_analyzer.questions.gaps.waits import launch_latency
 from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import glob_regex
 
@@ -163,7 +164,7 @@ def gaps(
     span: tuple[int, int] | None = None,
     min_gap_ns: int = 0,
     lanes: str | None = None,
-    latency_ns: int = LATENCY_NS,
+    latency_ns: int | None = None,
     device: DeviceRun | None = None,
 ) -> GapsResult:
     """Return the idle gaps of one run.
@@ -173,7 +174,8 @@ def gaps(
     shorter gaps out of the gap lists and counts (their time stays idle). ``lanes``: a glob;
     only the hardware lanes it matches. Without step or span the window is the hardware span.
     ``latency_ns``: a queued execution starting within this of the previous end waited only
-    for the launch latency (cause ``launch_latency``). ``device``: the run's device profiles
+    for the launch latency (cause ``launch_latency``); None: measured from the run on GPUs
+    (``waits.launch_latency``), ``LATENCY_NS`` on Neuron. ``device``: the run's device profiles
     (``ta.load_device(path)``): a Neuron run's result then holds, below its ops, the engines
     of each op's NEFF (``engines``), as ``traceana gaps`` shows them.
     """
@@ -189,7 +191,7 @@ def _gaps(
     span: tuple[int, int] | None,
     min_gap_ns: int,
     lanes: str | None,
-    latency_ns: int,
+    latency_ns: int | None,
 ) -> GapsResult:
     events = profile.events if isinstance(profile, Profile) else profile
     root = str(profile.root) if isinstance(profile, Profile) else None
@@ -199,7 +201,7 @@ def _gaps(
         for rows in (pl.col("lane_kind") == "hardware", _copies())
     )
     for name, value in (("min_gap_ns", min_gap_ns), ("latency_ns", latency_ns)):
-        if value < 0:
+        if value is not None and value < 0:
             raise UsageError("{param} must not be negative", param=name)
     if lanes:
         hw, copies = (t.filter(text("lane").str.contains(glob_regex(lanes))) for t in (hw, copies))
@@ -217,6 +219,13 @@ def _gaps(
         chain = worker.submit(chain_table, keyed, edges)
         held = [hardware(hw, copies, w)]
         del hw, copies  # the executions' columns: what the passes read is clipped (held)
+        if latency_ns is None:  # measured on GPUs; Neuron's dispatch has no call end
+            found = held[0]
+            latency_ns = (
+                LATENCY_NS
+                if found.neuron
+                else launch_latency(found.clipped, events, edges, LATENCY_NS)
+            )
         return _measure(keyed, held, w, (chain, edges), (min_gap_ns, latency_ns), root)
 
 
@@ -275,7 +284,10 @@ def _measure(
         device_gaps=listed_devices,
         ops=by_op(all_device_gaps),
         steps=by_step(all_device_gaps, events),
-        summary=_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
+        summary={
+            **_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
+            "latency_ns": latency_ns,
+        },
         chain=_ready(chains)[0],
         root=root,
         hints=_hints(all_device_gaps, events, neuron, vendor),
@@ -451,7 +463,7 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
     summary.update(dict.fromkeys(("exposed_communication_pct", "memory_pct"), None))
     summary.update(dict.fromkeys(("gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
     summary.update(gap_max_ns=None, idle_by_cause_ns=dict.fromkeys(CAUSES, 0), devices=0, lanes=0)
-    summary.update(idle_in_data_loader_ns=None)
+    summary.update(idle_in_data_loader_ns=None, latency_ns=None)
     return GapsResult(
         window=w,
         lanes=none,

@@ -115,3 +115,41 @@ def _stream_wait(gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         wait_call=probes.select(pl.when(hit).then("_call")).to_series(),
         wait_call_ns=probes.select(pl.when(hit).then(pl.col("_at") - pl.col("_g0"))).to_series(),
     )
+
+
+# The launch latency measured from the trace (docs/gaps.md, "launch_latency"): the delay of
+# each queued back-to-back start on a lane, up to this long (a longer one waited for more
+# than the device's own latency), from this many of them at least.
+QUEUED_CAP_NS = 100_000
+QUEUED_LEAST = 20
+
+
+def launch_latency(
+    hw: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame, floor_ns: int
+) -> int:
+    """Return the launch-latency threshold of a run on GPUs: 1.5 × the median delay of its
+    queued back-to-back starts (an execution whose launch call returned before the previous
+    one on its lane ended, started that long after that end, up to ``QUEUED_CAP_NS``), and
+    at least ``floor_ns``; ``floor_ns`` where fewer than ``QUEUED_LEAST`` were queued.
+    ``hw``: the run's hardware executions (event_id, lane, start, end, and ``kind``: the
+    compute ones count)."""
+    launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
+        event_id="dst", call="src"
+    )
+    ends = events.select(call="event_id", call_end="end_ns")
+    runs = (
+        hw.filter(pl.col("kind") == "compute")
+        .select("event_id", "lane", "start_ns", "end_ns")
+        .sort("lane", "start_ns", "end_ns")
+        .with_columns(prev_end=pl.col("end_ns").cum_max().shift(1).over("lane"))
+        .join(launch, on="event_id", how="inner")
+        .join(ends, on="call", how="inner")
+    )
+    delay = pl.col("start_ns") - pl.col("prev_end")
+    queued = runs.filter(
+        (pl.col("call_end") < pl.col("prev_end")) & delay.is_between(0, QUEUED_CAP_NS)
+    ).select(delay=delay)["delay"]
+    if queued.len() < QUEUED_LEAST:
+        return floor_ns
+    median = queued.median()
+    return max(floor_ns, round(1.5 * float(median)))  # type: ignore[arg-type]
