@@ -284,10 +284,7 @@ def _measure(
         device_gaps=listed_devices,
         ops=by_op(all_device_gaps),
         steps=by_step(all_device_gaps, events),
-        summary={
-            **_summary(devices_t, device_gaps, all_device_gaps, lanes_t.height),
-            "latency_ns": latency_ns,
-        },
+        summary=_summary(devices_t, device_gaps, all_device_gaps, (lanes_t.height, latency_ns)),
         chain=_ready(chains)[0],
         root=root,
         hints=_hints(all_device_gaps, events, neuron, vendor),
@@ -411,9 +408,14 @@ TOTALS = (
 
 
 def _summary(
-    devices: pl.DataFrame, device_gaps: pl.DataFrame, all_gaps: pl.DataFrame, n_lanes: int
+    devices: pl.DataFrame,
+    device_gaps: pl.DataFrame,
+    all_gaps: pl.DataFrame,
+    counted: tuple[int, int],
 ) -> dict[str, Any]:
-    """Return the totals over devices: what --fail-on and the verdict read."""
+    """Return the totals over devices: what --fail-on and the verdict read; ``counted``: the
+    lanes, and the launch-latency threshold the causes used."""
+    n_lanes, latency_ns = counted
     # Python's integers: the devices' windows, each up to int64, may add up past it.
     total = {c: _sum(devices[c]) for c in TOTALS}
     d = device_gaps["duration_ns"]
@@ -443,6 +445,7 @@ def _summary(
         "idle_in_data_loader_ns": None if loader is None or loader.null_count() else _sum(loader),
         "devices": devices.height,
         "lanes": n_lanes,
+        "latency_ns": latency_ns,
     }
 
 
