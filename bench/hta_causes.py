@@ -79,14 +79,22 @@ HTA_CATS = ("host_wait", "kernel_wait", "other")
 # Runs under HTA's python. argv: out.json, consecutive_kernel_delay, trace files...
 HTA_SNIPPET = r"""
 import json, os, sys, tempfile, time
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
+
+def hta_version():  # PyPI's name for it: traceinsight since 0.6
+    for name in ("traceinsight", "HolisticTraceAnalysis"):
+        try:
+            return name + " " + version(name)
+        except PackageNotFoundError:
+            pass
+    return "unknown"
 out, delay, traces = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 from hta.trace_analysis import TraceAnalysis
 from hta.utils.utils import IdleTimeType
 NAMES = {m.value: n.lower() for n, m in IdleTimeType.__members__.items()}
 KERNEL_CATS = ["kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy",
                "mtia_ccp_events"]  # BreakdownAnalysis.get_idle_time_breakdown
-res = {"version": version("HolisticTraceAnalysis"), "delay": delay, "traces": {}}
+res = {"version": hta_version(), "delay": delay, "traces": {}}
 for trace in traces:
     t0 = time.time()
     try:

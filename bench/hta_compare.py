@@ -51,7 +51,15 @@ MEMCPY_CATS = ["gpu_memcpy", "Memcpy"]
 # include_last_profiler_step (0/1). Writes {version, ranks, base_ns, min_ts, rows, events}.
 HTA_SNIPPET = r"""
 import json, os, sys, tempfile
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
+
+def hta_version():  # PyPI's name for it: traceinsight since 0.6
+    for name in ("traceinsight", "HolisticTraceAnalysis"):
+        try:
+            return name + " " + version(name)
+        except PackageNotFoundError:
+            pass
+    return "unknown"
 trace, out, delay, include_last = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 from hta.trace_analysis import TraceAnalysis
 KERNEL_CATS = %(cats)r
@@ -77,7 +85,7 @@ with tempfile.TemporaryDirectory(prefix="hta-compare-") as d:
                            "ts": float(r.ts) + float(t.min_ts), "dur": float(r.dur)})
     meta = t.meta_data[ranks[0]] if ranks else {}
     from hta.configs.env_options import disable_ns_rounding
-    res = {"version": version("HolisticTraceAnalysis"), "ranks": [int(r) for r in ranks],
+    res = {"version": hta_version(), "ranks": [int(r) for r in ranks],
            "ns_rounding": not disable_ns_rounding(),
            "base_ns": meta.get("baseTimeNanoseconds"), "min_ts": float(t.min_ts),
            "rows": [{"rank": int(r["rank"]), "stream": int(r["stream"]),

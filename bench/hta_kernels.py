@@ -41,12 +41,20 @@ DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH = ("cuda_runtime", "cuda_driver")
 HTA_SNIPPET = r"""
 import json, sys
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
+
+def hta_version():  # PyPI's name for it: traceinsight since 0.6
+    for name in ("traceinsight", "HolisticTraceAnalysis"):
+        try:
+            return name + " " + version(name)
+        except PackageNotFoundError:
+            pass
+    return "unknown"
 from hta.trace_analysis import TraceAnalysis
 from hta.utils.utils import get_kernel_type
 out, folder = sys.argv[1], sys.argv[2]
 a = TraceAnalysis(trace_dir=folder)
-res = {"version": version("HolisticTraceAnalysis")}
+res = {"version": hta_version()}
 for label, kw in (("default", {}), ("all", {"num_kernels": 10**6, "duration_ratio": 1.0})):
     types, metrics = a.get_gpu_kernel_breakdown(visualize=False, include_memory_kernels=True, **kw)
     res[label] = {"types": types.to_dict("records"), "metrics": metrics.to_dict("records")}

@@ -150,7 +150,12 @@ def run_hta(python: str, trace: Path, timeout: float) -> dict:
 def hta_version(python: str) -> str:
     try:
         p = subprocess.run([python, "-c", "from importlib.metadata import version as v; "
-                            "print(v('HolisticTraceAnalysis'), v('pandas'))"],
+                            "from importlib.metadata import PackageNotFoundError as E\n"
+                            "def h():\n"
+                            " for n in ('traceinsight', 'HolisticTraceAnalysis'):\n"
+                            "  try: return v(n)\n"
+                            "  except E: pass\n"
+                            "print(h(), v('pandas'))"],
                            capture_output=True, text=True, timeout=60)
     except OSError as exc:
         sys.exit(f"--hta {python}: {exc}")
