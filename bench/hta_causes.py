@@ -43,6 +43,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+
+from hta_venv import PRELUDE  # bench/: the folder of the script run
 import math
 import os
 import re
@@ -77,17 +79,8 @@ COMM = re.compile(r"(?i)\b(nccl|rccl)")
 HTA_CATS = ("host_wait", "kernel_wait", "other")
 
 # Runs under HTA's python. argv: out.json, consecutive_kernel_delay, trace files...
-HTA_SNIPPET = r"""
+HTA_SNIPPET = PRELUDE + r"""
 import json, os, sys, tempfile, time
-from importlib.metadata import PackageNotFoundError, version
-
-def hta_version():  # PyPI's name for it: traceinsight since 0.6
-    for name in ("traceinsight", "HolisticTraceAnalysis"):
-        try:
-            return name + " " + version(name)
-        except PackageNotFoundError:
-            pass
-    return "unknown"
 out, delay, traces = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 from hta.trace_analysis import TraceAnalysis
 from hta.utils.utils import IdleTimeType

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+
+from hta_venv import PRELUDE  # bench/: the folder of the script run
 import os
 import subprocess
 import sys
@@ -49,17 +51,8 @@ MEMCPY_CATS = ["gpu_memcpy", "Memcpy"]
 
 # Runs under the HTA venv's python: argv = trace, out.json, consecutive_kernel_delay,
 # include_last_profiler_step (0/1). Writes {version, ranks, base_ns, min_ts, rows, events}.
-HTA_SNIPPET = r"""
+HTA_SNIPPET = PRELUDE + r"""
 import json, os, sys, tempfile
-from importlib.metadata import PackageNotFoundError, version
-
-def hta_version():  # PyPI's name for it: traceinsight since 0.6
-    for name in ("traceinsight", "HolisticTraceAnalysis"):
-        try:
-            return name + " " + version(name)
-        except PackageNotFoundError:
-            pass
-    return "unknown"
 trace, out, delay, include_last = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
 from hta.trace_analysis import TraceAnalysis
 KERNEL_CATS = %(cats)r

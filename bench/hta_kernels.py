@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+
+from hta_venv import PRELUDE  # bench/: the folder of the script run
 import math
 import shutil
 import subprocess
@@ -39,17 +41,8 @@ from pathlib import Path
 
 DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH = ("cuda_runtime", "cuda_driver")
-HTA_SNIPPET = r"""
+HTA_SNIPPET = PRELUDE + r"""
 import json, sys
-from importlib.metadata import PackageNotFoundError, version
-
-def hta_version():  # PyPI's name for it: traceinsight since 0.6
-    for name in ("traceinsight", "HolisticTraceAnalysis"):
-        try:
-            return name + " " + version(name)
-        except PackageNotFoundError:
-            pass
-    return "unknown"
 from hta.trace_analysis import TraceAnalysis
 from hta.utils.utils import get_kernel_type
 out, folder = sys.argv[1], sys.argv[2]

@@ -173,12 +173,12 @@ def corpus() -> Path:
 RESOLUTION_NS = 1  # docs/gaps.md: blocks at most 1 ns apart are one (the clock's resolution)
 
 
-def union_of(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def union_of(intervals: list[tuple[int, int]], apart: int = RESOLUTION_NS) -> list[tuple[int, int]]:
     """Reference model for the tests: the union of intervals; blocks that overlap, touch or
-    lie at most RESOLUTION_NS apart are one."""
+    lie at most ``apart`` ns apart (RESOLUTION_NS unless told) are one."""
     out: list[list[int]] = []
     for s, e in sorted(intervals):
-        if out and s <= out[-1][1] + RESOLUTION_NS:
+        if out and s <= out[-1][1] + apart:
             out[-1][1] = max(out[-1][1], e)
         else:
             out.append([s, e])
@@ -216,17 +216,6 @@ def _within(iv: list[tuple[int, int]], a: int, b: int) -> int:
     return sum(min(e, b) - max(s, a) for s, e in iv if min(e, b) > max(s, a))
 
 
-def _touching(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The union of intervals, only those that overlap or touch as one (no resolution)."""
-    out: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
-
-
 def device_model(compute: list[tuple[int, int]], comm: list[tuple[int, int]],
                  memory: list[tuple[int, int]], w0: int, w1: int) -> dict:
     """Reference model of a device's states in [w0, w1] (docs/gaps.md, "The device's
@@ -240,7 +229,7 @@ def device_model(compute: list[tuple[int, int]], comm: list[tuple[int, int]],
     # merged as the compute is (instants 1 ns apart are 1 ns of work); an instant alone is none
     m = [iv for iv in union_of(in_window(comm, w0, w1)) if iv[1] > iv[0]]
     x = [iv for iv in union_of(in_window(memory, w0, w1)) if iv[1] > iv[0]]
-    cm = _touching(c + m)
+    cm = union_of(c + m, apart=0)
     exposed = _length(m) - sum(_within(c, s, e) for s, e in m)
     alone = _length(x) - sum(_within(cm, s, e) for s, e in x)
     spans = c + m + x
@@ -253,7 +242,7 @@ def device_model(compute: list[tuple[int, int]], comm: list[tuple[int, int]],
     out["idle_ns"] = (w1 - w0) - out["busy_ns"] - exposed - alone - leading - trailing
     edge = 0
     if c and first is not None:
-        every = _touching(c + m + x)  # the kinds merged apart, then laid together
+        every = union_of(c + m + x, apart=0)  # the kinds merged apart, then laid together
         for a, b in ((first, c[0][0]), (c[-1][1], last)):
             edge += (b - a) - _within(every, a, b) if b > a else 0
     out["edge"] = edge

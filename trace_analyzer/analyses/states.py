@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import Window, device_of, merge
+from trace_analyzer.analyses.busy import Window, merge
 from trace_analyzer.model.schema import matching
 
 # Communication kernels: NCCL/RCCL, and Neuron's collectives on the hardware lane.
@@ -60,21 +60,6 @@ def kind_of(rows: pl.DataFrame) -> pl.Expr:
         .then(pl.lit("memory"))
         .otherwise(pl.lit("compute"))
     )
-
-
-def work_rows(events: pl.DataFrame) -> pl.DataFrame:
-    """Return the work of ``events`` (module doc): event_id, pid, device, lane, start, end
-    and kind, each of positive length."""
-    rows = events.filter(on_device(events))
-    return rows.select(
-        "event_id",
-        "pid",
-        "start_ns",
-        "end_ns",
-        device=device_of(pl.col("lane")),
-        lane=pl.col("lane").cast(pl.String),
-        kind=kind_of(rows),
-    ).filter(pl.col("end_ns") > pl.col("start_ns"))
 
 
 def launched(rows: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:

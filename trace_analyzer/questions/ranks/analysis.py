@@ -129,9 +129,10 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
 
 
 def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
-    """Return the device work of ``events`` (``states.work_rows``): its event_id, pid,
-    device, name, start, end, kind and step (of its launch); with its ``lane``, ``source``
-    and ``launch`` (the launching event's id, null when none is linked)."""
+    """Return the device work of ``events`` (``states.on_device``; its kind:
+    ``states.kind_of``): its event_id, pid, device, name, start, end, kind and step (of its
+    launch); with its ``lane``, ``source`` and ``launch`` (the launching event's id, null
+    when none is linked)."""
     rows = events.filter(on_device(events))
     if rows.is_empty():
         return pl.DataFrame(
