@@ -59,7 +59,7 @@ def test_tables_writes_parquet_that_polars_reads_back_to_the_same_frames(run, tm
     p = ta.load(run, args=True)
     g = ta.gaps(p).gaps
     want = {"events": p.events, "edges": p.edges, "chains": ta.chains(p).table,
-            "gaps": g, "ops": ta.ops(p).main_frame()}
+            "gaps": g, "devices": ta.gaps(p).devices, "ops": ta.ops(p).main_frame()}
     manifest = json.loads((out / "tables.json").read_text())
     assert manifest["traceana_version"] == ta.__version__ and manifest["schema_version"] == 3
     for name, frame in want.items():

@@ -182,7 +182,7 @@ QUESTIONS: list[Question] = [
         ("report", "ReportResult"),
     ),
     Question(
-        "tables", "Write one run's tables as Parquet: events, edges, chains, gaps and ops.",
+        "tables", "Write one run's tables as Parquet: events, edges, chains, gaps, devices, ops.",
         _q("tables.command"), _q("tables.analysis"), ("tables",),
     ),
     Question(

@@ -21,7 +21,7 @@ from trace_analyzer.questions.gaps.hints import cause_hint
 from trace_analyzer.questions.ops.analysis import ops
 
 SCHEMA_VERSION = 3  # raised when a column of a table changes (docs/tables.md)
-NAMES = ("events", "edges", "chains", "gaps", "ops")  # one file each: NAME.parquet
+NAMES = ("events", "edges", "chains", "gaps", "devices", "ops")  # one file each: NAME.parquet
 
 _I, _S, _B = pl.Int64(), pl.String(), pl.Boolean()
 # The gaps table's columns (``GapsResult.gaps`` made plain, and ``hint``): those of a run
@@ -55,6 +55,7 @@ def tables(profile: Profile, gaps: GapsResult) -> dict[str, pl.DataFrame]:
         "edges": profile.edges,
         "chains": chains(profile).table,
         "gaps": gap_rows(gaps),
+        "devices": gaps.devices,  # each device's states (analyses/states.py): gaps' own rows
         "ops": ops(profile).main_frame(),
     }
     return {name: plain(frames[name]) for name in NAMES}

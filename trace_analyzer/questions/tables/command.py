@@ -44,7 +44,7 @@ def refuse_folder(path: Path, output: Path, targets: list[Path]) -> None:
 @load_options
 @handle_errors
 def tables(path: Path, output: Path, loading: Loading) -> None:
-    """Write one run's tables as Parquet: events, edges, chains, gaps and ops.
+    """Write one run's tables as Parquet: events, edges, chains, gaps, devices, ops.
 
     One file per table in DIR (events.parquet, edges.parquet, chains.parquet, gaps.parquet,
     ops.parquet) and tables.json, the manifest of their rows and columns: the tables the
