@@ -74,7 +74,7 @@ __all__ = [
     "chains", "diff", "discover", "export", "gaps", "info", "kernels", "launches", "load",
     "load_runs", "ops", "ranks", "report", "ReportResult", "tables", "trend", "TrendResult",
     "run_batch", "BatchResult", "graph", "baseline",
-    "EnginesResult", "engines", "DeviceRun", "load_device",
+    "EnginesResult", "engines", "DeviceRun", "load_device", "critical", "CriticalResult", "Asked",
 ]  # fmt: skip
 
 

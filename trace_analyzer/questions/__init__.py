@@ -100,6 +100,13 @@ QUESTIONS: list[Question] = [
         {_q("chain.analysis:ChainResult"): _q("chain.text:chain_layout")}, answers=True,
     ),
     Question(
+        "critical", "The critical path of each step and a what-if replay that ranks the fixes "
+        "by time saved.", _q("critical.command"), _q("critical.analysis"),
+        ("critical", "CriticalResult", "Asked"),
+        {_q("critical.analysis:CriticalResult"): _q("critical.text:critical_layout")},
+        answers=True,
+    ),
+    Question(
         "diff", "Compare two sides (BASE, then HEAD): window, device time, idle, gaps, ops, "
         "causes.", _q("diff.command"), _q("diff.analysis"), ("diff", "DiffResult"),
         {_q("diff.analysis:DiffResult"): _q("diff.text:diff_layout")},

@@ -1,0 +1,180 @@
+"""The critical path and the what-if replay (issue 36) on a profile whose dependencies the test
+writes, with the path and every scenario's step time worked out by hand below (µs).
+
+Step 1 (ProfilerStep#1, 0–200), on thread 100:
+    aten::a 5–40 holds cudaLaunchKernel L1 20–30 → kernel K1 35–95 on stream 7
+    helper.py(1): slow 40–100 (a Python frame, no calls)
+    aten::b 100–130 holds cudaLaunchKernel L2 110–120 → kernel K2 125–165
+    cudaMemcpy 130–180 (blocking) → Memcpy DtoH M3 165–175 (after K2 on the stream)
+Step 2 (ProfilerStep#2, 200–300): cudaLaunchKernel L4 210–220 → kernel K4 225–255.
+
+The launch latency is 15 (each kernel launched on a free stream starts 15 after its call).
+Step 1's window ends at its mark (200, after the device's 175); step 2's at 300. Mean 150.
+
+Step 1's critical path, back from 200: the host after the memcpy's return (180–200, no op
+holds it); the return waited for M3 (sync 175–180); M3 (165–175) waited for K2 on its stream
+(125–165); K2 for its launch (110–125, L2's start plus the latency); L2 for the thread:
+80 of host time since L1 returned (30–110, its middle in helper.py's frame); L1 itself
+(20–30); the host before it (0–20, in aten::a). Step 2: 200–210 host, L4 210–220, 220–300
+host. K1 is not on it.
+
+What-ifs (each step's window, then the mean):
+- helper.py's own time (60, in L2's gap) gone: L2 at 50, K2 waits for K1 (95–135), M3
+  135–145, the return 150, the mark 170; step 2 starts at 170 and keeps its 100: mean 135,
+  saves 15 (not 60: K1 now bounds K2).
+- aten::a's own time (5–40: 15 of L1's gap, 10 of L2's) gone: L1 5–15, K1 20–80, L2 85–95,
+  K2 100–140, the memcpy 105–110, M3 140–150, the return 155, the mark 175; step 2 100:
+  mean 137.5, saves 12.5.
+- CUDA graph: K2 and M3 wait for L1's start (+15) and their stream only; L2 takes no time:
+  K2 95–135, M3 135–145, the memcpy 120–125, the return 150, the mark 170: mean 135, saves 15.
+- cudaMemcpy asynchronous: its return at 135, the mark 155; the device's M3 still ends at
+  175: step 1 175; step 2 starts at 155: mean 137.5, saves 12.5.
+- the copies removed: M3 165–165, the return 170, the mark 190: mean 145, saves 5.
+- warm-up: step 2 alone, 100: saves 50.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import X, kineto, run_cli, write_trace
+
+import trace_analyzer as ta
+
+US = 1000
+T = {"pid": 100, "tid": 100}
+GPU = {"pid": 0, "tid": 7, "device": 0, "stream": 7}
+SLOW = "helper.py(1): slow"
+
+
+def launch(name: str, ts: float, dur: float, corr: int) -> dict:
+    return X("cuda_runtime", name, ts, dur, correlation=corr, **T)
+
+
+def two_steps() -> list[dict]:
+    return [
+        X("user_annotation", "ProfilerStep#1", 0, 200, **T),
+        X("cpu_op", "aten::a", 5, 35, **T),
+        launch("cudaLaunchKernel", 20, 10, 1),
+        X("kernel", "K1", 35, 60, correlation=1, **GPU),
+        X("python_function", SLOW, 40, 60, **T),
+        X("cpu_op", "aten::b", 100, 30, **T),
+        launch("cudaLaunchKernel", 110, 10, 2),
+        X("kernel", "K2", 125, 40, correlation=2, **GPU),
+        launch("cudaMemcpy", 130, 50, 3),
+        X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 165, 10, correlation=3, **GPU),
+        X("user_annotation", "ProfilerStep#2", 200, 100, **T),
+        launch("cudaLaunchKernel", 210, 10, 4),
+        X("kernel", "K4", 225, 30, correlation=4, **GPU),
+    ]
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory) -> ta.CriticalResult:
+    path = write_trace(tmp_path_factory.mktemp("cp") / "trace.json", kineto(two_steps()))
+    return ta.critical(ta.load(path))
+
+
+def test_each_step_is_replayed_to_its_recorded_window(result):
+    steps = {r["step"]: r for r in result.steps.to_dicts()}
+    assert {s: r["window_ns"] for s, r in steps.items()} == {1: 200 * US, 2: 100 * US}
+    assert all(r["replayed_ns"] == r["window_ns"] for r in steps.values())
+    assert result.latency_ns == 15 * US
+
+
+def test_the_critical_path_is_the_chain_worked_out_by_hand(result):
+    path = result.path.filter(result.path["step"] == 1).sort("order")
+    got = [(r["kind"], r["start_ns"] // US, r["end_ns"] // US) for r in path.iter_rows(named=True)]
+    assert got == [
+        ("host", 0, 20), ("call", 20, 30), ("host", 30, 110), ("launch", 110, 125),
+        ("compute", 125, 165), ("memory", 165, 175), ("sync", 175, 180), ("host", 180, 200),
+    ]  # fmt: skip
+    labels = [r["label"] for r in path.iter_rows(named=True) if r["kind"] == "host"]
+    assert labels == ["aten::a", SLOW, "untraced"]
+    assert path.filter(path["kind"] == "compute")["name"].to_list() == ["K2"]
+    two = result.path.filter(result.path["step"] == 2).sort("order")
+    assert [(r["kind"], r["start_ns"] // US, r["end_ns"] // US) for r in two.iter_rows(named=True)
+            ] == [("host", 200, 210), ("call", 210, 220), ("host", 220, 300)]  # fmt: skip
+
+
+def test_the_path_tiles_each_window(result):
+    for step in result.steps.iter_rows(named=True):
+        segs = result.path.filter(result.path["step"] == step["step"])
+        assert segs["duration_ns"].sum() == step["window_ns"]
+        kinds = result.kinds.filter(result.kinds["step"] == step["step"])
+        assert kinds["time_ns"].sum() == step["window_ns"]
+
+
+def test_every_what_if_saves_what_the_hand_replay_says(result):
+    saved = {r["scenario"]: r["saved_ns"] for r in result.fixes.to_dicts()}
+    assert saved == {
+        "warmup": 50 * US,
+        f"host:{SLOW}": 15 * US,
+        "graphs": 15 * US,
+        "host:aten::a": 12_500,
+        "sync:cudaMemcpy": 12_500,
+        "copy:Memcpy DtoH (Device -> Pageable)": 5 * US,
+    }
+    assert result.fixes["rank"].to_list() == list(range(1, 7))
+    assert result.fixes["saved_ns"].is_sorted(descending=True)
+    assert all(r["step_ns"] == 150 * US for r in result.fixes.to_dicts())
+
+
+def test_each_fix_names_its_assumption_and_the_path_it_changes(result):
+    fixes = {r["scenario"]: r for r in result.fixes.to_dicts()}
+    assert all(r["assumption"] for r in fixes.values())
+    slow = fixes[f"host:{SLOW}"]["evidence"]
+    assert [(e["kind"], e["duration_ns"]) for e in slow] == [("host", 80 * US)]
+    sync = fixes["sync:cudaMemcpy"]["evidence"]
+    assert [(e["kind"], e["name"]) for e in sync] == [("sync", "cudaMemcpy")]
+
+
+def test_the_hand_what_ifs(tmp_path):
+    """Fusing aten::* at half their time: K1 and K2 (linked to aten::a and aten::b; the copy
+    and K4 have no op) become one 50 µs kernel at 35-85, K2 nothing after it, L2 no time.
+    L2 110-110, the memcpy 120-125, M3 waits for its launch (120 + 15) until 135-145, the
+    return 150, the mark 170; step 2 keeps 100: mean 135, saves 15. The device work per step:
+    (50 + 10) and 30, mean 45 (recorded: (60 + 40 + 10) and 30, mean 70)."""
+    path = write_trace(tmp_path / "trace.json", kineto(two_steps()))
+    profile = ta.load(path)
+    fused = ta.critical(profile, asked=ta.Asked(fuse="aten::*", factor=0.5))
+    row = fused.fixes.filter(fused.fixes["scenario"].str.starts_with("fuse:")).to_dicts()[0]
+    assert (row["saved_ns"], row["device_ns"]) == (15 * US, 45 * US)
+    assert "0.5 × their summed time" in row["assumption"]
+    none = ta.critical(profile, asked=ta.Asked(fuse="aten::zzz", sync="nothing", copy="none*"))
+    assert len(none.notes) == 3
+    removed = ta.critical(profile, asked=ta.Asked(host="aten::*"))
+    mine = removed.fixes.filter(removed.fixes["scenario"] == "host:aten::*").to_dicts()[0]
+    # aten::a and aten::b whole: L1's gap loses 15 (5-20), L2's 20 (30-40, 100-110), the
+    # memcpy's 10 (120-130). L1 5-15, K1 20-80, L2 75-85, K2 90-130, the memcpy 85-90,
+    # M3 130-140, the return 145, the mark 165; step 2 100: mean 132.5, saves 17.5.
+    assert mine["saved_ns"] == 17_500
+
+
+def test_the_command_opens_with_the_verdict(tmp_path):
+    path = write_trace(tmp_path / "trace.json", kineto(two_steps()))
+    code, out, err = run_cli("critical", str(path))
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.strip() and "origin" not in line]
+    assert lines[2] == (
+        "exclude ProfilerStep#1 (warm-up) from the measured steps saves ~50 µs per step "
+        "(33.33 % of 150 µs)"
+    )
+    code, out, err = run_cli("critical", str(path), "--window", "nothing*")
+    assert code == 2 and "no annotation matches" in err
+
+
+def test_a_run_without_steps_is_one_window(tmp_path):
+    events = [e for e in two_steps() if not e["name"].startswith("ProfilerStep")]
+    result = ta.critical(ta.load(write_trace(tmp_path / "t.json", kineto(events))))
+    assert result.steps["step"].to_list() == [None]
+    assert result.steps["window_ns"][0] == (255 - 20) * US
+    assert result.path["duration_ns"].sum() == (255 - 20) * US
+
+
+def test_fixtures_replay_exactly():
+    for name in ("rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled", "rmsnorm_naive_lnc2"):
+        result = ta.critical(ta.load(Path(__file__).parents[2] / "fixtures" / name))
+        assert result.steps["replay_error_pct"].max() == 0
+        assert result.path["duration_ns"].sum() == result.steps["window_ns"].sum()

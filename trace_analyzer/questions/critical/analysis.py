@@ -1,0 +1,384 @@
+"""What bounds each step, and what fixing it buys: `traceana critical` (docs/critical-path.md).
+
+The run's dependency graph (graph.py) is replayed (replay.py): as recorded, it gives each
+step's window back; the critical path of each step is walked through it; each what-if
+(scenarios.py), found on the path or asked for, is replayed, and the fixes are ranked by
+the mean step time they save.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.errors import UsageError
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.intervals import innermost
+from trace_analyzer.questions.critical import scenarios as what
+from trace_analyzer.questions.critical.graph import STEP_MARK, Graph, build
+from trace_analyzer.questions.critical.replay import Times, path, replay, windows
+from trace_analyzer.units import glob_regex
+
+# A window's key (its step; None: the whole run) to its start, end and the node that ends it.
+Spans = dict[int | None, tuple[int, int, int]]
+# How many of each kind of fix found on the path are replayed.
+CANDIDATES = 3
+# Ranges a host segment is named after: framework ops and annotations (frames, user ranges).
+LABELS = ("framework_op", "annotation")
+UNTRACED = "untraced"
+PATH_COLUMNS = {
+    "step": pl.Int64, "order": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
+    "duration_ns": pl.Int64, "kind": pl.String, "name": pl.String, "label": pl.String,
+    "lane": pl.String, "pid": pl.Int64, "tid": pl.Int64, "event_id": pl.Int64,
+    "node": pl.Int64,
+}  # fmt: skip
+
+# A fix's evidence: the longest segments of the recorded critical path it changes.
+EVIDENCE = pl.List(pl.Struct({
+    "step": pl.Int64, "kind": pl.String, "name": pl.String, "label": pl.String,
+    "start_ns": pl.Int64, "duration_ns": pl.Int64, "event_id": pl.Int64,
+}))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The what-ifs asked for by hand (shell globs of names; None where not asked): ``fuse``
+    the device work of the ops it names (× ``factor``), ``host`` the host time in the ops,
+    frames and annotations it names, ``sync`` make the waiting calls it names asynchronous,
+    ``copy`` remove the device copies it names."""
+
+    fuse: str | None = None
+    factor: float = 1.0
+    host: str | None = None
+    sync: str | None = None
+    copy: str | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class CriticalResult(RunResult):
+    """The critical path of each window of one run and the fixes ranked by what they save.
+
+    ``window``: the annotation regex the windows are (None: the ProfilerSteps, or the whole
+    run where it has none). ``steps``: per window its recorded time, its replayed time as
+    recorded (``replayed_ns``) and the replay's error. ``path``: the critical path's segments
+    (``PATH_COLUMNS``), latest last. ``kinds``: per window and kind, the path's time and
+    share. ``fixes``: per what-if, ranked by ``saved_ns`` (the mean step time saved): the
+    fix, its assumption and its evidence (the path's segments it changes). ``notes``."""
+
+    root: str
+    window: str | None
+    latency_ns: int
+    steps: pl.DataFrame
+    path: pl.DataFrame
+    kinds: pl.DataFrame
+    fixes: pl.DataFrame
+    notes: tuple[str, ...] = ()
+
+    csv_table = "path"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "window": self.window,
+            "latency_ns": self.latency_ns,
+            "fixes": self.fixes.to_dicts(),
+            "steps": self.steps.to_dicts(),
+            "kinds": self.kinds.to_dicts(),
+            "path": self.path.to_dicts(),
+            "notes": list(self.notes),
+        }
+
+    def main_frame(self) -> pl.DataFrame:
+        return self.path
+
+    @property
+    def step_ns(self) -> float | None:
+        """The mean window (step) time, ns."""
+        return None if not self.steps.height else float(self.steps["window_ns"].mean())  # type: ignore[arg-type]
+
+    def summary_rows(self) -> list[tuple[str, object]]:
+        top = self.fixes.head(1).to_dicts()
+        return [
+            ("run", self.root),
+            ("windows", self.steps.height),
+            ("mean window (ns)", self.step_ns),
+            ("top fix", top[0]["fix"] if top else None),
+            ("top fix saves (ns)", top[0]["saved_ns"] if top else None),
+        ]
+
+    def __repr__(self) -> str:
+        return frame_repr("CriticalResult", run=self.root, path=self.path, fixes=self.fixes)
+
+
+def critical(
+    profile: Profile, *, window: str | None = None, asked: Asked | None = None
+) -> CriticalResult:
+    """Return the critical path of each step of ``profile`` (or of each annotation the glob
+    ``window`` names) and the fixes ranked by the step time they save (module doc)."""
+    pattern, window = window, None if window is None else glob_regex(window)
+    g = build(profile, window)
+    if window and not g.marks:
+        raise UsageError(f"no annotation matches {{window}} {pattern!r}")
+    base = replay(g)
+    spans = windows(g, base)
+    notes: list[str] = []
+    segs = _path_table(g, base, spans)
+    frame = g.frame()
+    threads = frame.filter(pl.col("kind") == "call").select("pid", "tid").unique()
+    own = _own_time(profile.keyed, threads, window)
+    segs = _labelled(segs, own)
+    scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
+    fixes = _ranked(g, scenarios, spans, segs)
+    return CriticalResult(
+        root=str(profile.root),
+        window=window,
+        latency_ns=g.latency_ns,
+        steps=_steps(g, spans),
+        path=segs,
+        kinds=_kinds(segs, spans),
+        fixes=fixes,
+        notes=tuple(notes),
+    )
+
+
+def _steps(g: Graph, spans: Spans) -> pl.DataFrame:
+    """Per window: recorded start, end, time; replayed as recorded; the error (%)."""
+    recorded = windows(
+        g, Times(g.start, [s + d for s, d in zip(g.start, g.dur, strict=True)], *[[]] * 6)
+    )
+    rows = [
+        {"step": s, "start_ns": recorded[s][0], "end_ns": recorded[s][1],
+         "window_ns": recorded[s][1] - recorded[s][0], "replayed_ns": b - a}
+        for s, (a, b, _) in spans.items()
+    ]  # fmt: skip
+    schema = {c: pl.Int64 for c in ("step", "start_ns", "end_ns", "window_ns", "replayed_ns")}
+    out = pl.DataFrame(rows, schema=schema)
+    error = (pl.col("replayed_ns") - pl.col("window_ns")).abs() / pl.col("window_ns") * 100
+    return out.with_columns(replay_error_pct=pl.when(pl.col("window_ns") > 0).then(error))
+
+
+def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
+    rows = []
+    for step, (w0, _, last) in spans.items():
+        segs = path(g, times, w0, last)
+        for order, (a, b, kind, node) in enumerate(reversed(segs)):
+            name = f"until {g.name[node]}" if kind == "host" else g.name[node]
+            rows.append((step, order, a, b, b - a, kind, name, None, g.lane[node],
+                         g.pid[node], g.tid[node], g.event[node] if g.event[node] >= 0 else None,
+                         node))  # fmt: skip
+    return pl.DataFrame(rows, schema=PATH_COLUMNS, orient="row")
+
+
+def _own_time(events: pl.DataFrame, threads: pl.DataFrame, window: str | None) -> pl.DataFrame:
+    """The host threads' time (``threads``: pid, tid) cut where an op or annotation starts or
+    ends, each piece with ``label``, the innermost one holding it (pieces no range holds are
+    left out); a step's own mark (or the ``window`` annotation) is not a label."""
+    pieces = events.filter(pl.col("lane_kind").is_in(LABELS)).join(
+        threads, on=["pid", "tid"], how="semi"
+    )
+    names = pieces["name"].cast(pl.String)
+    keep = ~names.str.contains(STEP_MARK)
+    if window:
+        keep &= ~names.str.contains(window)
+    ranges = pieces.filter(keep).select("pid", "tid", start="start_ns", end="end_ns", id="event_id")
+    bounds = (
+        pl.concat([ranges.select("pid", "tid", t="start"), ranges.select("pid", "tid", t="end")])
+        .unique()
+        .sort("pid", "tid", "t")
+        .with_columns(u=pl.col("t").shift(-1).over("pid", "tid"))
+        .filter(pl.col("u") > pl.col("t"))
+        .with_row_index("id")
+    )
+    found = innermost(
+        ranges,
+        bounds.select("pid", "tid", "id", t=(pl.col("t") + pl.col("u")) // 2),
+        ["pid", "tid"],
+    )
+    label = events.select(parent="event_id", label=pl.col("name").cast(pl.String))
+    return (
+        bounds.with_columns(pl.col("id").cast(pl.Int64))
+        .join(found.join(label, on="parent"), on="id")
+        .select("pid", "tid", "label", start_ns="t", end_ns="u")
+        .sort("pid", "tid", "start_ns")
+    )
+
+
+def _labelled(segs: pl.DataFrame, own: pl.DataFrame) -> pl.DataFrame:
+    """``segs`` with ``label``: for host time, the innermost op or annotation holding its
+    middle on its thread (``own``: ``_own_time``), ``UNTRACED`` where none does."""
+    mid = (pl.col("start_ns") + pl.col("end_ns")) // 2
+    host = (
+        segs.with_row_index("_r").filter(pl.col("kind") == "host").with_columns(_t=mid).sort("_t")
+    )
+    found = host.select("_r", "pid", "tid", "_t").join_asof(
+        own.rename({"start_ns": "_a", "end_ns": "_b", "label": "_label"}),
+        left_on="_t", right_on="_a", by=["pid", "tid"], strategy="backward",
+        check_sortedness=False,
+    )  # fmt: skip
+    found = found.select(
+        "_r", _label=pl.when(pl.col("_t") < pl.col("_b")).then("_label").otherwise(pl.lit(UNTRACED))
+    )
+    return (
+        segs.with_row_index("_r")
+        .join(found, on="_r", how="left")
+        .with_columns(label=pl.coalesce("label", "_label"))
+        .drop("_r", "_label")
+    )
+
+
+def _kinds(segs: pl.DataFrame, spans: Spans) -> pl.DataFrame:
+    """Per window and kind of segment, the path's time and its share of the window."""
+    sizes = pl.DataFrame(
+        {"step": list(spans), "window_ns": [b - a for a, b, _ in spans.values()]},
+        schema={"step": pl.Int64, "window_ns": pl.Int64},
+    )
+    out = segs.group_by("step", "kind").agg(time_ns=pl.col("duration_ns").sum(), segments=pl.len())
+    return (
+        out.join(sizes, on="step", how="left", nulls_equal=True)
+        .with_columns(share_pct=pl.col("time_ns") / pl.col("window_ns") * 100)
+        .sort("step", "time_ns", descending=[False, True], nulls_last=True)
+    )
+
+
+def _candidates(
+    g: Graph,
+    segs: pl.DataFrame,
+    own: pl.DataFrame,
+    profile: Profile,
+    asked: Asked,
+    spans: Spans,
+    notes: list[str],
+) -> list[what.Scenario]:
+    """The what-ifs to replay: those the path suggests (the top host ranges, waiting calls
+    and copies on it; graphs on CUDA/ROCm; warm-up) and those asked for. A host range found
+    on the path loses its own time only (``own``: not the time of the ranges inside it)."""
+    events = profile.keyed
+    out: list[what.Scenario] = []
+    for label in _top(segs.filter(pl.col("label") != UNTRACED), "label", "host"):
+        mine = own.filter(pl.col("label") == label)
+        out.append(what.host_time(g, mine, f"`{label}` (its own time)", f"host:{label}"))
+    for name in _top(segs, "name", "sync"):
+        calls = {g.call[i] for i in range(g.n) if g.kind[i] == "return" and g.name[i] == name}
+        out.append(what.asynchronous(g, calls, f"`{name}`", f"sync:{name}"))
+    for name in _top(segs, "name", "memory"):
+        copies = {i for i in g.device_nodes() if g.kind[i] == "memory" and g.name[i] == name}
+        out.append(what.no_copy(g, copies, f"`{name}`", f"copy:{name}"))
+    api = _graph_api(events)
+    if api and segs.filter(pl.col("kind").is_in(["launch", "call", "host"])).height:
+        out.append(what.graphs(g, api))
+    steps = sorted(s for s in spans if s is not None)
+    if len(steps) > 1:
+        out.append(what.warmup(steps[0]))
+    return out + _asked(g, profile, asked, notes)
+
+
+def _top(segs: pl.DataFrame, by: str, kind: str) -> list[str]:
+    """The ``CANDIDATES`` values of ``by`` that hold the most path time of ``kind``."""
+    rows = segs.filter(pl.col("kind") == kind).group_by(by).agg(pl.col("duration_ns").sum())
+    top = rows.sort("duration_ns", by, descending=[True, False]).head(CANDIDATES)
+    return [str(v) for v in top[by].to_list() if v is not None]
+
+
+def _ranges(events: pl.DataFrame, regex: str) -> pl.DataFrame:
+    """The instances of the ops and annotations whose name matches ``regex``."""
+    from trace_analyzer.model.schema import matching
+
+    return events.filter(
+        pl.col("lane_kind").is_in(LABELS) & matching(events["name"], regex)
+    ).select("pid", "tid", "start_ns", "end_ns")
+
+
+def _graph_api(events: pl.DataFrame) -> str | None:
+    """ "CUDA" or "HIP" where the run's device work is a GPU's, else None."""
+    sources = set(
+        events.filter(pl.col("lane_kind") == "hardware")["source"].cast(pl.String).unique()
+    )
+    return "CUDA" if "cuda" in sources else "HIP" if "rocm" in sources else None
+
+
+def _asked(g: Graph, profile: Profile, asked: Asked, notes: list[str]) -> list[what.Scenario]:
+    """The what-ifs asked for by hand."""
+    out: list[what.Scenario] = []
+    if asked.host:
+        ranges = _ranges(profile.keyed, glob_regex(asked.host))
+        out.append(what.host_time(g, ranges, f"`{asked.host}`", f"host:{asked.host}"))
+    if asked.sync:
+        wanted = re.compile(glob_regex(asked.sync))
+        calls = {
+            g.call[i] for i in range(g.n) if g.kind[i] == "return" and wanted.search(g.name[i])
+        }
+        out.append(what.asynchronous(g, calls, f"`{asked.sync}`", f"sync:{asked.sync}"))
+        if not calls:
+            notes.append(f"no call matching `{asked.sync}` waited for the device")
+    if asked.copy:
+        wanted = re.compile(glob_regex(asked.copy))
+        copies = {i for i in g.device_nodes() if g.kind[i] == "memory" and wanted.search(g.name[i])}
+        out.append(what.no_copy(g, copies, f"`{asked.copy}`", f"copy:{asked.copy}"))
+        if not copies:
+            notes.append(f"no device copy matches `{asked.copy}`")
+    if asked.fuse:
+        ops = _ops(g, profile)
+        regex = glob_regex(asked.fuse)
+        if not any(re.search(regex, o) for o in ops.values()):
+            notes.append(f"no device work of an op matching `{asked.fuse}`: nothing to fuse")
+        out.append(what.fuse(g, ops, regex, f"`{asked.fuse}`", asked.factor))
+    return out
+
+
+def _ops(g: Graph, profile: Profile) -> dict[int, str]:
+    """Per device node, the op its chain reaches (chain.analysis.chain_table)."""
+    from trace_analyzer.questions.chain.analysis import chain_table
+
+    table = chain_table(profile.keyed, profile.edges).select("hw_event_id", "op").drop_nulls()
+    by_event = dict(table.iter_rows())
+    return {i: by_event[g.event[i]] for i in g.device_nodes() if g.event[i] in by_event}
+
+
+def _mean(spans: Spans, skip: frozenset[int]) -> float:
+    kept = [b - a for s, (a, b, _) in spans.items() if s not in skip]
+    return sum(kept) / len(kept) if kept else 0.0
+
+
+def _device_time(g: Graph, dur: list[int], spans: Spans, skip: frozenset[int]) -> int:
+    """The mean over the windows (less ``skip``) of the device work launched in each, summed
+    (``dur``: each node's time in a replay)."""
+    kept = [s for s in spans if s not in skip]
+    total = sum(dur[i] for i in g.device_nodes() if g.step[i] in kept and g.step[i] in spans)
+    return round(total / len(kept)) if kept else 0
+
+
+def _ranked(
+    g: Graph, scenarios: list[what.Scenario], spans: Spans, segs: pl.DataFrame
+) -> pl.DataFrame:
+    """Each what-if replayed: the mean window it leaves, what it saves, its evidence."""
+    base = _mean(spans, frozenset())
+    rows = []
+    for sc in scenarios:
+        times = replay(g, sc.change)
+        after = _mean(windows(g, times), sc.change.skip)
+        hit = segs.filter(pl.col("node").is_in(list(sc.touched)))
+        if sc.change.skip:
+            hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
+        examples = hit.sort("duration_ns", descending=True).head(3)
+        rows.append({
+            "fix": sc.fix, "scenario": sc.key, "step_ns": round(base), "replayed_ns": round(after),
+            "saved_ns": round(base - after),
+            "saved_pct": (base - after) / base * 100 if base else None,
+            "device_ns": _device_time(g, times.dur, spans, sc.change.skip),
+            "path_segments": hit.height, "path_ns": int(hit["duration_ns"].sum()),
+            "evidence": examples.select("step", "kind", "name", "label", "start_ns", "duration_ns",
+                                        "event_id").to_dicts(),
+            "assumption": sc.assumption,
+        })  # fmt: skip
+    schema: dict[str, pl.DataType | type[pl.DataType]] = {
+        "fix": pl.String, "scenario": pl.String, "step_ns": pl.Int64, "replayed_ns": pl.Int64,
+        "saved_ns": pl.Int64, "saved_pct": pl.Float64, "device_ns": pl.Int64,
+        "path_segments": pl.Int64,
+        "path_ns": pl.Int64, "evidence": EVIDENCE, "assumption": pl.String,
+    }  # fmt: skip
+    out = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    return out.sort("saved_ns", "fix", descending=[True, False]).with_row_index("rank", offset=1)

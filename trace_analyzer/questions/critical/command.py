@@ -1,0 +1,78 @@
+"""The command over a run's critical path: `traceana critical` (questions/critical/analysis.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
+
+
+@cli.command()
+@click.option(
+    "--window",
+    metavar="GLOB",
+    help="The windows: each instance of the annotations this names (default: each "
+    "ProfilerStep; the whole run where there are none).",
+)
+@click.option("--fuse", metavar="GLOB", help="What if the device work of these ops were fused.")
+@click.option(
+    "--factor",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="The fused work's time as this factor of its summed time (with --fuse).",
+)
+@click.option(
+    "--remove-host",
+    metavar="GLOB",
+    help="What if the host time inside these ops, frames or annotations were gone.",
+)
+@click.option("--async", "sync", metavar="GLOB", help="What if these waiting calls did not wait.")
+@click.option("--no-copy", metavar="GLOB", help="What if these device copies took no time.")
+@click.option(
+    "--top",
+    type=ROWS,
+    default=10,
+    show_default=True,
+    help="How many fixes and segments the text reports show (JSON and CSV have them all).",
+)
+@run_command
+def critical(
+    path: Path,
+    window: str | None,
+    fuse: str | None,
+    factor: float,
+    remove_host: str | None,
+    sync: str | None,
+    no_copy: str | None,
+    top: int,
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
+) -> None:
+    """The critical path of each step and a what-if replay that ranks the fixes by time saved.
+
+    The run's recorded dependencies (each thread's calls in order, launches, each device
+    lane in order, calls that waited for the device) are replayed: as recorded they give
+    each step back; the chain that bounds each step is its critical path; each fix found on
+    it (a host range's own time, a waiting call, a copy, CUDA/HIP graphs, warm-up), and each
+    one asked for here, is replayed and ranked by the step time it saves
+    (docs/critical-path.md).
+
+    \b
+    Example:
+        traceana critical ./profile_out --fuse 'aten::*' --format markdown
+    """
+    from trace_analyzer.questions.critical.analysis import Asked
+    from trace_analyzer.questions.critical.analysis import critical as critical_of
+    from trace_analyzer.render.view import View
+
+    asked = Asked(fuse, factor, remove_host, sync, no_copy)
+    emit(
+        loading.analysed(path, lambda p: critical_of(p, window=window, asked=asked)),
+        fmt,
+        output,
+        View(top=top),
+    )

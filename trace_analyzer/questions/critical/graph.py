@@ -1,0 +1,405 @@
+"""The dependency graph a run's time is replayed on (docs/critical-path.md, "The graph").
+
+A **node** is a piece of recorded work: a host call (a runtime or driver call, a Neuron
+dispatch or runtime event: the outermost one on its thread, calls inside it belong to it),
+a piece of device work (``states.on_device``: kernels, executions, collectives, copies,
+sets; its kind from ``states.kind_of``), the start and the end of each ``ProfilerStep#N``
+(marks on the thread that recorded it), and the **return** of a call that waited for the
+device. Each node starts at the latest of its recorded dependencies, plus its own delay:
+
+- ``chain``: the node before it on its thread or its device lane has ended, plus ``gap``
+  (on a thread: the host's time between two calls, Python and framework work, which a
+  what-if can shorten; on a lane: nothing, the lane runs one piece at a time);
+- ``launch``: the call that launched it (its ``device``/``hardware`` link; or, between two
+  host threads, the call its link names) has started, plus ``lag`` (on a device: the run's
+  launch latency, at most the time this node took from its launch);
+- ``wait``: for a return, the device work its call waited for has ended, plus ``lag`` (the
+  call's own return, ``tail``): the device work a call launched and that ended inside it (a
+  blocking copy, a Neuron execution the runtime waited on), or, for a synchronize, the
+  latest work of its process launched before it that ended inside it.
+
+``delay`` is what the recorded dependencies leave unexplained: the node's start less the
+latest of them, as recorded. With every duration, gap and lag as recorded, the replay gives
+every node its recorded times exactly. A dependency that would end after the node started
+(clock noise, a lane whose pieces overlap) was not what held it and is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from trace_analyzer.analyses.states import kind_of, on_device
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import matching
+
+HOST_KINDS = ("runtime", "framework_dispatch", "framework_stream", "transfer")
+SYNC_NAMES = r"(?i)synchroni[sz]e"
+# Calls that return when the device work they launched is done: a synchronous copy or set
+# (no "Async" in the name), a Neuron runtime wait ("host waiting for NeuronCore execution to
+# complete", docs/neuron-formats.md). A launch whose work happens to end inside it did not
+# wait for it.
+BLOCKING = r"(?i)(^(cuda|hip|cu)(Memcpy|Memset)|_wait$)"
+ASYNC = r"(?i)async"
+STEP_MARK = r"^ProfilerStep#\d+$"
+# Where nodes of one start time and one end time go first: marks, calls, device, returns.
+LEVEL = {"mark": 0, "call": 1, "device": 2, "return": 3}
+# The kinds of the nodes that are not device work.
+HOST_NODES = ("call", "mark", "return")
+NONE = -1
+
+
+@dataclass
+class Graph:
+    """The nodes of one run, numbered in an order in which every dependency comes first
+    (by recorded start, then end, then ``LEVEL``). Per node (lists, for the replay): the
+    event it is (``event``; -1 for marks and returns), ``kind`` (``call``, ``mark``,
+    ``return``, or the device work's kind), ``name``, ``lane`` (its thread's or device
+    lane's name), ``pid``, ``tid``, recorded ``start``/``end``, ``dur`` (its own time: a
+    waiting call's is its return, ``tail``), the dependencies (``chain`` with ``gap``,
+    ``launch`` with ``lag``, ``wait`` with ``tail``; -1 where none), ``delay``, ``anchored``
+    (no dependency: it keeps its recorded start), ``step`` (a device node's launching step,
+    a mark's step), ``call`` (a return's call) and ``marks``: per step, its start and end
+    marks' nodes. ``latency_ns``: the launch latency used as ``lag`` on the device."""
+
+    event: list[int]
+    kind: list[str]
+    name: list[str]
+    lane: list[str]
+    pid: list[int]
+    tid: list[int]
+    start: list[int]
+    end: list[int]
+    dur: list[int]
+    chain: list[int]
+    gap: list[int]
+    launch: list[int]
+    lag: list[int]
+    wait: list[int]
+    tail: list[int]
+    delay: list[int]
+    anchored: list[bool]
+    step: list[int | None]
+    call: list[int]
+    marks: dict[int, tuple[int, int]]
+    latency_ns: int
+
+    @property
+    def n(self) -> int:
+        return len(self.kind)
+
+    def device_nodes(self) -> list[int]:
+        """The nodes that are device work."""
+        return [i for i, k in enumerate(self.kind) if k not in HOST_NODES]
+
+    def frame(self) -> pl.DataFrame:
+        """The nodes as a table: node, event_id, kind, name, pid, tid, start_ns, end_ns,
+        chain, gap, launch, wait, step (null where none)."""
+        out = pl.DataFrame(
+            {
+                "node": range(self.n), "event_id": self.event, "kind": self.kind,
+                "name": self.name, "pid": self.pid, "tid": self.tid, "start_ns": self.start,
+                "end_ns": self.end, "chain": self.chain, "gap": self.gap,
+                "launch": self.launch, "wait": self.wait, "call": self.call,
+                "step": pl.Series(self.step, dtype=pl.Int64),
+            },
+            schema_overrides={"node": pl.Int64, "kind": pl.String, "name": pl.String},
+        )  # fmt: skip
+        ids = ["event_id", "chain", "launch", "wait", "call"]
+        return out.with_columns(pl.when(pl.col(c) >= 0).then(pl.col(c)).alias(c) for c in ids)
+
+
+def build(profile: Profile, window: str | None = None) -> Graph:
+    """Return the dependency graph of ``profile`` (module doc); its windows are the
+    ProfilerSteps, or with ``window`` (a regex) the annotations it names, numbered from 0 in
+    start order."""
+    events, edges = profile.keyed, profile.edges
+    marks = _marks(events, window)
+    device = _device(events, edges, marks)
+    host, inner = _host(events)
+    nodes = pl.concat([host, marks, device], how="diagonal_relaxed")
+    launch = _launches(edges, inner)
+    nodes = nodes.join(launch, on="event_id", how="left")
+    nodes = _returns(nodes)
+    nodes = nodes.sort("start_ns", "end_ns", "level", "seq").with_row_index("node")
+    return _linked(nodes)
+
+
+def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> pl.DataFrame:
+    """The device work: one node each, with its kind and the window it was launched in (the
+    window of its process whose span holds its launch call's start, else its own start)."""
+    rows = events.filter(on_device(events) & (pl.col("end_ns") > pl.col("start_ns")))
+    rows = rows.select(
+        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns", kind=kind_of(rows)
+    )
+    launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
+        event_id="dst", launch="src"
+    )
+    rows = (
+        rows.join(launch, on="event_id", how="left")
+        .join(events.select(launch="event_id", launched_ns="start_ns"), on="launch", how="left")
+        .with_columns(launched_ns=pl.coalesce("launched_ns", "start_ns"))
+        .drop("launch")
+    )
+    spans = (
+        marks.filter(pl.col("name").str.ends_with(" start"))
+        .select("pid", "step", w0="start_ns")
+        .join(
+            marks.filter(pl.col("name").str.ends_with(" end")).select("pid", "step", w1="start_ns"),
+            on=["pid", "step"],
+        )
+    )
+    rows = (
+        rows.sort("launched_ns")
+        .join_asof(
+            spans.sort("w0"),
+            left_on="launched_ns",
+            right_on="w0",
+            by="pid",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .with_columns(step=pl.when(pl.col("launched_ns") <= pl.col("w1")).then(pl.col("step")))
+    )
+    return (
+        rows.drop("launched_ns", "w0", "w1")
+        .with_columns(
+            pl.col("name", "lane").cast(pl.String),
+            level=pl.lit(LEVEL["device"]),
+            chain_key=pl.col("lane"),
+            seq=pl.lit(0, pl.Int64),
+        )
+        .with_columns(chain_key=pl.col("chain_key").cast(pl.String))
+    )
+
+
+def _host(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The host calls, the outermost on each thread, and ``inner``: each call (an event id)
+    to the outermost call holding it (itself where it is one)."""
+    calls = events.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(events)).select(
+        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns"
+    )
+    calls = calls.sort(
+        "pid", "tid", "start_ns", pl.col("end_ns"), descending=[False, False, False, True]
+    ).with_columns(held=pl.col("start_ns") < pl.col("end_ns").cum_max().shift(1).over("pid", "tid"))
+    calls = calls.with_columns(
+        outer=pl.when(~pl.col("held").fill_null(False)).then(pl.col("event_id"))
+    ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
+    inner = calls.select("event_id", "outer")
+    outer = calls.filter(pl.col("event_id") == pl.col("outer")).drop("held", "outer")
+    return (
+        outer.with_columns(
+            pl.col("name", "lane").cast(pl.String),
+            kind=pl.lit("call"),
+            level=pl.lit(LEVEL["call"]),
+            chain_key=pl.format("thread {}/{}", "pid", "tid"),
+            seq=pl.lit(0, pl.Int64),
+        ),
+        inner,
+    )
+
+
+def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
+    """Each window's start and end, as marks on the thread that recorded it: the
+    ProfilerSteps (numbered as they are), or the annotations ``window`` names (from 0)."""
+    named = events.filter(
+        (pl.col("lane_kind") == "annotation") & matching(events["name"], window or STEP_MARK)
+    ).sort("start_ns", "event_id")
+    number = (
+        pl.int_range(pl.len(), dtype=pl.Int64)
+        if window
+        else pl.col("name").cast(pl.String).str.extract(r"#(\d+)$").cast(pl.Int64)
+    )
+    steps = named.select("name", "lane", "pid", "tid", "start_ns", "end_ns", step=number)
+    common = {
+        "event_id": pl.lit(None, pl.Int64),
+        "kind": pl.lit("mark"),
+        "level": pl.lit(LEVEL["mark"]),
+        "chain_key": pl.format("thread {}/{}", "pid", "tid"),
+        "lane": pl.col("lane").cast(pl.String),
+    }
+    first = steps.select(
+        "pid", "tid", "step", start_ns="start_ns", end_ns="start_ns", **common,
+        name=pl.format("{} start", "name"), seq=2 * pl.col("step"),
+    )  # fmt: skip
+    last = steps.select(
+        "pid", "tid", "step", start_ns="end_ns", end_ns="end_ns", **common,
+        name=pl.format("{} end", "name"), seq=2 * pl.col("step") + 1,
+    )  # fmt: skip
+    return pl.concat([first, last])
+
+
+def _launches(edges: pl.DataFrame, inner: pl.DataFrame) -> pl.DataFrame:
+    """Per linked event, the outermost call its link names (``launch_event``): a device node's
+    launch, or, for a call, the call on another thread that its link names."""
+    return (
+        edges.select(event_id="dst", src="src")
+        .join(inner.rename({"event_id": "src"}), on="src", how="inner")
+        .select("event_id", launch_event="outer")
+    )
+
+
+def _returns(nodes: pl.DataFrame) -> pl.DataFrame:
+    """``nodes`` with a return node after each call that waited for the device (module doc):
+    its ``wait_event`` (the device work), ``tail`` (the call's end less that work's end)."""
+    device = nodes.filter(pl.col("level") == LEVEL["device"])
+    calls = nodes.filter(pl.col("kind") == "call")
+    blocking = calls.filter(
+        pl.col("name").str.contains(BLOCKING) & ~pl.col("name").str.contains(ASYNC)
+    )
+    own = (
+        device.select("launch_event", wait_event="event_id", w_end="end_ns")
+        .join(
+            blocking.select(launch_event="event_id", c0="start_ns", c1="end_ns"), on="launch_event"
+        )  # fmt: skip
+        .filter((pl.col("w_end") > pl.col("c0")) & (pl.col("w_end") <= pl.col("c1")))
+        .sort("w_end")
+        .group_by("launch_event")
+        .last()
+        .select(event_id="launch_event", wait_event="wait_event", w_end="w_end")
+    )
+    synced = _synchronized(calls, device).join(own.select("event_id"), on="event_id", how="anti")
+    waits = pl.concat([own, synced])
+    waited = calls.join(waits, on="event_id", how="inner")
+    returns = waited.select(
+        "name", "lane", "pid", "tid", "chain_key",
+        event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
+        start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return"),
+        level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
+        tail=pl.col("end_ns") - pl.col("w_end"),
+    )  # fmt: skip
+    return pl.concat(
+        [nodes.join(waits.select("event_id", "w_end"), on="event_id", how="left"), returns],
+        how="diagonal_relaxed",
+    )
+
+
+def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
+    """Per synchronize call, the latest-ending device work of its process launched before
+    it (by its launch call's start), where that work ended inside the call."""
+    syncs = calls.filter(matching(calls["name"].cast(pl.Categorical), SYNC_NAMES))
+    if not syncs.height:
+        return pl.DataFrame(schema={"event_id": pl.Int64, "wait_event": pl.Int64,
+                                    "w_end": pl.Int64})  # fmt: skip
+    starts = calls.select(launch_event="event_id", launched_ns="start_ns")
+    work = (
+        device.join(starts, on="launch_event", how="inner")
+        .sort("launched_ns")
+        .with_columns(latest=pl.col("end_ns").cum_max().over("pid"))
+        .with_columns(
+            last_id=pl.when(pl.col("end_ns") == pl.col("latest")).then(pl.col("event_id"))
+        )
+        .with_columns(pl.col("last_id").forward_fill().over("pid"))
+        .select("pid", "launched_ns", "latest", "last_id")
+    )
+    found = syncs.sort("start_ns").join_asof(
+        work, left_on="start_ns", right_on="launched_ns", by="pid", strategy="backward",
+        check_sortedness=False,
+    )  # fmt: skip
+    return found.filter(
+        (pl.col("latest") > pl.col("start_ns")) & (pl.col("latest") <= pl.col("end_ns"))
+    ).select("event_id", wait_event="last_id", w_end="latest")
+
+
+def _linked(nodes: pl.DataFrame) -> Graph:
+    """The graph of ``nodes`` (numbered in order, ``node``): each dependency as a node
+    number, the gaps, lags and delays that give every node its recorded start."""
+    waiting = pl.col("w_end").is_not_null() & (pl.col("kind") == "call")
+    own = pl.when(waiting).then(pl.col("end_ns") - pl.col("w_end"))
+    nodes = nodes.with_columns(
+        dur=own.otherwise(pl.col("end_ns") - pl.col("start_ns")),
+        chain=pl.col("node").shift(1).over("chain_key"),
+    )
+    nodes = _with_preds(nodes)
+    host = pl.col("kind").is_in(HOST_NODES)
+    nodes = nodes.with_columns(
+        launch=pl.when(
+            (pl.col("launch") < pl.col("node")) & (pl.col("l_pkey") != pl.col("chain_key"))
+        ).then(pl.col("launch")),
+        gap=pl.when(host & (pl.col("kind") != "return"))
+        .then(pl.col("start_ns") - pl.col("c_p0") - pl.col("c_pdur"))
+        .otherwise(0),
+        tail=pl.col("tail").fill_null(0),
+    )
+    latency = _latency(nodes)
+    since = pl.col("start_ns") - pl.col("l_p0")
+    nodes = nodes.with_columns(
+        lag=pl.when(host).then(0).otherwise(pl.min_horizontal(since, pl.lit(latency)))
+    )
+    found = {
+        "chain": pl.col("c_p0") + pl.col("c_pdur") + pl.col("gap"),
+        "launch": pl.col("l_p0") + pl.col("lag"),
+        "wait": pl.col("w_p0") + pl.col("w_pdur") + pl.col("tail"),
+    }
+    held = {k: pl.col(k).is_not_null() & (v <= pl.col("start_ns")) for k, v in found.items()}
+    nodes = nodes.with_columns(**{k: pl.when(held[k]).then(pl.col(k)) for k in found})
+    latest = pl.max_horizontal(*(pl.when(held[k]).then(v) for k, v in found.items()))
+    nodes = nodes.with_columns(
+        delay=(pl.col("start_ns") - latest).fill_null(0), anchored=latest.is_null()
+    )
+    return _graph(nodes, latency)
+
+
+def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
+    """``nodes`` with each dependency's node number (``launch``, ``wait``, ``call``) and the
+    recorded start and own time of each (``c_``, ``l_``, ``w_``: chain, launch, wait)."""
+    index = nodes.select("event_id", "node").drop_nulls("event_id")
+    at = {"node": "pred", "start_ns": "p0", "dur": "pdur", "kind": "pkind", "chain_key": "pkey"}
+    pred = nodes.select(*at).rename(at)
+    for key in ("launch", "wait", "call"):
+        nodes = nodes.join(
+            index.rename({"event_id": f"{key}_event", "node": key}), on=f"{key}_event", how="left"
+        )
+    for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_")):
+        nodes = nodes.join(
+            pred.rename({k: f"{prefix}{k}" for k in pred.columns}),
+            left_on=key, right_on=f"{prefix}pred", how="left",
+        )  # fmt: skip
+    return nodes.sort("node")
+
+
+def _latency(nodes: pl.DataFrame) -> int:
+    """The launch latency: the median time from a launch call's start to its work's start,
+    over the work whose lane was free when it was launched; 0 where none was."""
+    free = nodes.filter(
+        pl.col("launch").is_not_null()
+        & ~pl.col("kind").is_in(HOST_NODES)
+        & (pl.col("chain").is_null() | (pl.col("c_p0") + pl.col("c_pdur") <= pl.col("l_p0")))
+    )
+    median = (free["start_ns"] - free["l_p0"]).median()
+    return 0 if median is None else max(0, int(median))  # type: ignore[arg-type]
+
+
+def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
+    def ints(column: str, fill: int = NONE) -> list[int]:
+        return nodes[column].fill_null(fill).cast(pl.Int64).to_list()
+
+    marks: dict[int, list[int]] = {}
+    for node, step, name in (
+        nodes.filter(pl.col("kind") == "mark").select("node", "step", "name").iter_rows()
+    ):
+        marks.setdefault(int(step), [NONE, NONE])[0 if name.endswith(" start") else 1] = int(node)
+    return Graph(
+        event=ints("event_id"),
+        kind=nodes["kind"].to_list(),
+        name=nodes["name"].to_list(),
+        lane=nodes["lane"].to_list(),
+        pid=ints("pid"),
+        tid=ints("tid"),
+        start=ints("start_ns"),
+        end=ints("end_ns"),
+        dur=ints("dur", 0),
+        chain=ints("chain"),
+        gap=ints("gap", 0),
+        launch=ints("launch"),
+        lag=ints("lag", 0),
+        wait=ints("wait"),
+        tail=ints("tail", 0),
+        delay=ints("delay", 0),
+        anchored=nodes["anchored"].to_list(),
+        step=nodes["step"].to_list(),
+        call=ints("call"),
+        marks={s: (a, b) for s, (a, b) in marks.items() if a != NONE and b != NONE},
+        latency_ns=latency,
+    )

@@ -1,0 +1,179 @@
+"""The replay of a dependency graph (graph.py) and the critical path through it
+(docs/critical-path.md, "The replay", "The critical path").
+
+The replay walks the nodes in their order (every dependency first) and starts each at the
+latest of its dependencies plus its delay; a node with none keeps its recorded start. A
+``Change`` (a what-if) gives some nodes another duration, gap, lag, delay or dependency;
+with none, every node gets its recorded times back.
+
+The critical path of a window is walked back from the node that ends it: through each
+node's own time, then the dependency that started it (the latest one; on a tie a wait, then
+the thread or lane, then the launch), each step back a **segment**, until the window's
+start. The segments tile the window: their times add up to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph
+
+# A segment: start, end, kind, the node it belongs to.
+Segment = tuple[int, int, str, int]
+
+
+@dataclass
+class Change:
+    """A what-if: per node, what differs from the recorded graph (graph.Graph's fields)."""
+
+    dur: dict[int, int] = field(default_factory=dict)
+    gap: dict[int, int] = field(default_factory=dict)
+    lag: dict[int, int] = field(default_factory=dict)
+    delay: dict[int, int] = field(default_factory=dict)
+    launch: dict[int, int] = field(default_factory=dict)
+    wait: dict[int, int] = field(default_factory=dict)
+    # The steps left out of the per-step mean (warm-up).
+    skip: frozenset[int] = frozenset()
+
+    def __bool__(self) -> bool:
+        return any((self.dur, self.gap, self.lag, self.delay, self.launch, self.wait, self.skip))
+
+
+@dataclass
+class Times:
+    """A replay's times: per node, ``start`` and ``end`` (``end`` is the start plus the node's
+    own time), and the arrays the replay used, which the critical path walks."""
+
+    start: list[int]
+    end: list[int]
+    dur: list[int]
+    gap: list[int]
+    lag: list[int]
+    delay: list[int]
+    launch: list[int]
+    wait: list[int]
+
+
+def _with(values: list[int], changed: dict[int, int]) -> list[int]:
+    if not changed:
+        return values
+    out = list(values)
+    for i, v in changed.items():
+        out[i] = v
+    return out
+
+
+def replay(g: Graph, change: Change | None = None) -> Times:
+    """Return the times of every node of ``g`` under ``change`` (module doc)."""
+    c = change or Change()
+    dur, gap, lag = _with(g.dur, c.dur), _with(g.gap, c.gap), _with(g.lag, c.lag)
+    delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
+    chain, tail, anchored, recorded = g.chain, g.tail, g.anchored, g.start
+    n = g.n
+    start, end = [0] * n, [0] * n
+    for i in range(n):
+        if anchored[i]:
+            start[i] = t = recorded[i]
+            end[i] = t + dur[i]
+            continue
+        t = -(1 << 62)
+        p = wait[i]
+        if p >= 0:
+            t = end[p] + tail[i]
+        p = chain[i]
+        if p >= 0 and end[p] + gap[i] > t:
+            t = end[p] + gap[i]
+        p = launch[i]
+        if p >= 0 and start[p] + lag[i] > t:
+            t = start[p] + lag[i]
+        if t == -(1 << 62):  # a change took its last dependency: it keeps its start
+            t = recorded[i] - delay[i]
+        t += delay[i]
+        start[i] = t
+        end[i] = t + dur[i]
+    return Times(start, end, dur, gap, lag, delay, launch, wait)
+
+
+def windows(g: Graph, times: Times) -> dict[int | None, tuple[int, int, int]]:
+    """Return per step its window under ``times``: (start, end, the node that ends it); a
+    step runs from its start mark to the later of its end mark and the end of the device
+    work launched in it (docs/gaps.md, "--step"). A run without steps has one window, under
+    None: its first start to its last end."""
+    start, end = times.start, times.end
+    if not g.marks:
+        if not g.n:
+            return {}
+        last = max(range(g.n), key=lambda i: (end[i], i))
+        return {None: (min(start), end[last], last)}
+    ends = {s: (start[b], b) for s, (a, b) in g.marks.items()}
+    for i in g.device_nodes():
+        s = g.step[i]
+        if s in ends and end[i] > ends[s][0]:
+            ends[s] = (end[i], i)
+    return {s: (start[a], ends[s][0], ends[s][1]) for s, (a, _) in sorted(g.marks.items())}
+
+
+def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
+    """Return the critical path of the window from ``w0`` to the end of node ``last``: its
+    segments, latest first (module doc). Kinds: the device work's kind, ``call`` (a host
+    call's own time), ``host`` (the thread's time between calls), ``launch`` (from a launch
+    call's start to its work's start, at most the launch latency), ``sync`` (a waiting call's
+    return after the device work it waited for), ``unexplained`` (a delay no recorded
+    dependency explains), ``before`` (time before a node that has no recorded dependency)."""
+    s, e = times.start, times.end
+    out: list[Segment] = []
+
+    def add(a: int, b: int, kind: str, node: int) -> bool:
+        """Add [a, b] clipped to the window; False once the window's start is reached."""
+        if (
+            b > a or kind == "sync"
+        ) and b > w0:  # a wait is on the path even when its call's return took no time
+            out.append((max(a, w0), b, kind, node))
+        return a > w0
+
+    i, at_end = last, True
+    while True:
+        if at_end and not add(s[i], e[i], _own(g, i), i):
+            break
+        at_end = True
+        p, via, v = _binding(g, times, i)
+        if p == NONE:
+            add(w0, s[i], "before", i)
+            break
+        if not add(v, s[i], "unexplained", i):
+            break
+        if via == "wait":
+            ok = add(e[p], v, "sync", i)
+        elif via == "chain":
+            ok = add(e[p], v, "host" if g.kind[i] in HOST_NODES else "unexplained", i)
+        else:
+            ok = add(s[p], v, "launch", i)
+            at_end = False  # on from the launch call's start, not through its own time
+        if not ok:
+            break
+        i = p
+    return out
+
+
+def _own(g: Graph, i: int) -> str:
+    kind = g.kind[i]
+    return "call" if kind in HOST_NODES else kind
+
+
+def _binding(g: Graph, times: Times, i: int) -> tuple[int, str, int]:
+    """The dependency that started node ``i`` under ``times``: (node, which, the time it
+    allowed); (NONE, "", start) where it has none."""
+    s, e = times.start, times.end
+    best, via, v = NONE, "", -(1 << 62)
+    p = times.wait[i]
+    if p >= 0:
+        best, via, v = p, "wait", e[p] + g.tail[i]
+    p = g.chain[i]
+    if p >= 0 and e[p] + times.gap[i] > v:
+        best, via, v = p, "chain", e[p] + times.gap[i]
+    p = times.launch[i]
+    if p >= 0 and s[p] + times.lag[i] > v:
+        best, via, v = p, "launch", s[p] + times.lag[i]
+    if g.anchored[i] or best == NONE:
+        return NONE, "", s[i]
+    return best, via, v

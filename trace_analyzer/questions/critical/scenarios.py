@@ -1,0 +1,191 @@
+"""The what-ifs: each a change to the graph, replayed (docs/critical-path.md, "What-ifs").
+
+Each scenario says in words what it assumes. ``touched`` names the nodes it changes, so
+that its evidence is the segments of the recorded critical path on them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph
+from trace_analyzer.questions.critical.replay import Change
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One what-if: ``key`` (how it is asked for: ``host:REGEX`` …), ``fix`` (what to
+    change, in words), ``assumption``, the ``change`` and the nodes it ``touched``."""
+
+    key: str
+    fix: str
+    assumption: str
+    change: Change
+    touched: frozenset[int]
+
+
+def host_time(g: Graph, ranges: pl.DataFrame, label: str, key: str) -> Scenario:
+    """The host's time between calls spent inside ``ranges`` (pid, tid, start_ns, end_ns: a
+    frame's, an annotation's or an op's instances on their threads) taken away."""
+    nodes = (
+        g.frame()
+        .filter(
+            pl.col("kind").is_in(HOST_NODES) & pl.col("chain").is_not_null() & (pl.col("gap") > 0)
+        )
+        .select("node", "pid", "tid", "gap", b="start_ns", a=pl.col("start_ns") - pl.col("gap"))
+    )
+    cover = _covered(nodes, _union(ranges))
+    gap = {int(n): int(gp - c) for n, gp, c in cover.select("node", "gap", "cut").iter_rows()}
+    return Scenario(
+        key,
+        f"remove the host time in {label}",
+        f"the thread's time inside {label} between its calls is gone; the calls themselves "
+        "and the work they launch are unchanged",
+        Change(gap=gap),
+        frozenset(gap),
+    )
+
+
+def _union(ranges: pl.DataFrame) -> pl.DataFrame:
+    """``ranges`` merged per thread, each with the time covered before it (``before``)."""
+    r = ranges.select("pid", "tid", "start_ns", "end_ns").sort("pid", "tid", "start_ns")
+    r = r.with_columns(
+        new=(pl.col("start_ns") > pl.col("end_ns").cum_max().shift(1).over("pid", "tid"))
+        .fill_null(True)
+        .cum_sum()
+        .over("pid", "tid")
+    )
+    merged = r.group_by("pid", "tid", "new").agg(pl.col("start_ns").min(), pl.col("end_ns").max())
+    return (
+        merged.sort("pid", "tid", "start_ns")
+        .with_columns(
+            before=(pl.col("end_ns") - pl.col("start_ns"))
+            .cum_sum()
+            .shift(1, fill_value=0)
+            .over("pid", "tid")
+        )
+        .drop("new")
+    )
+
+
+def _covered(nodes: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
+    """``nodes`` (pid, tid, a, b) with ``cut``: the time of [a, b] inside ``merged``."""
+
+    def upto(column: str) -> pl.DataFrame:
+        at = nodes.select("node", "pid", "tid", t=column).sort("t")
+        found = at.join_asof(
+            merged, left_on="t", right_on="start_ns", by=["pid", "tid"], strategy="backward",
+            check_sortedness=False,
+        )  # fmt: skip
+        inside = pl.min_horizontal("t", "end_ns") - pl.col("start_ns")
+        return found.select("node", c=(pl.col("before") + inside).fill_null(0))
+
+    cut = upto("a").rename({"c": "ca"}).join(upto("b").rename({"c": "cb"}), on="node")
+    out = nodes.join(cut, on="node").with_columns(cut=pl.col("cb") - pl.col("ca"))
+    return out.filter(pl.col("cut") > 0)
+
+
+def graphs(g: Graph, api: str) -> Scenario:
+    """Every step's device work launched as one CUDA/HIP graph (``api``)."""
+    first: dict[int | None, int] = {}
+    launch: dict[int, int] = {}
+    lag: dict[int, int] = {}
+    calls: set[int] = set()
+    for i in g.device_nodes():
+        p, step = g.launch[i], g.step[i]
+        if p == NONE:
+            continue
+        head = first.setdefault(step, p)
+        if p != head:
+            launch[i], lag[i] = head, g.latency_ns
+        calls.add(p)
+    waiting = {g.call[i] for i in range(g.n) if g.kind[i] == "return"}
+    dur = {c: 0 for c in calls - waiting - set(first.values())}
+    return Scenario(
+        "graphs",
+        f"capture each step as a {api} graph",
+        "each step's device work starts when its lane is free once the step's first launch "
+        "is made, no longer waiting for its own launch call, which costs the host nothing; "
+        "the Python and framework time between calls is unchanged (a graph replay removes "
+        "it too, so the saving is a lower bound); the work's own times are unchanged",
+        Change(dur=dur, launch=launch, lag=lag),
+        frozenset(launch) | frozenset(dur),
+    )
+
+
+def asynchronous(g: Graph, calls: set[int], name: str, key: str) -> Scenario:
+    """The returns of ``calls`` (waiting calls named ``name``) no longer wait for the device."""
+    wait = {i: NONE for i in range(g.n) if g.kind[i] == "return" and g.call[i] in calls}
+    return Scenario(
+        key,
+        f"make {name} asynchronous",
+        f"{name} returns without waiting for the device work it waited for (non_blocking=True, "
+        "a synchronize removed or moved after the step's work); what it launches still runs",
+        Change(wait=wait),
+        frozenset(wait),
+    )
+
+
+def no_copy(g: Graph, copies: set[int], name: str, key: str) -> Scenario:
+    """The device copies ``copies`` (named ``name``) take no time."""
+    return Scenario(
+        key,
+        f"remove the copies {name}",
+        f"every {name} takes no device time (the data stays where it is used, or the copy is "
+        "not needed); its launch call stays",
+        Change(dur=dict.fromkeys(copies, 0)),
+        frozenset(copies),
+    )
+
+
+def fuse(g: Graph, ops: dict[int, str], regex: str, label: str, factor: float) -> Scenario:
+    """Each run of consecutive device work on one lane whose op matches ``regex`` made one
+    piece of work of ``factor`` × their summed time, launched once."""
+    wanted = re.compile(regex)
+    dur: dict[int, int] = {}
+    launch: dict[int, int] = {}
+    delay: dict[int, int] = {}
+    head, total, last = NONE, 0, NONE
+    runs: list[tuple[int, int]] = []
+    for i in sorted(g.device_nodes(), key=lambda i: (g.lane[i], i)):
+        joined = wanted.search(ops.get(i, "")) is not None
+        if joined and head != NONE and g.chain[i] == last:
+            total += g.dur[i]
+            dur[i], launch[i], delay[i] = 0, NONE, 0
+        else:
+            if head != NONE:
+                runs.append((head, total))
+            head, total = (i, g.dur[i]) if joined else (NONE, 0)
+        last = i
+    if head != NONE:
+        runs.append((head, total))
+    for h, t in runs:
+        dur[h] = round(factor * t)
+    calls = {g.launch[i] for i in launch if g.launch[i] != NONE}
+    waiting = {g.call[i] for i in range(g.n) if g.kind[i] == "return"}
+    dur.update(dict.fromkeys(calls - waiting, 0))
+    times = "their summed time" if factor == 1 else f"{factor:g} × their summed time"
+    return Scenario(
+        f"fuse:{regex}" + ("" if factor == 1 else f"×{factor:g}"),
+        f"fuse {label} into one launch per run",
+        f"each run of consecutive device work of {label} on one lane becomes one piece of work "
+        f"of {times}, started as the first was, launched once (the other launch calls cost "
+        "the host nothing); a fused kernel's real time is not known from this trace",
+        Change(dur=dur, launch=launch, delay=delay),
+        frozenset(dur),
+    )
+
+
+def warmup(first: int) -> Scenario:
+    """The first step left out of the mean."""
+    return Scenario(
+        "warmup",
+        f"exclude ProfilerStep#{first} (warm-up) from the measured steps",
+        "the first step's one-time work (allocation, autotuning, compilation, cache fills) "
+        "does not recur; profile with a schedule whose warmup skips it",
+        Change(skip=frozenset({first})),
+        frozenset(),
+    )
