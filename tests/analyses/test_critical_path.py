@@ -9,7 +9,9 @@ Step 1 (ProfilerStep#1, 0–200), on thread 100:
 Step 2 (ProfilerStep#2, 200–300): cudaLaunchKernel L4 210–220 → kernel K4 225–255.
 
 The launch latency is 15 (each kernel launched on a free stream starts 15 after its call).
-Step 1's window ends at its mark (200, after the device's 175); step 2's at 300. Mean 150.
+Step 1's window ends at its mark (200, after the device's 175); step 2's at 300. The step
+time is the measured steps' span over their number (overlapping windows counted once), here
+300 / 2 = 150; a what-if keeps the first measured step's start.
 
 Step 1's critical path, back from 200: the host after the memcpy's return (180–200, no op
 holds it); the return waited for M3 (sync 175–180); M3 (165–175) waited for K2 on its stream
@@ -28,7 +30,7 @@ What-ifs (each step's window, then the mean):
 - CUDA graph: K2 and M3 wait for L1's start (+15) and their stream only; L2 takes no time:
   K2 95–135, M3 135–145, the memcpy 120–125, the return 150, the mark 170: mean 135, saves 15.
 - cudaMemcpy asynchronous: its return at 135, the mark 155; the device's M3 still ends at
-  175: step 1 175; step 2 starts at 155: mean 137.5, saves 12.5.
+  175: step 1 0-175; step 2 155-255: span 255, mean 127.5, saves 22.5.
 - the copies removed: M3 165–165, the return 170, the mark 190: mean 145, saves 5.
 - warm-up: step 2 alone, 100: saves 50.
 """
@@ -113,7 +115,7 @@ def test_every_what_if_saves_what_the_hand_replay_says(result):
         f"host:{SLOW}": 15 * US,
         "graphs": 15 * US,
         "host:aten::a": 12_500,
-        "sync:cudaMemcpy": 12_500,
+        "sync:cudaMemcpy": 22_500,
         "copy:Memcpy DtoH (Device -> Pageable)": 5 * US,
     }
     assert result.fixes["rank"].to_list() == list(range(1, 7))

@@ -162,15 +162,37 @@ def _steps(g: Graph, spans: Spans) -> pl.DataFrame:
 
 
 def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
-    rows = []
+    """The critical path of every window, one row per segment, in time order."""
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("step", "order", "start_ns", "end_ns", "kind", "node")
+    }
     for step, (w0, _, last) in spans.items():
         segs = path(g, times, w0, last)
-        for order, (a, b, kind, node) in enumerate(reversed(segs)):
-            name = f"until {g.name[node]}" if kind == "host" else g.name[node]
-            rows.append((step, order, a, b, b - a, kind, name, None, g.lane[node],
-                         g.pid[node], g.tid[node], g.event[node] if g.event[node] >= 0 else None,
-                         node))  # fmt: skip
-    return pl.DataFrame(rows, schema=PATH_COLUMNS, orient="row")
+        n = len(segs)
+        cols["step"] += [step] * n
+        cols["order"] += range(n)
+        for a, b, kind, node in reversed(segs):
+            cols["start_ns"].append(a)
+            cols["end_ns"].append(b)
+            cols["kind"].append(kind)
+            cols["node"].append(node)
+    table = pl.DataFrame(cols, schema={k: PATH_COLUMNS[k] for k in cols})
+    nodes = pl.DataFrame(
+        {"name": g.name, "lane": g.lane, "pid": g.pid, "tid": g.tid, "event_id": g.event},
+        schema={k: PATH_COLUMNS[k] for k in ("name", "lane", "pid", "tid", "event_id")},
+    )
+    at = nodes[table["node"]]
+    host = pl.col("kind") == "host"
+    return (
+        pl.concat([table, at], how="horizontal")
+        .with_columns(
+            duration_ns=pl.col("end_ns") - pl.col("start_ns"),
+            name=pl.when(host).then(pl.format("until {}", "name")).otherwise("name"),
+            label=pl.lit(None, pl.String),
+            event_id=pl.when(pl.col("event_id") >= 0).then("event_id"),
+        )
+        .select(list(PATH_COLUMNS))
+    )
 
 
 def _own_time(events: pl.DataFrame, threads: pl.DataFrame, window: str | None) -> pl.DataFrame:
@@ -271,8 +293,10 @@ def _candidates(
     if api and segs.filter(pl.col("kind").is_in(["launch", "call", "host"])).height:
         out.append(what.graphs(g, api))
     steps = sorted(s for s in spans if s is not None)
-    if len(steps) > 1:
-        out.append(what.warmup(steps[0]))
+    if len(steps) > 1 and spans[steps[0]][1] - spans[steps[0]][0] > max(
+        b - a for s, (a, b, _) in spans.items() if s != steps[0]
+    ):
+        out.append(what.warmup(steps[0]))  # the first step is the longest
     return out + _asked(g, profile, asked, notes)
 
 
@@ -293,10 +317,15 @@ def _ranges(events: pl.DataFrame, regex: str) -> pl.DataFrame:
 
 
 def _graph_api(events: pl.DataFrame) -> str | None:
-    """ "CUDA" or "HIP" where the run's device work is a GPU's, else None."""
-    sources = set(
-        events.filter(pl.col("lane_kind") == "hardware")["source"].cast(pl.String).unique()
-    )
+    """The graph API (``CUDA``, ``HIP``) of a run whose device work is a GPU's and that
+    replays no graph yet, else None."""
+    from trace_analyzer.model.schema import matching
+    from trace_analyzer.questions.gaps.analysis import REPLAYS
+
+    if events.select(matching(events["name"], REPLAYS).any()).item():
+        return None  # it replays graphs already
+    hardware = events.filter(pl.col("lane_kind") == "hardware")["source"]
+    sources = set(hardware.cast(pl.String).unique())
     return "CUDA" if "cuda" in sources else "HIP" if "rocm" in sources else None
 
 
@@ -338,16 +367,29 @@ def _ops(g: Graph, profile: Profile) -> dict[int, str]:
     return {i: by_event[g.event[i]] for i in g.device_nodes() if g.event[i] in by_event}
 
 
-def _mean(spans: Spans, skip: frozenset[int]) -> float:
-    kept = [b - a for s, (a, b, _) in spans.items() if s not in skip]
-    return sum(kept) / len(kept) if kept else 0.0
+def _period(g: Graph, times: Times, skip: frozenset[int]) -> float:
+    """The mean step time under ``times``: from the first measured window's start to the
+    last one's end, over the number of windows (less those in ``skip``): overlapping
+    windows (the device behind the host) are counted once."""
+    spans = windows(g, times)
+    kept = [v for s, v in spans.items() if s not in skip]
+    if not kept:
+        return 0.0
+    return (max(b for _, b, _ in kept) - min(a for a, _, _ in kept)) / len(kept)
+
+
+def _first_marks(g: Graph, spans: Spans, skip: frozenset[int]) -> frozenset[int]:
+    """The start marks of the first measured window (none for a run without steps)."""
+    kept = sorted((a, s) for s, (a, _, _) in spans.items() if s is not None and s not in skip)
+    return frozenset(g.marks[kept[0][1]][0]) if kept else frozenset()
 
 
 def _device_time(g: Graph, dur: list[int], spans: Spans, skip: frozenset[int]) -> int:
     """The mean over the windows (less ``skip``) of the device work launched in each, summed
     (``dur``: each node's time in a replay)."""
-    kept = [s for s in spans if s not in skip]
-    total = sum(dur[i] for i in g.device_nodes() if g.step[i] in kept and g.step[i] in spans)
+    kept = {s for s in spans if s not in skip}
+    step = g.step
+    total = sum(dur[i] for i in g.device_nodes() if step[i] in kept)
     return round(total / len(kept)) if kept else 0
 
 
@@ -355,12 +397,12 @@ def _ranked(
     g: Graph, scenarios: list[what.Scenario], spans: Spans, segs: pl.DataFrame
 ) -> pl.DataFrame:
     """Each what-if replayed: the mean window it leaves, what it saves, its evidence."""
-    base = _mean(spans, frozenset())
+    base = _period(g, replay(g), frozenset())
     rows = []
     for sc in scenarios:
-        times = replay(g, sc.change)
-        after = _mean(windows(g, times), sc.change.skip)
-        hit = segs.filter(pl.col("node").is_in(list(sc.touched)))
+        times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))
+        after = _period(g, times, sc.change.skip)
+        hit = segs.filter(pl.col("node").is_in(list(sc.touched)) & pl.col("kind").is_in(sc.kinds))
         if sc.change.skip:
             hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
         examples = hit.sort("duration_ns", descending=True).head(3)

@@ -60,8 +60,9 @@ class Graph:
     waiting call's is its return, ``tail``), the dependencies (``chain`` with ``gap``,
     ``launch`` with ``lag``, ``wait`` with ``tail``; -1 where none), ``delay``, ``anchored``
     (no dependency: it keeps its recorded start), ``step`` (a device node's launching step,
-    a mark's step), ``call`` (a return's call) and ``marks``: per step, its start and end
-    marks' nodes. ``latency_ns``: the launch latency used as ``lag`` on the device."""
+    a mark's step), ``call`` (a return's call) and ``marks``: per step, its start marks' and
+    its end marks' nodes (one each per process that recorded it: the ranks of a run).
+    ``latency_ns``: the launch latency used as ``lag`` on the device."""
 
     event: list[int]
     kind: list[str]
@@ -82,16 +83,19 @@ class Graph:
     anchored: list[bool]
     step: list[int | None]
     call: list[int]
-    marks: dict[int, tuple[int, int]]
+    marks: dict[int, tuple[list[int], list[int]]]
     latency_ns: int
+    _devices: list[int] | None = None
 
     @property
     def n(self) -> int:
         return len(self.kind)
 
     def device_nodes(self) -> list[int]:
-        """The nodes that are device work."""
-        return [i for i, k in enumerate(self.kind) if k not in HOST_NODES]
+        """The nodes that are device work (found once)."""
+        if self._devices is None:
+            self._devices = [i for i, k in enumerate(self.kind) if k not in HOST_NODES]
+        return self._devices
 
     def frame(self) -> pl.DataFrame:
         """The nodes as a table: node, event_id, kind, name, pid, tid, start_ns, end_ns,
@@ -204,10 +208,12 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
     """Each window's start and end, as marks on the thread that recorded it: the
     ProfilerSteps (numbered as they are), or the annotations ``window`` names (from 0)."""
     named = events.filter(
-        (pl.col("lane_kind") == "annotation") & matching(events["name"], window or STEP_MARK)
+        pl.col("lane_kind").is_in(["annotation", "framework_op"])  # Kineto until 2021: ops
+        & (pl.col("source") == "framework")  # the host's: a GPU's copy is not a step
+        & matching(events["name"], window or STEP_MARK)
     ).sort("start_ns", "event_id")
     number = (
-        pl.int_range(pl.len(), dtype=pl.Int64)
+        pl.int_range(pl.len(), dtype=pl.Int64).over("pid")
         if window
         else pl.col("name").cast(pl.String).str.extract(r"#(\d+)$").cast(pl.Int64)
     )
@@ -375,11 +381,12 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
     def ints(column: str, fill: int = NONE) -> list[int]:
         return nodes[column].fill_null(fill).cast(pl.Int64).to_list()
 
-    marks: dict[int, list[int]] = {}
+    marks: dict[int, tuple[list[int], list[int]]] = {}
     for node, step, name in (
         nodes.filter(pl.col("kind") == "mark").select("node", "step", "name").iter_rows()
     ):
-        marks.setdefault(int(step), [NONE, NONE])[0 if name.endswith(" start") else 1] = int(node)
+        starts, ends = marks.setdefault(int(step), ([], []))
+        (starts if name.endswith(" start") else ends).append(int(node))
     return Graph(
         event=ints("event_id"),
         kind=nodes["kind"].to_list(),
@@ -400,6 +407,6 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
         anchored=nodes["anchored"].to_list(),
         step=nodes["step"].to_list(),
         call=ints("call"),
-        marks={s: (a, b) for s, (a, b) in marks.items() if a != NONE and b != NONE},
+        marks={s: (a, b) for s, (a, b) in marks.items() if a and b},
         latency_ns=latency,
     )

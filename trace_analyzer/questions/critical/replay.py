@@ -63,8 +63,10 @@ def _with(values: list[int], changed: dict[int, int]) -> list[int]:
     return out
 
 
-def replay(g: Graph, change: Change | None = None) -> Times:
-    """Return the times of every node of ``g`` under ``change`` (module doc)."""
+def replay(g: Graph, change: Change | None = None, pin: frozenset[int] = frozenset()) -> Times:
+    """Return the times of every node of ``g`` under ``change`` (module doc); the nodes of
+    ``pin`` keep their recorded start (the first measured step's marks: what ran before the
+    measured steps is not counted)."""
     c = change or Change()
     dur, gap, lag = _with(g.dur, c.dur), _with(g.gap, c.gap), _with(g.lag, c.lag)
     delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
@@ -72,7 +74,7 @@ def replay(g: Graph, change: Change | None = None) -> Times:
     n = g.n
     start, end = [0] * n, [0] * n
     for i in range(n):
-        if anchored[i]:
+        if anchored[i] or i in pin:
             start[i] = t = recorded[i]
             end[i] = t + dur[i]
             continue
@@ -97,20 +99,25 @@ def replay(g: Graph, change: Change | None = None) -> Times:
 def windows(g: Graph, times: Times) -> dict[int | None, tuple[int, int, int]]:
     """Return per step its window under ``times``: (start, end, the node that ends it); a
     step runs from its start mark to the later of its end mark and the end of the device
-    work launched in it (docs/gaps.md, "--step"). A run without steps has one window, under
-    None: its first start to its last end."""
+    work launched in it (docs/gaps.md, "--step"); where several processes (ranks) record it,
+    from the first start to the last end. A run without steps has one window, under None:
+    its first start to its last end."""
     start, end = times.start, times.end
     if not g.marks:
         if not g.n:
             return {}
         last = max(range(g.n), key=lambda i: (end[i], i))
         return {None: (min(start), end[last], last)}
-    ends = {s: (start[b], b) for s, (a, b) in g.marks.items()}
+    ends = {s: max((start[b], b) for b in bs) for s, (_, bs) in g.marks.items()}
+    step = g.step
     for i in g.device_nodes():
-        s = g.step[i]
+        s = step[i]
         if s in ends and end[i] > ends[s][0]:
             ends[s] = (end[i], i)
-    return {s: (start[a], ends[s][0], ends[s][1]) for s, (a, _) in sorted(g.marks.items())}
+    return {
+        s: (min(start[a] for a in starts), ends[s][0], ends[s][1])
+        for s, (starts, _) in sorted(g.marks.items())
+    }
 
 
 def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
@@ -147,7 +154,7 @@ def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
         elif via == "chain":
             ok = add(e[p], v, "host" if g.kind[i] in HOST_NODES else "unexplained", i)
         else:
-            ok = add(s[p], v, "launch", i)
+            ok = add(s[p], v, "launch", p)  # the launch call's: it starts there
             at_end = False  # on from the launch call's start, not through its own time
         if not ok:
             break

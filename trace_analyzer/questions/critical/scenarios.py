@@ -17,14 +17,16 @@ from trace_analyzer.questions.critical.replay import Change
 
 @dataclass(frozen=True)
 class Scenario:
-    """One what-if: ``key`` (how it is asked for: ``host:REGEX`` …), ``fix`` (what to
-    change, in words), ``assumption``, the ``change`` and the nodes it ``touched``."""
+    """One what-if: ``key`` (how it is asked for: ``host:GLOB`` …), ``fix`` (what to
+    change, in words), ``assumption``, the ``change``, the nodes it ``touched`` and the
+    ``kinds`` of the critical path's segments on them that it changes (its evidence)."""
 
     key: str
     fix: str
     assumption: str
     change: Change
     touched: frozenset[int]
+    kinds: tuple[str, ...] = ()
 
 
 def host_time(g: Graph, ranges: pl.DataFrame, label: str, key: str) -> Scenario:
@@ -46,6 +48,7 @@ def host_time(g: Graph, ranges: pl.DataFrame, label: str, key: str) -> Scenario:
         "and the work they launch are unchanged",
         Change(gap=gap),
         frozenset(gap),
+        ("host",),
     )
 
 
@@ -113,6 +116,7 @@ def graphs(g: Graph, api: str) -> Scenario:
         "it too, so the saving is a lower bound); the work's own times are unchanged",
         Change(dur=dur, launch=launch, lag=lag),
         frozenset(launch) | frozenset(dur),
+        ("launch", "call"),
     )
 
 
@@ -126,6 +130,7 @@ def asynchronous(g: Graph, calls: set[int], name: str, key: str) -> Scenario:
         "a synchronize removed or moved after the step's work); what it launches still runs",
         Change(wait=wait),
         frozenset(wait),
+        ("sync",),
     )
 
 
@@ -138,6 +143,7 @@ def no_copy(g: Graph, copies: set[int], name: str, key: str) -> Scenario:
         "not needed); its launch call stays",
         Change(dur=dict.fromkeys(copies, 0)),
         frozenset(copies),
+        ("memory",),
     )
 
 
@@ -176,6 +182,7 @@ def fuse(g: Graph, ops: dict[int, str], regex: str, label: str, factor: float) -
         "the host nothing); a fused kernel's real time is not known from this trace",
         Change(dur=dur, launch=launch, delay=delay),
         frozenset(dur),
+        ("compute", "communication", "memory", "launch", "call", "unexplained"),
     )
 
 
