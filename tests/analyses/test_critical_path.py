@@ -180,3 +180,32 @@ def test_fixtures_replay_exactly():
         result = ta.critical(ta.load(Path(__file__).parents[2] / "fixtures" / name))
         assert result.steps["replay_error_pct"].max() == 0
         assert result.path["duration_ns"].sum() == result.steps["window_ns"].sum()
+
+
+def test_a_stream_wait_is_followed_to_the_work_it_waited_for(tmp_path):
+    """K1 runs on stream 7 (launched at 20, 35-135). The host records an event on stream 7
+    (cudaEventRecord, correlation 10, at 50), makes stream 20 wait for it
+    (cudaStreamWaitEvent, 11, at 60; Kineto's "Stream Wait Event" record names both) and
+    launches K2 on stream 20 at 70: K2 waits until K1 ends (135-175), after the step's mark
+    (170). The path: the host before L1 (0-20), L1's launch (20-35), K1, then K2 (not an
+    unexplained 50 µs after K2's launch)."""
+    wait = X("cuda_sync", "Stream Wait Event", 65, 1, correlation=11, wait_on_stream=7,
+             wait_on_cuda_event_record_corr_id=10, pid=0, tid=20, device=0, stream=20)
+    events = [
+        X("user_annotation", "ProfilerStep#1", 0, 170, **T),
+        launch("cudaLaunchKernel", 20, 10, 1),
+        X("kernel", "K1", 35, 100, correlation=1, **GPU),
+        launch("cudaEventRecord", 50, 5, 10),
+        launch("cudaStreamWaitEvent", 60, 5, 11),
+        wait,
+        launch("cudaLaunchKernel", 70, 10, 12),
+        X("kernel", "K2", 135, 40, correlation=12, pid=0, tid=20, device=0, stream=20),
+    ]  # fmt: skip
+    result = ta.critical(ta.load(write_trace(tmp_path / "t.json", kineto(events))))
+    path = result.path.sort("order")
+    got = [(r["kind"], r["name"], r["start_ns"] // US, r["end_ns"] // US)
+           for r in path.iter_rows(named=True)]  # fmt: skip
+    assert got == [
+        ("host", "until cudaLaunchKernel", 0, 20), ("launch", "cudaLaunchKernel", 20, 35),
+        ("compute", "K1", 35, 135), ("compute", "K2", 135, 175),
+    ]  # fmt: skip

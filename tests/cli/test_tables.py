@@ -61,7 +61,7 @@ def test_tables_writes_parquet_that_polars_reads_back_to_the_same_frames(run, tm
     want = {"events": p.events, "edges": p.edges, "chains": ta.chains(p).table,
             "gaps": g, "devices": ta.gaps(p).devices, "ops": ta.ops(p).main_frame()}
     manifest = json.loads((out / "tables.json").read_text())
-    assert manifest["traceana_version"] == ta.__version__ and manifest["schema_version"] == 3
+    assert manifest["traceana_version"] == ta.__version__ and manifest["schema_version"] == 4
     for name, frame in want.items():
         got = pl.read_parquet(out / f"{name}.parquet")
         if name == "gaps":  # and each gap's hint: gaps' own for its op, its cause, or general

@@ -69,8 +69,8 @@ from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
 # named by the real path, the spelling it was written under kept to respell a hit; 13: an
 # Explorer export's args_json kept only when args are asked for; 14: steps from the host's
 # ProfilerStep annotations only; 15: Neuron ranks from Explorer's worker_gid, an export's
-# steps taken per process).
-FORMAT = 15
+# steps taken per process; 16: a stream wait's awaited stream and event record, two columns).
+FORMAT = 16
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 

@@ -57,6 +57,8 @@ EVENTS_SCHEMA: dict[str, ColumnType] = {
     "external_id": pl.Int64,
     "seq_id": pl.Int64,  # nrt_sequence_id
     "exec_id": pl.Int64,
+    "wait_stream": pl.Int64,  # a stream wait's (cuda_sync): the stream of the event it waits on
+    "wait_record": pl.Int64,  # ... and the correlation of the call that recorded that event
     "flow_ids": pl.List(pl.Int64),
     "step": pl.Int64,  # the ProfilerStep#N the event falls in, if known
     "file": Text,  # the input file the row came from

@@ -45,12 +45,14 @@
 #define TOKEN_MAX 64  /* the longest number token converted to a double */
 
 /* The columns, in the raw table's order; the three texts hold indexes into names(). */
-enum { PH, CAT, NAME, PID, TID, TS, DUR, FLOW, DEVICE, STREAM, EXT, CORR, SEQ, EXEC, NCOL };
+enum { PH, CAT, NAME, PID, TID, TS, DUR, FLOW, DEVICE, STREAM, EXT, CORR, SEQ, EXEC, WSTREAM,
+       WRECORD, NCOL };
 /* Values a record holds until its end decides the columns: two spellings of two args. */
 enum { STREAM_ID = NCOL, EXT2, NSLOT };
 static const char *const COLUMN[NCOL] = {
     "ph",     "category", "name",   "pid",         "tid",         "ts",     "dur",
     "flow_id", "device",  "stream", "external_id", "correlation", "seq_id", "exec_id",
+    "wait_stream", "wait_record",
 };
 
 /* How a parse ends: done, out of bytes (the record goes on in the next block), or declined. */
@@ -668,6 +670,8 @@ static const Key ARGS[] = {
     {K("stream_id"), STREAM_ID, id},   {K("External id"), EXT, id},
     {K("external id"), EXT2, id},      {K("correlation"), CORR, id},
     {K("nrt_sequence_id"), SEQ, id},   {K("exec_id"), EXEC, id},
+    {K("wait_on_stream"), WSTREAM, id},
+    {K("wait_on_cuda_event_record_corr_id"), WRECORD, id},
     {NULL, 0, 0, NULL},
 };
 #undef K
@@ -997,6 +1001,7 @@ static int pair_order(const void *x, const void *y)
 static const char *const COLUMN_SPLIT[NCOL] = {
     "ph",      "category", "name",   "pid",         "tid",         "start_ns", "duration_ns",
     "flow_id", "device",   "stream", "external_id", "correlation", "seq_id",   "exec_id",
+    "wait_stream", "wait_record",
 };
 
 /* The kind of row's phase or category: kinds holds one byte per name, then the null's. */
@@ -1184,10 +1189,10 @@ done:
 
 /* --- out, through Arrow's C data interface (_arrow.h) ------------------------------------- */
 
-static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g",
-                                         "l", "l", "l", "l", "l", "l", "l"};
-static const char *const FORMAT_SPLIT[NCOL] = {"l", "l", "l", "l", "l", "l", "l",
-                                               "l", "l", "l", "l", "l", "l", "l"};
+static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g", "l",
+                                         "l", "l", "l", "l", "l", "l", "l", "l"};
+static const char *const FORMAT_SPLIT[NCOL] = {"l", "l", "l", "l", "l", "l", "l", "l",
+                                               "l", "l", "l", "l", "l", "l", "l", "l"};
 
 static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
 {

@@ -21,8 +21,10 @@ ARG_COLUMNS = {
     "correlation": "correlation",
     "nrt_sequence_id": "seq_id",
     "exec_id": "exec_id",
+    "wait_on_stream": "wait_stream",
+    "wait_on_cuda_event_record_corr_id": "wait_record",
 }
-LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id")
+LINK_COLUMNS = ("external_id", "correlation", "seq_id", "exec_id", "wait_stream", "wait_record")
 
 
 # The columns both paths reduce a trace to, before labelling: one row per record.

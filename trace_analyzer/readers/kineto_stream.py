@@ -245,6 +245,8 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Par
         i64(a.field("correlation")).alias("correlation"),
         i64(a.field("nrt_sequence_id")).alias("seq_id"),
         i64(a.field("exec_id")).alias("exec_id"),
+        i64(a.field("wait_on_stream")).alias("wait_stream"),
+        i64(a.field("wait_on_cuda_event_record_corr_id")).alias("wait_record"),
         (pl.col("args_json") if keep_args else pl.lit(None, pl.String)).alias("args_json"),
     )
     return table, held

@@ -18,6 +18,9 @@ device. Each node starts at the latest of its recorded dependencies, plus its ow
   blocking copy, a Neuron execution the runtime waited on), or, for a synchronize, the
   latest work of its process launched before it that ended inside it.
 
+- ``cross``: for device work, the work on another stream that a recorded stream wait held
+  it for has ended (``_stream_waits``).
+
 ``delay`` is what the recorded dependencies leave unexplained: the node's start less the
 latest of them, as recorded. With every duration, gap and lag as recorded, the replay gives
 every node its recorded times exactly. A dependency that would end after the node started
@@ -58,10 +61,11 @@ class Graph:
     ``return``, or the device work's kind), ``name``, ``lane`` (its thread's or device
     lane's name), ``pid``, ``tid``, recorded ``start``/``end``, ``dur`` (its own time: a
     waiting call's is its return, ``tail``), the dependencies (``chain`` with ``gap``,
-    ``launch`` with ``lag``, ``wait`` with ``tail``; -1 where none), ``delay``, ``anchored``
-    (no dependency: it keeps its recorded start), ``step`` (a device node's launching step,
-    a mark's step), ``call`` (a return's call) and ``marks``: per step, its start marks' and
-    its end marks' nodes (one each per process that recorded it: the ranks of a run).
+    ``launch`` with ``lag``, ``wait`` with ``tail``, ``cross``; -1 where none), ``delay``,
+    ``anchored`` (no dependency: it keeps its recorded start), ``step`` (a device node's
+    launching step, a mark's step), ``call`` (a return's call) and ``marks``: per step, its
+    start marks' and its end marks' nodes (one each per process that recorded it: the ranks
+    of a run).
     ``latency_ns``: the launch latency used as ``lag`` on the device."""
 
     event: list[int]
@@ -78,6 +82,7 @@ class Graph:
     launch: list[int]
     lag: list[int]
     wait: list[int]
+    cross: list[int]
     tail: list[int]
     delay: list[int]
     anchored: list[bool]
@@ -135,8 +140,9 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
     window of its process whose span holds its launch call's start, else its own start)."""
     rows = events.filter(on_device(events) & (pl.col("end_ns") > pl.col("start_ns")))
     rows = rows.select(
-        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns", kind=kind_of(rows)
-    )
+        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns", "device", "stream",
+        kind=kind_of(rows),
+    )  # fmt: skip
     launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
         event_id="dst", launch="src"
     )
@@ -166,8 +172,10 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
         )
         .with_columns(step=pl.when(pl.col("launched_ns") <= pl.col("w1")).then(pl.col("step")))
     )
+    waits = _stream_waits(events, rows)
     return (
-        rows.drop("launched_ns", "w0", "w1")
+        rows.drop("w0", "w1", "device", "stream", "launched_ns")
+        .join(waits, on="event_id", how="left")
         .with_columns(
             pl.col("name", "lane").cast(pl.String),
             level=pl.lit(LEVEL["device"]),
@@ -175,6 +183,47 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
             seq=pl.lit(0, pl.Int64),
         )
         .with_columns(chain_key=pl.col("chain_key").cast(pl.String))
+    )
+
+
+def _stream_waits(events: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
+    """Per piece of device work that a recorded stream wait held, the work it waited for
+    (``cross_event``): a stream wait (Kineto's ``cuda_sync`` "Stream Wait Event") holds the
+    first work launched on its stream after its ``cudaStreamWaitEvent`` call until the event
+    recorded on ``wait_stream`` (by the call ``wait_record`` names) is reached: the end of
+    the last work launched on that stream before the recording call. Of several, the one
+    that ends last."""
+    waits = events.filter(pl.col("wait_record").is_not_null() & pl.col("stream").is_not_null())
+    if not waits.height:
+        return pl.DataFrame(schema={"event_id": pl.Int64, "cross_event": pl.Int64})
+    calls = events.filter(pl.col("lane_kind") == "runtime").select("pid", "correlation", "start_ns")
+    waits = (
+        waits.select("pid", "device", "stream", "wait_stream", "wait_record", "correlation")
+        .join(calls.rename({"start_ns": "waited_ns"}), on=["pid", "correlation"])
+        .join(
+            calls.rename({"correlation": "wait_record", "start_ns": "recorded_ns"}),
+            on=["pid", "wait_record"],
+        )  # fmt: skip
+    )
+    on = work.select("pid", "device", "stream", "event_id", "end_ns", "launched_ns").sort(
+        "launched_ns"
+    )
+    awaited = waits.sort("recorded_ns").join_asof(
+        on.rename({"stream": "wait_stream", "event_id": "cross_event", "end_ns": "cross_end"}),
+        left_on="recorded_ns", right_on="launched_ns", by=["pid", "device", "wait_stream"],
+        strategy="backward", check_sortedness=False,
+    )  # fmt: skip
+    held = awaited.drop("launched_ns").sort("waited_ns").join_asof(
+        on.select("pid", "device", "stream", "event_id", "launched_ns"),
+        left_on="waited_ns", right_on="launched_ns", by=["pid", "device", "stream"],
+        strategy="forward", check_sortedness=False,
+    )  # fmt: skip
+    return (
+        held.drop_nulls(["event_id", "cross_event"])
+        .sort("cross_end")
+        .group_by("event_id")
+        .last()
+        .select("event_id", "cross_event")
     )
 
 
@@ -337,6 +386,7 @@ def _linked(nodes: pl.DataFrame) -> Graph:
         "chain": pl.col("c_p0") + pl.col("c_pdur") + pl.col("gap"),
         "launch": pl.col("l_p0") + pl.col("lag"),
         "wait": pl.col("w_p0") + pl.col("w_pdur") + pl.col("tail"),
+        "cross": pl.col("x_p0") + pl.col("x_pdur"),
     }
     held = {k: pl.col(k).is_not_null() & (v <= pl.col("start_ns")) for k, v in found.items()}
     nodes = nodes.with_columns(**{k: pl.when(held[k]).then(pl.col(k)) for k in found})
@@ -353,11 +403,11 @@ def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
     index = nodes.select("event_id", "node").drop_nulls("event_id")
     at = {"node": "pred", "start_ns": "p0", "dur": "pdur", "kind": "pkind", "chain_key": "pkey"}
     pred = nodes.select(*at).rename(at)
-    for key in ("launch", "wait", "call"):
+    for key in ("launch", "wait", "call", "cross"):
         nodes = nodes.join(
             index.rename({"event_id": f"{key}_event", "node": key}), on=f"{key}_event", how="left"
         )
-    for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_")):
+    for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_"), ("cross", "x_")):
         nodes = nodes.join(
             pred.rename({k: f"{prefix}{k}" for k in pred.columns}),
             left_on=key, right_on=f"{prefix}pred", how="left",
@@ -402,6 +452,7 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
         launch=ints("launch"),
         lag=ints("lag", 0),
         wait=ints("wait"),
+        cross=ints("cross"),
         tail=ints("tail", 0),
         delay=ints("delay", 0),
         anchored=nodes["anchored"].to_list(),

@@ -8,8 +8,8 @@ with none, every node gets its recorded times back.
 
 The critical path of a window is walked back from the node that ends it: through each
 node's own time, then the dependency that started it (the latest one; on a tie a wait, then
-the thread or lane, then the launch), each step back a **segment**, until the window's
-start. The segments tile the window: their times add up to it.
+a stream wait's, then the thread or lane, then the launch), each step back a **segment**,
+until the window's start. The segments tile the window: their times add up to it.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def replay(g: Graph, change: Change | None = None, pin: frozenset[int] = frozens
     c = change or Change()
     dur, gap, lag = _with(g.dur, c.dur), _with(g.gap, c.gap), _with(g.lag, c.lag)
     delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
-    chain, tail, anchored, recorded = g.chain, g.tail, g.anchored, g.start
+    chain, cross, tail, anchored, recorded = g.chain, g.cross, g.tail, g.anchored, g.start
     n = g.n
     start, end = [0] * n, [0] * n
     for i in range(n):
@@ -88,6 +88,9 @@ def replay(g: Graph, change: Change | None = None, pin: frozenset[int] = frozens
         p = launch[i]
         if p >= 0 and start[p] + lag[i] > t:
             t = start[p] + lag[i]
+        p = cross[i]
+        if p >= 0 and end[p] > t:
+            t = end[p]
         if t == -(1 << 62):  # a change took its last dependency: it keeps its start
             t = recorded[i] - delay[i]
         t += delay[i]
@@ -151,6 +154,8 @@ def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
             break
         if via == "wait":
             ok = add(e[p], v, "sync", i)
+        elif via == "cross":
+            ok = True  # on to the work on the other stream that the stream wait held it for
         elif via == "chain":
             ok = add(e[p], v, "host" if g.kind[i] in HOST_NODES else "unexplained", i)
         else:
@@ -175,6 +180,9 @@ def _binding(g: Graph, times: Times, i: int) -> tuple[int, str, int]:
     p = times.wait[i]
     if p >= 0:
         best, via, v = p, "wait", e[p] + g.tail[i]
+    p = g.cross[i]
+    if p >= 0 and e[p] > v:
+        best, via, v = p, "cross", e[p]
     p = g.chain[i]
     if p >= 0 and e[p] + times.gap[i] > v:
         best, via, v = p, "chain", e[p] + times.gap[i]

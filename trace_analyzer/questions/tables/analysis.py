@@ -20,7 +20,7 @@ from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.gaps.hints import cause_hint
 from trace_analyzer.questions.ops.analysis import ops
 
-SCHEMA_VERSION = 3  # raised when a column of a table changes (docs/tables.md)
+SCHEMA_VERSION = 4  # raised when a column of a table changes (docs/tables.md)
 NAMES = ("events", "edges", "chains", "gaps", "devices", "ops")  # one file each: NAME.parquet
 
 _I, _S, _B = pl.Int64(), pl.String(), pl.Boolean()
