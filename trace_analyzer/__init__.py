@@ -147,15 +147,17 @@ def load_runs(
 def export(
     profile: Profile, output: str | Path | None = None, *, source: str | None = None
 ) -> dict[str, Any]:
-    """Return one run as a Chrome/Perfetto trace document, with its links and gaps drawn in.
+    """Return one run as a Chrome/Perfetto trace document, with its links, gaps and critical
+    path drawn in.
 
     ``output``: also write it there (``.json``, or ``.json.gz`` compressed). ``source``: the
     trace's name (default: the run's root). Load with ``args=True`` to keep the events' args.
     """
+    from trace_analyzer.questions.critical.analysis import critical
     from trace_analyzer.questions.export import perfetto
     from trace_analyzer.questions.gaps.analysis import gaps
 
-    doc = perfetto.build(profile, gaps(profile), source=source)
+    doc = perfetto.build(profile, gaps(profile), source=source, critical=critical(profile))
     if output is not None:
         perfetto.write(doc, Path(output))
     return doc

@@ -28,8 +28,9 @@ NAIVE = FIXTURES / "rmsnorm_naive"
 OVERLAP = re.compile(r" \(overlap \d+\)$")
 GAPS_SUFFIX = " gaps"
 # What the export adds beside the run's events: its gaps, and its summary on a track of its own.
-ADDED = ("traceana_gap", "traceana_summary")
+ADDED = ("traceana_gap", "traceana_summary", "traceana_critical")
 SUMMARY_THREAD = "traceana summary"
+CRITICAL_THREAD = "traceana critical path"
 
 _EXPORTS: dict[str, dict] = {}
 
@@ -172,7 +173,7 @@ def test_one_thread_per_lane_named_by_its_label(exported):
     procs, threads = names(doc)
     lanes = set(events["lane"].unique().to_list())
     event_threads = {v for v in threads.values()
-                     if not v.endswith(GAPS_SUFFIX) and v != SUMMARY_THREAD}
+                     if not v.endswith(GAPS_SUFFIX) and v not in (SUMMARY_THREAD, CRITICAL_THREAD)}
     assert {OVERLAP.sub("", v) for v in event_threads} == lanes
     assert lanes <= event_threads  # each lane has a thread bearing exactly its label
     # every slice sits on its own lane's thread (or one of its overlap threads)
@@ -216,7 +217,8 @@ def test_sort_indexes_put_framework_then_runtime_then_hardware(exported):
 
     lane_rank = {r["lane"]: rank(r["lane_kind"]) for r in kinds.iter_rows(named=True)}
     t_index, p_index = sort_index(doc, "thread"), sort_index(doc, "process")
-    lanes = {pt: name for pt, name in threads.items() if name != SUMMARY_THREAD}
+    lanes = {pt: name for pt, name in threads.items()
+             if name != SUMMARY_THREAD and not name.startswith(CRITICAL_THREAD)}
     assert set(t_index) == set(lanes)
     assert set(p_index) == {pid for pid, name in names(doc)[0].items() if name != "traceana"}
     placed = sorted(lanes, key=lambda pt: (p_index[pt[0]], t_index[pt]))

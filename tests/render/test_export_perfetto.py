@@ -104,12 +104,16 @@ def test_each_lane_is_a_track_with_its_events_and_its_gaps_beside_it(loaded):
     hardware = dict(profile.events.filter(pl.col("lane_kind") == "hardware")
                     .select("lane", device_of(pl.col("lane")).alias("device"))
                     .unique().iter_rows())
-    got, got_gaps, summary = Counter(), Counter(), 0
+    got, got_gaps, summary, critical = Counter(), Counter(), 0, 0
     for r in slices_per_thread(tp):
         thread, process = r["thread"], r["process"]
         if thread == "traceana summary":
             assert process == "traceana"
             summary += r["n"]
+            continue
+        if thread.startswith("traceana critical path"):
+            assert process == "traceana"
+            critical += r["n"]
             continue
         if thread.endswith(" gaps"):
             got_gaps[thread.removesuffix(" gaps")] += r["n"]
@@ -124,6 +128,7 @@ def test_each_lane_is_a_track_with_its_events_and_its_gaps_beside_it(loaded):
     assert got == want
     assert got_gaps == want_gaps
     assert summary == (gaps.window is not None)
+    assert critical == ta.critical(profile).path.height  # every segment of the path a slice
 
 
 def test_gaps_carry_cause_evidence_and_hint_and_the_summary_its_totals(loaded):

@@ -454,10 +454,11 @@ def test_in_a_browser_the_page_loads_and_shows_its_plots(pages, tmp_path):
     assert attrs.get("data-ready") == "yes"  # the inline script ran to its end
     # every plot laid out: 5 with the roofline (NAIVE has a device-profile export)
     assert attrs["data-images"] == attrs["data-images-loaded"] == "5"
-    # every JSON block parsed (ranks, kernels, launches, and engines: NAIVE's device profile)
-    assert attrs["data-json-blocks"] == "10"
+    # every JSON block parsed (critical, ranks, kernels, launches, and engines: NAIVE's
+    # device profile)
+    assert attrs["data-json-blocks"] == "11"
     assert attrs["data-timelines"] == "2" and "data-errors" not in attrs
-    assert len(re.findall(r'<a [^>]*download="', dom)) == 10
+    assert len(re.findall(r'<a [^>]*download="', dom)) == 11
     srcs = re.findall(r'<img [^>]*src="([^"]*)"', dom)
     assert len(srcs) == 5
     for src in srcs:

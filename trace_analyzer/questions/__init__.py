@@ -105,6 +105,12 @@ QUESTIONS: list[Question] = [
         ("critical", "CriticalResult", "Asked"),
         {_q("critical.analysis:CriticalResult"): _q("critical.text:critical_layout")},
         answers=True,
+        report=Part(
+            _q("critical.analysis:critical"), _q("critical.html:critical_section"),
+            "traceana critical {path} --format json",
+            markdown=_q("critical.text_report:critical_markdown"),
+            cuts=("path", "kinds", "steps"), order=0,
+        ),
     ),
     Question(
         "diff", "Compare two sides (BASE, then HEAD): window, device time, idle, gaps, ops, "

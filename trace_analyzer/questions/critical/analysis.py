@@ -18,6 +18,7 @@ from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.intervals import innermost
+from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
 from trace_analyzer.questions.critical.graph import STEP_MARK, Graph, build
 from trace_analyzer.questions.critical.replay import Times, path, replay, windows
@@ -83,6 +84,7 @@ class CriticalResult(RunResult):
     def to_json(self) -> dict[str, Any]:
         return {
             "root": self.root,
+            "verdict": self.verdict,
             "window": self.window,
             "latency_ns": self.latency_ns,
             "fixes": self.fixes.to_dicts(),
@@ -100,6 +102,12 @@ class CriticalResult(RunResult):
         """The mean window (step) time, ns."""
         return None if not self.steps.height else float(self.steps["window_ns"].mean())  # type: ignore[arg-type]
 
+    @property
+    def verdict(self) -> str:
+        """The sentence every output opens with: the fix that saves the most per step."""
+        return verdict(self.fixes.to_dicts(), self.steps.height, self.window is not None or (
+            self.steps.height > 0 and self.steps["step"].null_count() > 0))  # fmt: skip
+
     def summary_rows(self) -> list[tuple[str, object]]:
         top = self.fixes.head(1).to_dicts()
         return [
@@ -112,6 +120,23 @@ class CriticalResult(RunResult):
 
     def __repr__(self) -> str:
         return frame_repr("CriticalResult", run=self.root, path=self.path, fixes=self.fixes)
+
+
+def verdict(fixes: list[dict[str, Any]], windows: int, not_steps: bool) -> str:
+    """The sentence a pull request comment opens with, from the ranked ``fixes`` (their
+    rows): the fix that saves the most, per step (per window where the ``windows`` are
+    ``not_steps``: annotations, or the whole run)."""
+    if not windows:
+        return "no window to replay: the run holds no work"
+    saving = [f for f in fixes if f["saved_ns"] > 0]
+    if not saving:
+        return "no fix replayed here shortens the step: see the critical path"
+    top = saving[0]
+    per = "per window" if not_steps else "per step"
+    return (
+        f"{top['fix']} saves ~{duration(top['saved_ns'])} {per} "
+        f"({percent(top['saved_pct'])} of {duration(top['step_ns'])})"
+    )
 
 
 def critical(
@@ -132,7 +157,7 @@ def critical(
     own = _own_time(profile.keyed, threads, window)
     segs = _labelled(segs, own)
     scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
-    fixes = _ranked(g, scenarios, spans, segs)
+    fixes = _ranked(g, scenarios, base, segs)
     return CriticalResult(
         root=str(profile.root),
         window=window,
@@ -177,11 +202,7 @@ def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
             cols["kind"].append(kind)
             cols["node"].append(node)
     table = pl.DataFrame(cols, schema={k: PATH_COLUMNS[k] for k in cols})
-    nodes = pl.DataFrame(
-        {"name": g.name, "lane": g.lane, "pid": g.pid, "tid": g.tid, "event_id": g.event},
-        schema={k: PATH_COLUMNS[k] for k in ("name", "lane", "pid", "tid", "event_id")},
-    )
-    at = nodes[table["node"]]
+    at = g.table.select("name", "lane", "pid", "tid", "event_id")[table["node"]]
     host = pl.col("kind") == "host"
     return (
         pl.concat([table, at], how="horizontal")
@@ -189,7 +210,6 @@ def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
             duration_ns=pl.col("end_ns") - pl.col("start_ns"),
             name=pl.when(host).then(pl.format("until {}", "name")).otherwise("name"),
             label=pl.lit(None, pl.String),
-            event_id=pl.when(pl.col("event_id") >= 0).then("event_id"),
         )
         .select(list(PATH_COLUMNS))
     )
@@ -284,10 +304,10 @@ def _candidates(
         mine = own.filter(pl.col("label") == label)
         out.append(what.host_time(g, mine, f"`{label}` (its own time)", f"host:{label}"))
     for name in _top(segs, "name", "sync"):
-        calls = {g.call[i] for i in range(g.n) if g.kind[i] == "return" and g.name[i] == name}
+        calls = set(_named(g, "return", f"^{re.escape(name)}$")["call"].to_list())
         out.append(what.asynchronous(g, calls, f"`{name}`", f"sync:{name}"))
     for name in _top(segs, "name", "memory"):
-        copies = {i for i in g.device_nodes() if g.kind[i] == "memory" and g.name[i] == name}
+        copies = set(_named(g, "memory", f"^{re.escape(name)}$")["node"].to_list())
         out.append(what.no_copy(g, copies, f"`{name}`", f"copy:{name}"))
     api = _graph_api(events)
     if api and segs.filter(pl.col("kind").is_in(["launch", "call", "host"])).height:
@@ -336,16 +356,12 @@ def _asked(g: Graph, profile: Profile, asked: Asked, notes: list[str]) -> list[w
         ranges = _ranges(profile.keyed, glob_regex(asked.host))
         out.append(what.host_time(g, ranges, f"`{asked.host}`", f"host:{asked.host}"))
     if asked.sync:
-        wanted = re.compile(glob_regex(asked.sync))
-        calls = {
-            g.call[i] for i in range(g.n) if g.kind[i] == "return" and wanted.search(g.name[i])
-        }
+        calls = set(_named(g, "return", glob_regex(asked.sync))["call"].to_list())
         out.append(what.asynchronous(g, calls, f"`{asked.sync}`", f"sync:{asked.sync}"))
         if not calls:
             notes.append(f"no call matching `{asked.sync}` waited for the device")
     if asked.copy:
-        wanted = re.compile(glob_regex(asked.copy))
-        copies = {i for i in g.device_nodes() if g.kind[i] == "memory" and wanted.search(g.name[i])}
+        copies = set(_named(g, "memory", glob_regex(asked.copy))["node"].to_list())
         out.append(what.no_copy(g, copies, f"`{asked.copy}`", f"copy:{asked.copy}"))
         if not copies:
             notes.append(f"no device copy matches `{asked.copy}`")
@@ -356,6 +372,11 @@ def _asked(g: Graph, profile: Profile, asked: Asked, notes: list[str]) -> list[w
             notes.append(f"no device work of an op matching `{asked.fuse}`: nothing to fuse")
         out.append(what.fuse(g, ops, regex, f"`{asked.fuse}`", asked.factor))
     return out
+
+
+def _named(g: Graph, kind: str, regex: str) -> pl.DataFrame:
+    """The nodes of ``kind`` whose name matches ``regex``."""
+    return g.table.filter((pl.col("kind") == kind) & pl.col("name").str.contains(regex))
 
 
 def _ops(g: Graph, profile: Profile) -> dict[int, str]:
@@ -394,10 +415,11 @@ def _device_time(g: Graph, dur: list[int], spans: Spans, skip: frozenset[int]) -
 
 
 def _ranked(
-    g: Graph, scenarios: list[what.Scenario], spans: Spans, segs: pl.DataFrame
+    g: Graph, scenarios: list[what.Scenario], recorded: Times, segs: pl.DataFrame
 ) -> pl.DataFrame:
     """Each what-if replayed: the mean window it leaves, what it saves, its evidence."""
-    base = _period(g, replay(g), frozenset())
+    spans = windows(g, recorded)
+    base = _period(g, recorded, frozenset())
     rows = []
     for sc in scenarios:
         times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))

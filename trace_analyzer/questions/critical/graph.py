@@ -58,24 +58,18 @@ class Graph:
     """The nodes of one run, numbered in an order in which every dependency comes first
     (by recorded start, then end, then ``LEVEL``). Per node (lists, for the replay): the
     event it is (``event``; -1 for marks and returns), ``kind`` (``call``, ``mark``,
-    ``return``, or the device work's kind), ``name``, ``lane`` (its thread's or device
-    lane's name), ``pid``, ``tid``, recorded ``start``/``end``, ``dur`` (its own time: a
+    ``return``, or the device work's kind), recorded ``start``, ``dur`` (its own time: a
     waiting call's is its return, ``tail``), the dependencies (``chain`` with ``gap``,
     ``launch`` with ``lag``, ``wait`` with ``tail``, ``cross``; -1 where none), ``delay``,
     ``anchored`` (no dependency: it keeps its recorded start), ``step`` (a device node's
-    launching step, a mark's step), ``call`` (a return's call) and ``marks``: per step, its
+    launching step, a mark's step), ``call`` (a return's call); ``marks``: per step, its
     start marks' and its end marks' nodes (one each per process that recorded it: the ranks
-    of a run).
-    ``latency_ns``: the launch latency used as ``lag`` on the device."""
+    of a run); ``latency_ns``: the launch latency used as ``lag`` on the device; ``table``:
+    the nodes as a table (``TABLE``: their names, lanes, threads, ids; null where none)."""
 
     event: list[int]
     kind: list[str]
-    name: list[str]
-    lane: list[str]
-    pid: list[int]
-    tid: list[int]
     start: list[int]
-    end: list[int]
     dur: list[int]
     chain: list[int]
     gap: list[int]
@@ -90,7 +84,9 @@ class Graph:
     call: list[int]
     marks: dict[int, tuple[list[int], list[int]]]
     latency_ns: int
+    table: pl.DataFrame
     _devices: list[int] | None = None
+    _by_step: dict[int | None, list[int]] | None = None
 
     @property
     def n(self) -> int:
@@ -102,21 +98,30 @@ class Graph:
             self._devices = [i for i, k in enumerate(self.kind) if k not in HOST_NODES]
         return self._devices
 
+    def by_step(self) -> dict[int | None, list[int]]:
+        """The device nodes per step they were launched in (found once)."""
+        if self._by_step is None:
+            out: dict[int | None, list[int]] = {}
+            step = self.step
+            for i in self.device_nodes():
+                out.setdefault(step[i], []).append(i)
+            self._by_step = out
+        return self._by_step
+
+    def returns(self) -> list[int]:
+        """The return nodes."""
+        return [i for i, k in enumerate(self.kind) if k == "return"]
+
     def frame(self) -> pl.DataFrame:
-        """The nodes as a table: node, event_id, kind, name, pid, tid, start_ns, end_ns,
-        chain, gap, launch, wait, step (null where none)."""
-        out = pl.DataFrame(
-            {
-                "node": range(self.n), "event_id": self.event, "kind": self.kind,
-                "name": self.name, "pid": self.pid, "tid": self.tid, "start_ns": self.start,
-                "end_ns": self.end, "chain": self.chain, "gap": self.gap,
-                "launch": self.launch, "wait": self.wait, "call": self.call,
-                "step": pl.Series(self.step, dtype=pl.Int64),
-            },
-            schema_overrides={"node": pl.Int64, "kind": pl.String, "name": pl.String},
-        )  # fmt: skip
-        ids = ["event_id", "chain", "launch", "wait", "call"]
-        return out.with_columns(pl.when(pl.col(c) >= 0).then(pl.col(c)).alias(c) for c in ids)
+        """The nodes as a table (``TABLE``)."""
+        return self.table
+
+
+# The node table's columns (Graph.table).
+TABLE = (
+    "node", "event_id", "kind", "name", "lane", "pid", "tid", "start_ns", "end_ns", "chain",
+    "gap", "launch", "wait", "call", "step",
+)  # fmt: skip
 
 
 def build(profile: Profile, window: str | None = None) -> Graph:
@@ -440,12 +445,7 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
     return Graph(
         event=ints("event_id"),
         kind=nodes["kind"].to_list(),
-        name=nodes["name"].to_list(),
-        lane=nodes["lane"].to_list(),
-        pid=ints("pid"),
-        tid=ints("tid"),
         start=ints("start_ns"),
-        end=ints("end_ns"),
         dur=ints("dur", 0),
         chain=ints("chain"),
         gap=ints("gap", 0),
@@ -460,4 +460,10 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
         call=ints("call"),
         marks={s: (a, b) for s, (a, b) in marks.items() if a and b},
         latency_ns=latency,
+        table=nodes.select(
+            pl.col("node").cast(pl.Int64),
+            *TABLE[1:3],
+            pl.col("name", "lane").cast(pl.String),
+            *TABLE[5:],
+        ),
     )

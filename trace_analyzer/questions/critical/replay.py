@@ -112,11 +112,11 @@ def windows(g: Graph, times: Times) -> dict[int | None, tuple[int, int, int]]:
         last = max(range(g.n), key=lambda i: (end[i], i))
         return {None: (min(start), end[last], last)}
     ends = {s: max((start[b], b) for b in bs) for s, (_, bs) in g.marks.items()}
-    step = g.step
-    for i in g.device_nodes():
-        s = step[i]
-        if s in ends and end[i] > ends[s][0]:
-            ends[s] = (end[i], i)
+    for s, nodes in g.by_step().items():
+        if s in ends:
+            last = max(nodes, key=end.__getitem__)
+            if end[last] > ends[s][0]:
+                ends[s] = (end[last], last)
     return {
         s: (min(start[a] for a in starts), ends[s][0], ends[s][1])
         for s, (starts, _) in sorted(g.marks.items())

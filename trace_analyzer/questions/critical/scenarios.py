@@ -105,7 +105,7 @@ def graphs(g: Graph, api: str) -> Scenario:
         if p != head:
             launch[i], lag[i] = head, g.latency_ns
         calls.add(p)
-    waiting = {g.call[i] for i in range(g.n) if g.kind[i] == "return"}
+    waiting = {g.call[i] for i in g.returns()}
     dur = {c: 0 for c in calls - waiting - set(first.values())}
     return Scenario(
         "graphs",
@@ -122,7 +122,7 @@ def graphs(g: Graph, api: str) -> Scenario:
 
 def asynchronous(g: Graph, calls: set[int], name: str, key: str) -> Scenario:
     """The returns of ``calls`` (waiting calls named ``name``) no longer wait for the device."""
-    wait = {i: NONE for i in range(g.n) if g.kind[i] == "return" and g.call[i] in calls}
+    wait = {i: NONE for i in g.returns() if g.call[i] in calls}
     return Scenario(
         key,
         f"make {name} asynchronous",
@@ -156,7 +156,8 @@ def fuse(g: Graph, ops: dict[int, str], regex: str, label: str, factor: float) -
     delay: dict[int, int] = {}
     head, total, last = NONE, 0, NONE
     runs: list[tuple[int, int]] = []
-    for i in sorted(g.device_nodes(), key=lambda i: (g.lane[i], i)):
+    device = g.table.filter(~pl.col("kind").is_in(HOST_NODES)).sort("lane", "node")
+    for i in device["node"].to_list():
         joined = wanted.search(ops.get(i, "")) is not None
         if joined and head != NONE and g.chain[i] == last:
             total += g.dur[i]
@@ -171,7 +172,7 @@ def fuse(g: Graph, ops: dict[int, str], regex: str, label: str, factor: float) -
     for h, t in runs:
         dur[h] = round(factor * t)
     calls = {g.launch[i] for i in launch if g.launch[i] != NONE}
-    waiting = {g.call[i] for i in range(g.n) if g.kind[i] == "return"}
+    waiting = {g.call[i] for i in g.returns()}
     dur.update(dict.fromkeys(calls - waiting, 0))
     times = "their summed time" if factor == 1 else f"{factor:g} × their summed time"
     return Scenario(

@@ -28,25 +28,10 @@ KINDS = (
 )  # fmt: skip
 
 
-def verdict(result: CriticalResult) -> str:
-    """The sentence a PR comment opens with: the fix that saves the most per step."""
-    saving = result.fixes.filter(pl.col("saved_ns") > 0).head(1).to_dicts()
-    if not result.steps.height:
-        return "no window to replay: the run holds no work"
-    if not saving:
-        return "no fix replayed here shortens the step: see the critical path below"
-    top = saving[0]
-    per = "per step" if result.steps["step"].null_count() == 0 else "per window"
-    return (
-        f"{top['fix']} saves ~{duration(top['saved_ns'])} {per} "
-        f"({percent(top['saved_pct'])} of {duration(top['step_ns'])})"
-    )
-
-
 def critical_layout(result: CriticalResult, style: Style, view: View) -> list[Block]:
     """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
     blocks: list[Block] = [heading(f"critical path: {shown(result.root, style)}", style), ""]
-    blocks.append(shown(verdict(result), style))
+    blocks.append(shown(result.verdict, style))
     if result.notes:
         blocks += ["", Items("notes", [shown(n, style) for n in result.notes], noun="notes")]
     if not result.steps.height:

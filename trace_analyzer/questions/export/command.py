@@ -23,10 +23,12 @@ def export(path: Path, output: Path, loading: Loading) -> None:
     Example:
         traceana export ./profile_out -o annotated.json
     """
+    from trace_analyzer.questions.critical.analysis import critical
     from trace_analyzer.questions.export import perfetto
 
     profile = loading.one(path, args=True)
-    doc = perfetto.build(profile, loading.cache.gaps(profile), source=str(path))
+    gaps = loading.cache.gaps(profile)
+    doc = perfetto.build(profile, gaps, source=str(path), critical=critical(profile))
     with writing(output):
         perfetto.write(doc, output)
     n = doc["traceana"]

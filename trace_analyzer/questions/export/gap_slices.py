@@ -5,12 +5,14 @@ Each gap is a slice named by its cause on a track ``<lane> gaps`` beside its har
 evidence and its hint (``questions.tables.analysis.gap_rows``) in its args; the run's summary (what
 ``traceana gaps`` totals) is one slice over the measured window, on a track of its own in a process
 ``traceana``, with the totals and the hints in its args: the Perfetto UI shows them when the slice
-is selected, and SQL reads them from ``args`` (docs/graph.md)."""
+is selected, and SQL reads them from ``args`` (docs/graph.md). Each window's critical path
+(``traceana critical``) is a track of that process, one slice per segment."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from trace_analyzer.questions.critical.analysis import CriticalResult
 from trace_analyzer.questions.export.flows import us
 from trace_analyzer.questions.gaps.analysis import GapsResult
 
@@ -71,3 +73,41 @@ def summary_track(result: GapsResult, pid: int, tid: int, base: int) -> list[dic
             "args": args,
         }
     ]
+
+
+CRITICAL_CAT = "traceana_critical"
+CRITICAL = "traceana critical path"
+
+
+def critical_track(result: CriticalResult, pid: int, tid: int, base: int) -> list[dict[str, Any]]:
+    """Return the tracks ``traceana critical path`` in the process ``traceana`` (from ``tid``
+    on): each segment of every window's critical path as a slice named ``<kind>: <name>``,
+    with its kind, name, label, lane, step and event in its args; the verdict and the ranked
+    fixes in the args of the first slice. A window's segments tile it; windows that overlap
+    (a device running behind its host) go on tracks of their own, ``(overlap N)``, each on the
+    first whose last window has ended."""
+    rows = result.path.to_dicts()
+    if not rows:
+        return []
+    lanes: list[int] = []  # per track, the end of its last window
+    track: dict[Any, int] = {}
+    for w in result.steps.sort("start_ns").iter_rows(named=True):
+        free = next((k for k, end in enumerate(lanes) if end <= w["start_ns"]), len(lanes))
+        lanes[free : free + 1] = [w["end_ns"]]
+        track[w["step"]] = free
+    out: list[dict[str, Any]] = [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + k,
+         "args": {"name": CRITICAL + (f" (overlap {k})" if k else "")}}
+        for k in range(len(lanes))
+    ]  # fmt: skip
+    for r in rows:
+        args = {k: r[k] for k in ("kind", "name", "label", "lane", "step", "event_id")}
+        out.append({
+            "ph": "X", "cat": CRITICAL_CAT, "name": f"{r['kind']}: {r['name']}", "pid": pid,
+            "tid": tid + track[r["step"]], "ts": us(r["start_ns"] - base),
+            "dur": us(r["duration_ns"]), "args": args,
+        })  # fmt: skip
+    fixes = [{k: f[k] for k in ("rank", "fix", "saved_ns", "saved_pct", "assumption")}
+             for f in result.fixes.to_dicts()]  # fmt: skip
+    out[len(lanes)]["args"] |= {"verdict": result.verdict, "fixes": fixes}
+    return out

@@ -11,7 +11,9 @@ with nothing else installed (docs/graph.md, "Export for the Perfetto UI"):
 - every link of the edges table as a flow arrow (``ph: "s"`` on the parent, ``ph: "f"``,
   ``bp: "e"`` on the child, category ``traceana_link``);
 - every gap of ``gaps()`` as a slice named by its cause (category ``traceana_gap``) on a
-  track ``<lane> gaps`` beside its hardware lane.
+  track ``<lane> gaps`` beside its hardware lane;
+- each window's critical path (``traceana critical``) as slices on a track ``traceana
+  critical path`` (category ``traceana_critical``).
 
 Times are written like Kineto's: ``ts``/``dur`` in µs with three decimals, relative to
 ``baseTimeNanoseconds`` (the run's first event start floored to a whole second), so traceana
@@ -35,9 +37,10 @@ import polars as pl
 
 from trace_analyzer._version import __version__
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.questions.critical.analysis import CriticalResult
 from trace_analyzer.questions.export.flows import flows
 from trace_analyzer.questions.export.flows import us as _us
-from trace_analyzer.questions.export.gap_slices import gap_slice, summary_track
+from trace_analyzer.questions.export.gap_slices import critical_track, gap_slice, summary_track
 from trace_analyzer.questions.gaps.analysis import GapsResult, device_of
 from trace_analyzer.questions.tables.analysis import gap_rows
 
@@ -60,10 +63,16 @@ LINK_KEYS = ("correlation", "external_id", "seq_id", "exec_id", "flow_ids")
 LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequence_id",)}
 
 
-def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> dict[str, Any]:
+def build(
+    profile: Profile,
+    gaps: GapsResult,
+    *,
+    source: str | None = None,
+    critical: CriticalResult | None = None,
+) -> dict[str, Any]:
     """Return the trace document of one run, ``profile``, and its ``gaps``
     (``questions.gaps.analysis.gaps``): a dict ready for JSON. ``source``: the name the document
-    gives the run (default: its root)."""
+    gives the run (default: its root); ``critical``: its critical path, drawn as a track."""
     events = profile.events
     edges = profile.edges
     gaps_of_lanes = _gap_rows(gaps)
@@ -81,7 +90,16 @@ def build(profile: Profile, gaps: GapsResult, *, source: str | None = None) -> d
     for g in gaps_of_lanes:
         pid, tid = tracks.gap_track[g["lane"]]
         trace_events.append(gap_slice(g, pid, tid, base))
-    trace_events += summary_track(gaps, len(tracks.processes) + 1, tracks.next_tid(), base)
+    mine, tid = len(tracks.processes) + 1, tracks.next_tid()
+    summary = summary_track(gaps, mine, tid, base)
+    trace_events += summary
+    if critical is not None and critical.path.height:
+        if not summary:  # no window of hardware: the process is named here
+            trace_events.append(
+                {"ph": "M", "name": "process_name", "pid": mine, "tid": 0,
+                 "args": {"name": "traceana"}}
+            )  # fmt: skip
+        trace_events += critical_track(critical, mine, tid + 1, base)
     header: dict[str, Any] = {
         "schemaVersion": 1,
         "traceName": str(source if source is not None else profile.root),
