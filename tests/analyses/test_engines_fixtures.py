@@ -126,3 +126,20 @@ def test_both_verdicts_occur_as_constructed():
 def test_the_library_gives_the_command_s_figures():
     e = ta.engines(ta.load_device(ROOT / "fixtures" / "rmsnorm_fused"))
     assert e.neffs["mfu_pct"].to_list() == [n["mfu_pct"] for n in result("rmsnorm_fused")["neffs"]]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_bounds_ladder_is_the_builders_record(variant):
+    """Each NEFF's bounds ladder (issue 36: memory-bound at the DMA's active time, at peak
+    bandwidth, without spills; compute-bound at the TensorEngine's active time, at peak
+    FLOPs, without transposes; a perfect pipeline) and the speed-up each rung leaves, as the
+    fixture builder computed them from the rows it wrote (device_truth.ladder)."""
+    want = {n["neff"]: n["ladder"] for n in truth(variant)["neffs"]}
+    got = {r["neff"]: r for r in result(variant)["ladder"]}
+    assert set(got) == set(want)
+    for neff, rungs in want.items():
+        for key, value in rungs.items():
+            if value is None:
+                assert got[neff][key] is None, (neff, key)
+            else:
+                assert got[neff][key] == pytest.approx(value, rel=REL), (neff, key)

@@ -17,7 +17,7 @@ Definitions (docs/device.md has them all, with the formulas of questions/engines
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -27,6 +27,7 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.model.device import DeviceProfile, DeviceRun
 from trace_analyzer.questions.engines import tables as t
 from trace_analyzer.questions.engines.hints import device_hints
+from trace_analyzer.questions.engines.ladder import ladder
 from trace_analyzer.questions.engines.roofline import (
     Peaks,
     compared,
@@ -45,7 +46,8 @@ class EnginesResult(RunResult):
     ``cores`` (per NEFF and core: window, DMA, throttling, FLOPs and bytes, short TensorEngine
     gaps), ``engines`` (per NEFF, core and engine), ``tops`` (the top opcodes, HLO ops and NKI
     source locations), ``roofline`` (each NEFF and top HLO op placed on it), ``comparison``
-    (ours against the export's ``Summary``); ``hints``, ``mismatches``, ``unexported`` (the
+    (ours against the export's ``Summary``), ``ladder`` (per NEFF its bounds ladder and the
+    speed-up each rung leaves: ladder.py); ``hints``, ``mismatches``, ``unexported`` (the
     NEFF/NTFF pairs without an export, with the command exporting each) and ``notes``."""
 
     root: str
@@ -57,6 +59,7 @@ class EnginesResult(RunResult):
     tops: pl.DataFrame
     roofline: pl.DataFrame
     comparison: pl.DataFrame
+    ladder: pl.DataFrame = field(default_factory=pl.DataFrame)
     hints: tuple[dict[str, Any], ...] = ()
     mismatches: tuple[str, ...] = ()
     unexported: tuple[dict[str, str | None], ...] = ()
@@ -65,7 +68,9 @@ class EnginesResult(RunResult):
     csv_table = "engines"
 
     def to_json(self) -> dict[str, Any]:
-        frames = ("profiles", "neffs", "cores", "engines", "tops", "roofline", "comparison")
+        frames = (
+            "profiles", "neffs", "cores", "engines", "tops", "roofline", "comparison", "ladder",
+        )  # fmt: skip
         return {
             "root": self.root,
             "top": self.top,
@@ -111,10 +116,12 @@ def engines(run: DeviceRun, *, top: int = 10, neff: str | None = None) -> Engine
         whole = pl.concat(got, how="diagonal_relaxed") if got else pl.DataFrame()
         frames[key] = whole.select("profile", pl.exclude("profile")) if got else whole
     notes = [f"{p.name}: {n}" for p in run.profiles for n in p.notes]
+    rungs = ladder(frames["neffs"], frames["cores"], frames["engines"], frames["profiles"])
     return EnginesResult(
         root=str(run.root),
         top=top,
         **frames,
+        ladder=rungs,
         hints=tuple(h for p in parts for h in p["hints"]),
         mismatches=tuple(m for p in parts for m in p["mismatches"]),
         unexported=tuple(run.unexported),

@@ -111,6 +111,8 @@ def _neff(result: EnginesResult, profile: str, n: dict[str, Any], style: Style) 
     for kind, title in (("opcode", "opcode"), ("hlo", "HLO op"), ("nki", "NKI source")):
         blocks += ["", _tops(_of(tops, kind=kind), title, result.top)]
     blocks += ["", _roofline(_of(result.roofline, level="hlo", **where))]
+    if result.ladder.height:
+        blocks += ["", _ladder(_of(result.ladder, **where))]
     hints = [
         shown(h["text"], style)
         for h in result.hints
@@ -119,6 +121,30 @@ def _neff(result: EnginesResult, profile: str, n: dict[str, Any], style: Style) 
     if hints:
         blocks += ["", Items("hints", hints, noun="hints")]
     return [*blocks, ""]
+
+
+# The bounds ladder's rungs, in the order AWS's NKI guidance climbs them (ladder.py).
+RUNG_NAMES = {
+    "dma_ns": "memory-bound at the measured DMA active time",
+    "hbm_peak_ns": "memory-bound at peak HBM bandwidth",
+    "hbm_no_spill_ns": "... with the spills removed",
+    "tensor_ns": "compute-bound at the TensorEngine's active time",
+    "flops_peak_ns": "compute-bound at peak FLOPs",
+    "flops_no_transpose_ns": "... without the transposes",
+    "pipeline_ns": "a perfect pipeline (the busiest engine or DMA)",
+}
+
+
+def _ladder(rows: pl.DataFrame) -> Table:
+    """The NEFF's bounds ladder: each rung's time and the speed-up it leaves."""
+    r = rows.row(0, named=True)
+    cells = [
+        [name, duration(r[k]), DASH if r[k.removesuffix("_ns") + "_speedup"] is None
+         else f"{number(r[k.removesuffix('_ns') + '_speedup'])}×"]
+        for k, name in RUNG_NAMES.items()
+    ]  # fmt: skip
+    title = f"bounds ladder (measured {duration(r['measured_ns'])}): what each step leaves to gain"
+    return Table(title, (text_col("rung", cut=30), num_col("bound"), num_col("speed-up")), cells)
 
 
 def _engines(rows: pl.DataFrame) -> Table:
