@@ -37,12 +37,14 @@ What-ifs (each step's window, then the mean):
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from conftest import X, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
+from trace_analyzer.numbers import count, duration
 
 US = 1000
 T = {"pid": 100, "tid": 100}
@@ -209,3 +211,24 @@ def test_a_stream_wait_is_followed_to_the_work_it_waited_for(tmp_path):
         ("host", "until cudaLaunchKernel", 0, 20), ("launch", "cudaLaunchKernel", 20, 35),
         ("compute", "K1", 35, 135), ("compute", "K2", 135, 175),
     ]  # fmt: skip
+
+
+def test_fusing_the_naive_rmsnorm_predicts_its_summed_device_time_beside_the_measured():
+    """`--fuse 'aten::*'` on the naive fixture predicts the six executions' summed time (from
+    the generator's record), and docs/critical-path.md states it beside the fused and compiled
+    fixtures' measured device time, with the error."""
+    fixtures = Path(__file__).parents[2] / "fixtures"
+
+    def device_ns(variant: str) -> int:
+        truth = json.loads((fixtures / variant / "truth.json").read_text())
+        return sum(e["end_ns"] - e["start_ns"] for e in truth["executions"])
+
+    naive, fused, compiled = (device_ns(f"rmsnorm_{v}") for v in ("naive", "fused", "compiled"))
+    result = ta.critical(ta.load(fixtures / "rmsnorm_naive"), asked=ta.Asked(fuse="aten::*"))
+    (row,) = result.fixes.filter(result.fixes["scenario"].str.starts_with("fuse:")).to_dicts()
+    assert row["device_ns"] == naive == 2_354_900
+    doc = (Path(__file__).parents[2] / "docs" / "critical-path.md").read_text()
+    for measured in (fused, compiled):
+        error = round(100 * (naive - measured) / measured)
+        assert f"{duration(measured)} (+{error} %)" in doc, (measured, error)
+    assert f"predicts {count(naive // 1000)}.{naive % 1000 // 100} µs" in doc
