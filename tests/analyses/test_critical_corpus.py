@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import trace_analyzer as ta
+from trace_analyzer.units import glob_regex
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TRACES = [
@@ -154,3 +155,17 @@ def _offset(xs: list[dict], base: int, result) -> int:
         first = min(steps, key=lambda e: e["ts_ns"])
         return result.steps.sort("start_ns")["start_ns"][0] - first["ts_ns"]
     return 0
+
+
+def test_the_replay_of_every_node_gives_back_its_recorded_start(case):
+    """Replayed from the first node on (a change that changes nothing), every node of the
+    graph starts when the trace recorded it: the delays and gaps hold all the graph does not
+    explain, and no dependency ends after its node started."""
+    trace, _, _, _ = case
+    from trace_analyzer.questions.critical.graph import build
+    from trace_analyzer.questions.critical.replay import Change, replay
+
+    window = "[param|pytorch.model.alex_net|0|0|0]" if "critical_path" in trace else None
+    g = build(ta.load(CORPUS / trace, cache=False), glob_regex(window) if window else None)
+    times = replay(g, Change(dur={0: g.dur[0]}))
+    assert times.start == g.start

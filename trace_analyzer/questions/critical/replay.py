@@ -72,8 +72,13 @@ def replay(g: Graph, change: Change | None = None, pin: frozenset[int] = frozens
     delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
     chain, cross, tail, anchored, recorded = g.chain, g.cross, g.tail, g.anchored, g.start
     n = g.n
-    start, end = [0] * n, [0] * n
-    for i in range(n):
+    # Nodes before the first one a change touches keep their recorded times (every
+    # dependency comes first, and as recorded the replay gives them back): start there.
+    touched = [*c.dur, *c.gap, *c.lag, *c.delay, *c.launch, *c.wait]
+    first = min(touched, default=n)
+    start = recorded[:first] + [0] * (n - first)
+    end = [s + d for s, d in zip(start[:first], g.dur[:first], strict=True)] + [0] * (n - first)
+    for i in range(first, n):
         if anchored[i] or i in pin:
             start[i] = t = recorded[i]
             end[i] = t + dur[i]
