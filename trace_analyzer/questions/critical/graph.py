@@ -403,21 +403,28 @@ def _linked(nodes: pl.DataFrame) -> Graph:
 
 
 def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
-    """``nodes`` with each dependency's node number (``launch``, ``wait``, ``call``) and the
-    recorded start and own time of each (``c_``, ``l_``, ``w_``: chain, launch, wait)."""
-    index = nodes.select("event_id", "node").drop_nulls("event_id")
-    at = {"node": "pred", "start_ns": "p0", "dur": "pdur", "kind": "pkind", "chain_key": "pkey"}
-    pred = nodes.select(*at).rename(at)
-    for key in ("launch", "wait", "call", "cross"):
-        nodes = nodes.join(
-            index.rename({"event_id": f"{key}_event", "node": key}), on=f"{key}_event", how="left"
-        )
-    for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_"), ("cross", "x_")):
-        nodes = nodes.join(
-            pred.rename({k: f"{prefix}{k}" for k in pred.columns}),
-            left_on=key, right_on=f"{prefix}pred", how="left",
-        )  # fmt: skip
-    return nodes.sort("node")
+    """``nodes`` (in node order: a node is its row) with each dependency's node number
+    (``launch``, ``wait``, ``call``, ``cross``, from the event each names) and the recorded
+    start and own time of each (``c_``, ``l_``, ``w_``, ``x_``: chain, launch, wait, cross),
+    gathered by row, not joined."""
+    ids = nodes["event_id"]
+    known = ids.is_not_null()
+    size = 0 if not known.any() else int(ids.max()) + 1  # type: ignore[arg-type]
+    node_of = pl.repeat(None, size, dtype=pl.Int64, eager=True).scatter(
+        ids.filter(known), nodes["node"].filter(known).cast(pl.Int64)
+    )
+
+    def node(key: str) -> pl.Series:
+        event = nodes[f"{key}_event"].cast(pl.Int64)
+        return node_of.gather(event.set(event >= size, None)).alias(key)
+
+    nodes = nodes.with_columns(node(k) for k in ("launch", "wait", "call", "cross"))
+    at = {"start_ns": "p0", "dur": "pdur", "kind": "pkind", "chain_key": "pkey"}
+    return nodes.with_columns(
+        pl.col(column).gather(pl.col(key)).alias(f"{prefix}{name}")
+        for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_"), ("cross", "x_"))
+        for column, name in at.items()
+    )
 
 
 def _latency(nodes: pl.DataFrame) -> int:
