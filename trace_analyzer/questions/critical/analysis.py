@@ -26,6 +26,9 @@ from trace_analyzer.units import glob_regex
 
 # A window's key (its step; None: the whole run) to its start, end and the node that ends it.
 Spans = dict[int | None, tuple[int, int, int]]
+# A first step is told apart from the rest only among this many steps (of two, the second is
+# as likely the odd one: a profile's last step is often cut short).
+WARMUP_STEPS = 3
 # How many of each kind of fix found on the path are replayed.
 CANDIDATES = 3
 # Ranges a host segment is named after: framework ops and annotations (frames, user ranges).
@@ -313,10 +316,10 @@ def _candidates(
     if api and segs.filter(pl.col("kind").is_in(["launch", "call", "host"])).height:
         out.append(what.graphs(g, api))
     steps = sorted(s for s in spans if s is not None)
-    if len(steps) > 1 and spans[steps[0]][1] - spans[steps[0]][0] > max(
+    if len(steps) >= WARMUP_STEPS and spans[steps[0]][1] - spans[steps[0]][0] > max(
         b - a for s, (a, b, _) in spans.items() if s != steps[0]
     ):
-        out.append(what.warmup(steps[0]))  # the first step is the longest
+        out.append(what.warmup(steps[0]))  # the first of three or more steps is the longest
     return out + _asked(g, profile, asked, notes)
 
 
