@@ -43,7 +43,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import X, kineto, run_cli, write_trace
+from conftest import X, kineto, one_line_error, run_cli, write_trace
 
 import trace_analyzer as ta
 from trace_analyzer.numbers import count, duration
@@ -245,3 +245,22 @@ def test_fusing_the_naive_rmsnorm_predicts_its_summed_device_time_beside_the_mea
         error = round(100 * (naive - measured) / measured)
         assert f"{duration(measured)} (+{error} %)" in doc, (measured, error)
     assert f"predicts {count(naive // 1000)}.{naive % 1000 // 100} µs" in doc
+
+
+BROKEN = Path(__file__).parents[1] / "broken"
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in BROKEN.iterdir()
+                                        if p.name not in ("make_broken.py", "__pycache__")))
+def test_a_broken_input_gets_an_answer_or_one_line(case):
+    """Every hostile input of tests/broken: `critical` answers (exit 0) or refuses in one line
+    (exit 2), as `gaps` does for the same input; never an internal error (a step number past
+    int64 was one: tests/broken/huge_step_number)."""
+    code, out, err = run_cli("critical", str(BROKEN / case), "--format", "json", "--no-cache")
+    gaps_code, _, gaps_err = run_cli("gaps", str(BROKEN / case), "--format", "json", "--no-cache")
+    assert code == gaps_code, (code, err, gaps_err)
+    if code == 2:
+        assert one_line_error(code, out, err) == gaps_err.strip()
+    else:
+        assert code == 0 and "internal error" not in err
+        json.loads(out)

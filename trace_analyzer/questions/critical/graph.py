@@ -269,9 +269,10 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
     number = (
         pl.int_range(pl.len(), dtype=pl.Int64).over("pid")
         if window
-        else pl.col("name").cast(pl.String).str.extract(r"#(\d+)$").cast(pl.Int64)
+        else pl.col("name").cast(pl.String).str.extract(r"#(\d+)$").cast(pl.Int64, strict=False)
     )
     steps = named.select("name", "lane", "pid", "tid", "start_ns", "end_ns", step=number)
+    steps = steps.drop_nulls("step")  # a step number past int64 is no step (as the readers say)
     common = {
         "event_id": pl.lit(None, pl.Int64),
         "kind": pl.lit("mark"),
