@@ -264,3 +264,19 @@ def test_a_broken_input_gets_an_answer_or_one_line(case):
     else:
         assert code == 0 and "internal error" not in err
         json.loads(out)
+
+
+def test_a_diff_names_the_next_fix_on_head(tmp_path):
+    """`traceana diff` (a pull request's comment) says what to fix next on head: its first
+    run's critical-path verdict, in the Markdown under the diff's own verdict and in the JSON
+    (`next_fix`); none when head is the fused fixture, where no fix saves time."""
+    head = write_trace(tmp_path / "head" / "trace.json", kineto(two_steps()))
+    fused = Path(__file__).parents[2] / "fixtures" / "rmsnorm_fused"
+    code, out, err = run_cli("diff", str(fused), str(head), "--format", "markdown",
+                             "--no-cache", "--allow-empty")  # fmt: skip
+    assert code == 0, err
+    want = "Next on head: make \\`cudaMemcpy\\` asynchronous saves \\~22.5 µs per step"
+    assert want in out, out
+    code, out, err = run_cli("diff", str(head), str(fused), "--format", "json", "--no-cache",
+                             "--allow-empty")  # fmt: skip
+    assert json.loads(out)["runs"][0]["next_fix"] is None

@@ -99,7 +99,9 @@ class DiffResult(RunResult):
     ``not_compared``: what a side's source lacks; ``not_comparable``: why the sides could
     not be compared (a side without hardware executions, or with too few). ``failed``: the
     ``--fail-on`` conditions that held or could not be measured (``gate``); ``gate_notes``:
-    those that held but were not significant.
+    those that held but were not significant. ``next_fix``: the head's (its first run's)
+    ``traceana critical`` verdict, the fix that saves the most there; None where head is a
+    saved summary.
     """
 
     base: str
@@ -119,6 +121,7 @@ class DiffResult(RunResult):
     not_compared: tuple[str, ...] = ()
     not_comparable: str | None = None
     gate_notes: tuple[str, ...] = ()
+    next_fix: str | None = None
 
     csv_table = "metrics"
 
@@ -149,6 +152,7 @@ class DiffResult(RunResult):
             "removed": self.removed.to_dicts(),
             "failed": list(self.failed),
             "gate_notes": list(self.gate_notes),
+            "next_fix": self.next_fix,
         }
 
     def main_frame(self) -> pl.DataFrame:
@@ -187,7 +191,7 @@ def diff(
     g_head = head_gaps if head_gaps is not None else gaps(head, **options)
     return diff_sides(
         side_of(str(base.root) if base_label is None else base_label, [(base, g_base)]),
-        side_of(str(head.root) if head_label is None else head_label, [(head, g_head)]),
+        side_of(str(head.root) if head_label is None else head_label, [(head, g_head)], head=True),
         step=step,
     )
 
@@ -229,6 +233,7 @@ def diff_sides(
         samples=(tuple(s.root for s in base.samples), tuple(s.root for s in head.samples)),
         not_compared=_not_compared(base, head, m, step),
         not_comparable=refusal,
+        next_fix=next((s.next_fix for s in head.samples if s.next_fix), None),
     )
 
 

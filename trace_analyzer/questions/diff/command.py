@@ -111,7 +111,7 @@ def load_side(
     """Return the side ``spec`` names (``role``: base or head, for the messages): every run
     under each path it names, each summary file's runs, measured with ``step`` and
     ``min_gap_ns``."""
-    from trace_analyzer.questions.diff.sides import Side, sample_of
+    from trace_analyzer.questions.diff.sides import TRACE, Side, sample_of
 
     samples: list[Sample] = []
     for path in expand(spec, role):
@@ -123,7 +123,8 @@ def load_side(
                 g = loading.cache.gaps(profile, step=step, min_gap_ns=min_gap_ns)
             except UsageError as e:  # e.g. no ProfilerStep#N: name the run
                 raise InputError(str(profile.root), e.template, param=e.param) from e
-            samples.append(sample_of(profile, g))
+            first = role == "head" and not any(s.source == TRACE for s in samples)
+            samples.append(sample_of(profile, g, fix=first))  # the head's first run: its fix
     return Side(str(spec), tuple(samples))
 
 

@@ -104,12 +104,13 @@ class Sample:
     """One run of a side: where it came from (``root``; ``source``: trace, gaps JSON or
     baseline), its compared metrics (``COMPARED``, None where undefined) and its ops
     (``OP_SCHEMA``; a gaps JSON lists only the ops with idle before them, without calls or
-    device time)."""
+    device time); ``next_fix``: where asked for, its ``traceana critical`` verdict."""
 
     root: str
     source: str
     metrics: Mapping[str, float | None]
     ops: pl.DataFrame
+    next_fix: str | None = None  # the run's critical-path verdict (docs/critical-path.md)
 
 
 @dataclass(frozen=True)
@@ -140,19 +141,34 @@ def op_table(op_stats: pl.DataFrame, idle: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(idle_before_us=pl.lit(None, pl.Float64))
 
 
-def sample_of(profile: Profile, g: GapsResult, root: str | None = None) -> Sample:
+def sample_of(
+    profile: Profile, g: GapsResult, root: str | None = None, *, fix: bool = False
+) -> Sample:
     """Return one run as a sample: its gaps ``g`` (computed with the diff's options), its
-    ops, and its mean step time."""
+    ops, and its mean step time; with ``fix``, its next fix (``next_fix``)."""
     metrics = summary_metrics(g.summary, g.window.duration_ns if g.window else None)
     if metrics["executions"]:
         metrics["step_time_us"] = us(step_time_ns(profile.events))
     table = op_table(ops(profile).table, g.ops)
-    return Sample(str(profile.root) if root is None else root, TRACE, metrics, table)
+    label = str(profile.root) if root is None else root
+    return Sample(label, TRACE, metrics, table, next_fix(profile) if fix else None)
 
 
-def side_of(label: str, pairs: list[tuple[Profile, GapsResult]]) -> Side:
-    """Return the side ``label`` of loaded runs with their gaps."""
-    return Side(label, tuple(sample_of(p, g) for p, g in pairs))
+def side_of(label: str, pairs: list[tuple[Profile, GapsResult]], *, head: bool = False) -> Side:
+    """Return the side ``label`` of loaded runs with their gaps; a ``head`` side's first run
+    with its next fix (``next_fix``)."""
+    return Side(
+        label, tuple(sample_of(p, g, fix=head and i == 0) for i, (p, g) in enumerate(pairs))
+    )
+
+
+def next_fix(profile: Profile) -> str | None:
+    """The run's ``traceana critical`` verdict where a fix replayed there saves time, else
+    None (docs/diff.md, "Next on head")."""
+    from trace_analyzer.questions.critical.analysis import critical
+
+    result = critical(profile)
+    return result.verdict if (result.fixes["saved_ns"] > 0).any() else None
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ def _diff(result: DiffResult, style: Style, top: int = 10) -> list[Block]:
         "",
         f"**{verdict}**" if style == MARKDOWN else verdict,
         "",
+    ]
+    if result.next_fix:
+        blocks += [shown(f"Next on head: {result.next_fix} (traceana critical).", style), ""]
+    blocks += [
         result.noise + ".",
     ]
     blocks += [shown(f"Not compared: {n}.", style) for n in result.not_compared]
