@@ -92,16 +92,24 @@ def _covered(nodes: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
 
 
 def graphs(g: Graph, api: str) -> Scenario:
-    """Every step's device work launched as one CUDA/HIP graph (``api``)."""
-    first: dict[int | None, int] = {}
+    """Every step's device work launched as one CUDA/HIP graph (``api``), per process: each
+    piece waits for the first launch of its process's step (the earliest call, in node
+    order), not its own."""
+    pid = g.table["pid"].to_list()
+    first: dict[tuple[int, int | None], int] = {}
+    for i in g.device_nodes():
+        p = g.launch[i]
+        if p != NONE:
+            key = (pid[i], g.step[i])
+            first[key] = min(first.get(key, p), p)
     launch: dict[int, int] = {}
     lag: dict[int, int] = {}
     calls: set[int] = set()
     for i in g.device_nodes():
-        p, step = g.launch[i], g.step[i]
+        p = g.launch[i]
         if p == NONE:
             continue
-        head = first.setdefault(step, p)
+        head = first[(pid[i], g.step[i])]
         if p != head:
             launch[i], lag[i] = head, g.latency_ns
         calls.add(p)
