@@ -280,3 +280,17 @@ def test_a_diff_names_the_next_fix_on_head(tmp_path):
     code, out, err = run_cli("diff", str(head), str(fused), "--format", "json", "--no-cache",
                              "--allow-empty")  # fmt: skip
     assert json.loads(out)["runs"][0]["next_fix"] is None
+
+
+def test_one_step_is_measured_alone(result, tmp_path):
+    """`--step 1`: the fixes measured on step 1's window alone (200 µs, its start kept):
+    helper.py's time gone ends it at 170, the graph at 170, aten::a's time at 175,
+    cudaMemcpy made asynchronous at 175 (M3 still ends there), the copy gone at 190."""
+    path = write_trace(tmp_path / "trace.json", kineto(two_steps()))
+    one = ta.critical(ta.load(path), step=1)
+    assert one.steps["step"].to_list() == [1] and set(one.path["step"]) == {1}
+    saved = {r["scenario"]: r["saved_ns"] for r in one.fixes.to_dicts()}
+    assert saved == {f"host:{SLOW}": 30 * US, "graphs": 30 * US, "host:aten::a": 25 * US,
+                     "sync:cudaMemcpy": 25 * US, "copy:Memcpy DtoH (Device -> Pageable)": 10 * US}
+    code, out, err = run_cli("critical", str(path), "--step", "7")
+    assert "no window 7 in this run (its windows: 1, 2)" in one_line_error(code, out, err)

@@ -143,16 +143,26 @@ def verdict(fixes: list[dict[str, Any]], windows: int, not_steps: bool) -> str:
 
 
 def critical(
-    profile: Profile, *, window: str | None = None, asked: Asked | None = None
+    profile: Profile,
+    *,
+    window: str | None = None,
+    step: int | None = None,
+    asked: Asked | None = None,
 ) -> CriticalResult:
     """Return the critical path of each step of ``profile`` (or of each annotation the glob
-    ``window`` names) and the fixes ranked by the step time they save (module doc)."""
+    ``window`` names; with ``step``, of that one only, the fixes measured on it) and the fixes
+    ranked by the step time they save (module doc)."""
     pattern, window = window, None if window is None else glob_regex(window)
     g = build(profile, window)
     if window and not g.marks:
         raise UsageError(f"no annotation matches {{window}} {pattern!r}")
     base = replay(g)
     spans = windows(g, base)
+    if step is not None:
+        if step not in spans:
+            have = ", ".join(str(s) for s in spans if s is not None) or "none"
+            raise UsageError(f"no window {step} in this run (its windows: {have})", param="step")
+        spans = {step: spans[step]}
     notes: list[str] = []
     segs = _path_table(g, base, spans)
     frame = g.frame()
@@ -160,7 +170,7 @@ def critical(
     own = _own_time(profile.keyed, threads, window)
     segs = _labelled(segs, own)
     scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
-    fixes = _ranked(g, scenarios, base, segs)
+    fixes = _ranked(g, scenarios, base, segs, spans)
     return CriticalResult(
         root=str(profile.root),
         window=window,
@@ -391,12 +401,12 @@ def _ops(g: Graph, profile: Profile) -> dict[int, str]:
     return {i: by_event[g.event[i]] for i in g.device_nodes() if g.event[i] in by_event}
 
 
-def _period(g: Graph, times: Times, skip: frozenset[int]) -> float:
+def _period(g: Graph, times: Times, keep: Spans, skip: frozenset[int]) -> float:
     """The mean step time under ``times``: from the first measured window's start to the
-    last one's end, over the number of windows (less those in ``skip``): overlapping
-    windows (the device behind the host) are counted once."""
+    last one's end, over the number of windows (those of ``keep``, less those in ``skip``):
+    overlapping windows (the device behind the host) are counted once."""
     spans = windows(g, times)
-    kept = [v for s, v in spans.items() if s not in skip]
+    kept = [v for s, v in spans.items() if s in keep and s not in skip]
     if not kept:
         return 0.0
     return (max(b for _, b, _ in kept) - min(a for a, _, _ in kept)) / len(kept)
@@ -418,15 +428,14 @@ def _device_time(g: Graph, dur: list[int], spans: Spans, skip: frozenset[int]) -
 
 
 def _ranked(
-    g: Graph, scenarios: list[what.Scenario], recorded: Times, segs: pl.DataFrame
+    g: Graph, scenarios: list[what.Scenario], recorded: Times, segs: pl.DataFrame, spans: Spans
 ) -> pl.DataFrame:
     """Each what-if replayed: the mean window it leaves, what it saves, its evidence."""
-    spans = windows(g, recorded)
-    base = _period(g, recorded, frozenset())
+    base = _period(g, recorded, spans, frozenset())
     rows = []
     for sc in scenarios:
         times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))
-        after = _period(g, times, sc.change.skip)
+        after = _period(g, times, spans, sc.change.skip)
         hit = segs.filter(pl.col("node").is_in(list(sc.touched)) & pl.col("kind").is_in(sc.kinds))
         if sc.change.skip:
             hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))

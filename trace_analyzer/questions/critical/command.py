@@ -10,6 +10,7 @@ from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
 
 
 @cli.command()
+@click.option("--step", type=int, help="Only ProfilerStep#N (window N with --window).")
 @click.option(
     "--window",
     metavar="GLOB",
@@ -41,6 +42,7 @@ from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
 @run_command
 def critical(
     path: Path,
+    step: int | None,
     window: str | None,
     fuse: str | None,
     factor: float,
@@ -71,7 +73,7 @@ def critical(
 
     asked = Asked(fuse, factor, remove_host, sync, no_copy)
     emit(
-        loading.analysed(path, lambda p: critical_of(p, window=window, asked=asked)),
+        loading.analysed(path, lambda p: critical_of(p, window=window, step=step, asked=asked)),
         fmt,
         output,
         View(top=top),
