@@ -52,9 +52,9 @@ COMMANDS = tuple(q.name for q in QUESTIONS if q.answers)
 # The options of those commands that take a value (tests/cli/test_answers.py holds this to
 # their definitions), and those that make a command line never answered.
 VALUED = {
-    "--by", "--cache-dir", "--fail-on", "--format", "--lane", "--latency", "--limit",
-    "--max-bytes", "--min-gap", "--op", "--output", "--rank", "--step", "--top", "--window",
-    "-o",
+    "--async", "--by", "--cache-dir", "--factor", "--fail-on", "--format", "--fuse", "--lane",
+    "--latency", "--limit", "--max-bytes", "--min-gap", "--no-copy", "--op", "--output",
+    "--rank", "--remove-host", "--step", "--top", "--window", "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
 LIBRARIES = ("polars", "orjson", "click", "networkx")
