@@ -53,8 +53,8 @@ COMMANDS = tuple(q.name for q in QUESTIONS if q.answers)
 # their definitions), and those that make a command line never answered.
 VALUED = {
     "--async", "--by", "--cache-dir", "--factor", "--fail-on", "--format", "--fuse", "--lane",
-    "--latency", "--limit", "--max-bytes", "--min-gap", "--no-copy", "--op", "--output",
-    "--rank", "--remove-host", "--step", "--top", "--window", "-o",
+    "--latency", "--limit", "--max-bytes", "--min-gap", "--op", "--output",
+    "--rank", "--remove-copy", "--remove-host", "--step", "--top", "--window", "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
 LIBRARIES = ("polars", "orjson", "click", "networkx")

@@ -31,7 +31,7 @@ from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
     help="What if the host time inside these ops, frames or annotations were gone.",
 )
 @click.option("--async", "sync", metavar="GLOB", help="What if these waiting calls did not wait.")
-@click.option("--no-copy", metavar="GLOB", help="What if these device copies took no time.")
+@click.option("--remove-copy", metavar="GLOB", help="What if these device copies took no time.")
 @click.option(
     "--top",
     type=ROWS,
@@ -48,7 +48,7 @@ def critical(
     factor: float,
     remove_host: str | None,
     sync: str | None,
-    no_copy: str | None,
+    remove_copy: str | None,
     top: int,
     fmt: str | None,
     output: Path | None,
@@ -71,7 +71,7 @@ def critical(
     from trace_analyzer.questions.critical.analysis import critical as critical_of
     from trace_analyzer.render.view import View
 
-    asked = Asked(fuse, factor, remove_host, sync, no_copy)
+    asked = Asked(fuse, factor, remove_host, sync, remove_copy)
     emit(
         loading.analysed(path, lambda p: critical_of(p, window=window, step=step, asked=asked)),
         fmt,
