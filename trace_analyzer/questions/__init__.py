@@ -43,7 +43,9 @@ class Part:
     without, the part is on the page only. ``cuts``: the result's frames cut to their first
     rows before embedding (the page's ``LIST_CAP``), each saying so under its run's
     ``listed``. ``order``: the part's place on the page, after the report's own sections,
-    lowest first (the registry's order among equals).
+    lowest first (the registry's order among equals). ``headline``: the key of the part's
+    JSON run that holds a one-line sentence the report opens with (in its header, and under
+    the Markdown report's title), if it has one.
     """
 
     compute: str
@@ -54,6 +56,7 @@ class Part:
     cuts: tuple[str, ...] = ()
     device: bool = False
     order: int = 100
+    headline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ QUESTIONS: list[Question] = [
             _q("critical.analysis:critical"), _q("critical.html:critical_section"),
             "traceana critical {path} --format json",
             markdown=_q("critical.text_report:critical_markdown"),
-            cuts=("path", "kinds", "steps"), order=0,
+            cuts=("path", "kinds", "steps"), order=0, headline="verdict",
         ),
     ),
     Question(

@@ -102,6 +102,12 @@ def markdown(
         + (f" (base: {inert_markdown(base)})" if base else "")
     ]
     parts += _warnings(report)
+    runs = _part_runs(report)
+    parts += [
+        f"**Next:** {inert_markdown(run[part.headline])}"
+        for name, part in registered_parts()
+        if part.headline and (run := runs.get(name)) and run.get(part.headline)
+    ]
     if base and report.diff is not None:
         parts.append(text.render_markdown(report.diff, budget=SHARES["diff"]).rstrip())
     parts.append(_plots(report, names))
@@ -109,7 +115,6 @@ def markdown(
     parts.append(text.render_markdown(_listed(report), budget=SHARES["gaps"]).rstrip())
     ops = replace(report.ops, warnings=None)
     parts.append(text.render_markdown(ops, budget=SHARES["ops"]).rstrip())
-    runs = _part_runs(report)
     parts += _part_sections(report, runs, names)
     if not images:
         return "\n\n".join(parts) + "\n", {}

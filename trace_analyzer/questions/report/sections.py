@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from trace_analyzer.questions.gaps.causes import CAUSES
+from trace_analyzer.questions.report.analysis import registered_parts
 from trace_analyzer.render.html import fill, num, us
 from trace_analyzer.render.idle import idle_phrase
 from trace_analyzer.render.plotting import CAUSE_COLOURS
@@ -38,15 +39,27 @@ def headline(run: dict[str, Any]) -> str:
     return text + "."
 
 
+def part_headlines(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return (part, sentence) for each question's part of the report's JSON ``s`` that has
+    a headline (``Part.headline``: the critical path's verdict), in the page's order."""
+    return [
+        (name, str(line))
+        for name, part in registered_parts()
+        if part.headline and s.get(name) and (line := s[name]["runs"][0].get(part.headline))
+    ]
+
+
 def header_section(s: dict[str, Any], run: dict[str, Any], diff: dict[str, Any] | None) -> str:
     """Return the page's header: the run and the base of ``s`` (the report's parts), the
-    headline of the gaps ``run`` and, with ``diff`` (the diff's run), the verdict."""
+    headline of the gaps ``run``, the parts' headlines and, with ``diff`` (the diff's run),
+    the verdict."""
     text, _, word = diff["verdict_text"].rpartition(": ") if diff else ("", "", "")
     return fill(
         _template("header.html"),
         root=run["root"],
         base=s.get("base"),
         headline=headline(run),
+        next=part_headlines(s),
         verdict=diff["verdict"] if diff else None,
         verdict_text=text,  # the verdict text ends in ": <word>"; the word in bold
         verdict_word=word,
