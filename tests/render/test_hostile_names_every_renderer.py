@@ -159,7 +159,7 @@ def terminal_text(text: str) -> None:
 
 
 TOP = ("--top", "100")  # every row shown
-TEXT_CASES = [("gaps", TOP), ("ops", TOP), ("chain", TOP), ("info", ())]
+TEXT_CASES = [("gaps", TOP), ("ops", TOP), ("chain", TOP), ("info", ()), ("critical", TOP)]
 
 
 @pytest.mark.parametrize(("command", "extra"), TEXT_CASES)
@@ -231,7 +231,7 @@ def raw_json(text: str) -> object:
     return json.loads(text)
 
 
-@pytest.mark.parametrize("command", ["gaps", "ops", "chain", "info"])
+@pytest.mark.parametrize("command", ["gaps", "ops", "chain", "info", "critical"])
 def test_json_keeps_every_name_exactly(profile, command):
     code, out, err = run(command, profile, "--no-cache", "--format", "json")
     assert code == 0, err
@@ -249,9 +249,12 @@ def test_json_keeps_every_name_exactly(profile, command):
     if command == "info":
         assert {p["host"] for p in run_doc["processes"]} == {HOST}
         assert any(s.endswith("/" + FILE) for s in strings)
+    if command == "critical":  # the kernels on the path, by name
+        work = {r["name"] for r in run_doc["path"] if r["kind"] == "compute"}
+        assert work and work <= set(KERNELS), work
 
 
-@pytest.mark.parametrize("command", ["gaps", "ops", "chain", "info"])
+@pytest.mark.parametrize("command", ["gaps", "ops", "chain", "info", "critical"])
 def test_csv_has_no_formula_or_control_and_keeps_the_names(profile, command):
     code, out, err = run(command, profile, "--no-cache", "--format", "csv")
     assert code == 0, err
