@@ -383,7 +383,7 @@ def _asked(g: Graph, profile: Profile, asked: Asked, notes: list[str]) -> list[w
         regex = glob_regex(asked.fuse)
         if not any(re.search(regex, o) for o in ops.values()):
             notes.append(f"no device work of an op matching `{asked.fuse}`: nothing to fuse")
-        out.append(what.fuse(g, ops, regex, f"`{asked.fuse}`", asked.factor))
+        out.append(what.fuse(g, ops, asked.fuse, asked.factor))
     return out
 
 

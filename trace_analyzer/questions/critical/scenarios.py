@@ -13,6 +13,7 @@ import polars as pl
 
 from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph
 from trace_analyzer.questions.critical.replay import Change
+from trace_analyzer.units import glob_regex
 
 
 @dataclass(frozen=True)
@@ -155,10 +156,10 @@ def no_copy(g: Graph, copies: set[int], name: str, key: str) -> Scenario:
     )
 
 
-def fuse(g: Graph, ops: dict[int, str], regex: str, label: str, factor: float) -> Scenario:
-    """Each run of consecutive device work on one lane whose op matches ``regex`` made one
+def fuse(g: Graph, ops: dict[int, str], glob: str, factor: float) -> Scenario:
+    """Each run of consecutive device work on one lane whose op matches ``glob`` made one
     piece of work of ``factor`` × their summed time, launched once."""
-    wanted = re.compile(regex)
+    wanted, label = re.compile(glob_regex(glob)), f"`{glob}`"
     dur: dict[int, int] = {}
     launch: dict[int, int] = {}
     delay: dict[int, int] = {}
@@ -184,7 +185,7 @@ def fuse(g: Graph, ops: dict[int, str], regex: str, label: str, factor: float) -
     dur.update(dict.fromkeys(calls - waiting, 0))
     times = "their summed time" if factor == 1 else f"{factor:g} × their summed time"
     return Scenario(
-        f"fuse:{regex}" + ("" if factor == 1 else f"×{factor:g}"),
+        f"fuse:{glob}" + ("" if factor == 1 else f"×{factor:g}"),
         f"fuse {label} into one launch per run",
         f"each run of consecutive device work of {label} on one lane becomes one piece of work "
         f"of {times}, started as the first was, launched once (the other launch calls cost "
