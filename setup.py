@@ -2,7 +2,9 @@
 runs without them. Without _fault, native code that aborts the process loses its one-line
 message (trace_analyzer/cli/fault.py); without _kscan, Kineto traces are read by the polars
 path (trace_analyzer/readers/kineto_native.py); without _ekeys, an Explorer export's link keys
-are lifted by polars alone (trace_analyzer/readers/explorer_keys.py). Everything else of the
+are lifted by polars alone (trace_analyzer/readers/explorer_keys.py); without _replay, the
+critical path's what-ifs are replayed by Python (trace_analyzer/questions/critical/replay.py).
+Everything else of the
 build is in pyproject.toml."""
 
 from setuptools import Extension, setup
@@ -14,6 +16,11 @@ setup(
             "trace_analyzer.readers._kscan",
             ["trace_analyzer/readers/_kscan.c"],
             depends=["trace_analyzer/readers/_arrow.h"],
+            optional=True,
+        ),
+        Extension(
+            "trace_analyzer.questions.critical._replay",
+            ["trace_analyzer/questions/critical/_replay.c"],
             optional=True,
         ),
         Extension(

@@ -9,6 +9,7 @@ the mean step time they save.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -418,7 +419,7 @@ def _first_marks(g: Graph, spans: Spans, skip: frozenset[int]) -> frozenset[int]
     return frozenset(g.marks[kept[0][1]][0]) if kept else frozenset()
 
 
-def _device_time(g: Graph, dur: list[int], spans: Spans, skip: frozenset[int]) -> int:
+def _device_time(g: Graph, dur: Sequence[int], spans: Spans, skip: frozenset[int]) -> int:
     """The mean over the windows (less ``skip``) of the device work launched in each, summed
     (``dur``: each node's time in a replay)."""
     kept = {s for s in spans if s not in skip}

@@ -29,7 +29,9 @@ every node its recorded times exactly. A dependency that would end after the nod
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -87,6 +89,7 @@ class Graph:
     table: pl.DataFrame
     _devices: list[int] | None = None
     _by_step: dict[int | None, list[int]] | None = None
+    _arrays: dict[str, Any] | None = None
 
     @property
     def n(self) -> int:
@@ -107,6 +110,16 @@ class Graph:
                 out.setdefault(step[i], []).append(i)
             self._by_step = out
         return self._by_step
+
+    def arrays(self) -> dict[str, Any]:
+        """The replay's per-node values as int64 arrays (and ``anchored`` as bytes), for the
+        compiled replay (made once)."""
+        if self._arrays is None:
+            names = ("start", "dur", "gap", "lag", "delay", "tail", "chain", "launch", "wait",
+                     "cross")  # fmt: skip
+            self._arrays = {k: array("q", getattr(self, k)) for k in names}
+            self._arrays["anchored"] = bytes(self.anchored)
+        return self._arrays
 
     def returns(self) -> list[int]:
         """The return nodes."""

@@ -14,9 +14,18 @@ until the window's start. The segments tile the window: their times add up to it
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph
+
+_replay: ModuleType | None
+try:  # the compiled loop, where a compiler built it (setup.py: optional)
+    import trace_analyzer.questions.critical._replay as _replay  # type: ignore[import-not-found,no-redef]
+except ImportError:  # pragma: no cover - a machine without a compiler
+    _replay = None
 
 # A segment: start, end, kind, the node it belongs to.
 Segment = tuple[int, int, str, int]
@@ -42,16 +51,17 @@ class Change:
 @dataclass
 class Times:
     """A replay's times: per node, ``start`` and ``end`` (``end`` is the start plus the node's
-    own time), and the arrays the replay used, which the critical path walks."""
+    own time), and the arrays the replay used, which the critical path walks (lists, or
+    int64 arrays and memoryviews from the compiled replay)."""
 
-    start: list[int]
-    end: list[int]
-    dur: list[int]
-    gap: list[int]
-    lag: list[int]
-    delay: list[int]
-    launch: list[int]
-    wait: list[int]
+    start: Sequence[int]
+    end: Sequence[int]
+    dur: Sequence[int]
+    gap: Sequence[int]
+    lag: Sequence[int]
+    delay: Sequence[int]
+    launch: Sequence[int]
+    wait: Sequence[int]
 
 
 def _with(values: list[int], changed: dict[int, int]) -> list[int]:
@@ -63,19 +73,62 @@ def _with(values: list[int], changed: dict[int, int]) -> list[int]:
     return out
 
 
-def replay(g: Graph, change: Change | None = None, pin: frozenset[int] = frozenset()) -> Times:
+def replay(
+    g: Graph,
+    change: Change | None = None,
+    pin: frozenset[int] = frozenset(),
+    *,
+    native: bool = True,
+) -> Times:
     """Return the times of every node of ``g`` under ``change`` (module doc); the nodes of
     ``pin`` keep their recorded start (the first measured step's marks: what ran before the
-    measured steps is not counted)."""
+    measured steps is not counted). Nodes before the first one a change touches keep their
+    recorded times (every dependency comes first, and as recorded the replay gives them
+    back): the walk starts there. ``native``: by the compiled loop (_replay.c) where it was
+    built, else (or with False) by this module's, which gives the same times."""
     c = change or Change()
+    touched = [*c.dur, *c.gap, *c.lag, *c.delay, *c.launch, *c.wait]
+    first = min(touched, default=g.n)
+    if native and _replay is not None:
+        return _compiled(g, c, pin, first)
+    return _walked(g, c, pin, first)
+
+
+def _compiled(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:
+    """The replay by the compiled loop, over the graph's int64 arrays (``Graph.arrays``)."""
+    a = g.arrays()
+
+    def changed(name: str, values: dict[int, int]) -> array[int]:
+        base: array[int] = a[name]
+        if not values:
+            return base
+        out = array("q", base)
+        for i, v in values.items():
+            out[i] = v
+        return out
+
+    dur, gap, lag = changed("dur", c.dur), changed("gap", c.gap), changed("lag", c.lag)
+    delay, launch = changed("delay", c.delay), changed("launch", c.launch)
+    wait = changed("wait", c.wait)
+    pinned = bytearray(g.n)
+    for i in pin:
+        pinned[i] = 1
+    assert _replay is not None
+    s, e = _replay.replay(
+        first, a["anchored"], pinned, a["start"], dur, gap, lag, delay, a["tail"], a["chain"],
+        launch, wait, a["cross"],
+    )  # fmt: skip
+    return Times(
+        memoryview(s).cast("q"), memoryview(e).cast("q"), dur, gap, lag, delay, launch, wait
+    )
+
+
+def _walked(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:
+    """The replay by this module's loop (the compiled one's reference)."""
     dur, gap, lag = _with(g.dur, c.dur), _with(g.gap, c.gap), _with(g.lag, c.lag)
     delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
     chain, cross, tail, anchored, recorded = g.chain, g.cross, g.tail, g.anchored, g.start
     n = g.n
-    # Nodes before the first one a change touches keep their recorded times (every
-    # dependency comes first, and as recorded the replay gives them back): start there.
-    touched = [*c.dur, *c.gap, *c.lag, *c.delay, *c.launch, *c.wait]
-    first = min(touched, default=n)
     start = recorded[:first] + [0] * (n - first)
     end = [s + d for s, d in zip(start[:first], g.dur[:first], strict=True)] + [0] * (n - first)
     for i in range(first, n):
