@@ -4,18 +4,93 @@
  * walks the nodes in their order and starts each at the latest of its dependencies plus its
  * delay, exactly as replay.py's loop does (which stays the fallback and the reference: a test
  * holds the two to the same times). Every array is a buffer of int64 ("q"), one value per
- * node; anchored and pin are buffers of bytes (non-zero: the node keeps its recorded start).
- * The nodes before ``first`` keep their recorded times. Returns (start, end) as bytearrays of
- * int64, which replay.py views as memoryviews.
+ * node (anchored too: non-zero, the node keeps its recorded start); pin is a buffer of bytes
+ * (non-zero: the same). The nodes before ``first`` keep their recorded times. Returns (start,
+ * end) as bytearrays of int64, which replay.py views as memoryviews.
+ *
+ * ints(stream) takes an Int64 column without nulls from polars as an Arrow C stream (its
+ * Series.__arrow_c_stream__) and returns its values as a bytearray of int64: the graph's
+ * arrays without a Python int per value (graph.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define NONE (-1)
 #define NEG_INF (-((int64_t)1 << 62))
 
-enum { RECORDED, DUR, GAP, LAG, DELAY, TAIL, CHAIN, LAUNCH, WAIT, CROSS, NARR };
+enum { ANCHORED, RECORDED, DUR, GAP, LAG, DELAY, TAIL, CHAIN, LAUNCH, WAIT, CROSS, NARR };
+
+/* Arrow's C stream interface (arrow.apache.org/docs/format/CStreamInterface.html): the part
+ * ints() reads. */
+struct ArrowSchema {
+    const char *format, *name, *metadata;
+    int64_t flags, n_children;
+    struct ArrowSchema **children, *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length, null_count, offset, n_buffers, n_children;
+    const void **buffers;
+    struct ArrowArray **children, *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+
+static PyObject *ints(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap))
+        return NULL;
+    struct ArrowArrayStream *stream = PyCapsule_GetPointer(cap, "arrow_array_stream");
+    if (stream == NULL)
+        return NULL;
+    struct ArrowSchema schema = {0};
+    if (stream->get_schema(stream, &schema) != 0) {
+        PyErr_SetString(PyExc_ValueError, "the stream gives no schema");
+        return NULL;
+    }
+    int is_int64 = schema.format != NULL && strcmp(schema.format, "l") == 0;
+    if (schema.release)
+        schema.release(&schema);
+    if (!is_int64) {
+        PyErr_SetString(PyExc_TypeError, "not an Int64 column");
+        return NULL;
+    }
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, 0);
+    while (out != NULL) {
+        struct ArrowArray chunk = {0};
+        if (stream->get_next(stream, &chunk) != 0) {
+            PyErr_SetString(PyExc_ValueError, "the stream failed");
+            Py_CLEAR(out);
+            break;
+        }
+        if (chunk.release == NULL)
+            break; /* the end */
+        Py_ssize_t had = PyByteArray_GET_SIZE(out), add = (Py_ssize_t)chunk.length * 8;
+        if (chunk.null_count != 0 || chunk.n_buffers != 2) {
+            PyErr_SetString(PyExc_ValueError, "an Int64 column with nulls");
+            Py_CLEAR(out);
+        } else if (PyByteArray_Resize(out, had + add) != 0) {
+            Py_CLEAR(out);
+        } else if (add) {
+            const int64_t *data = (const int64_t *)chunk.buffers[1] + chunk.offset;
+            memcpy(PyByteArray_AS_STRING(out) + had, data, (size_t)add);
+        }
+        chunk.release(&chunk);
+    }
+    return out;
+}
 
 static int view(PyObject *o, Py_buffer *b, Py_ssize_t n, Py_ssize_t item, const char *what)
 {
@@ -33,22 +108,18 @@ static PyObject *replay(PyObject *module, PyObject *args)
 {
     (void)module;
     Py_ssize_t first;
-    PyObject *anchored_o, *pin_o, *arr_o[NARR];
-    if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOO", &first, &anchored_o, &pin_o, &arr_o[RECORDED],
-                          &arr_o[DUR], &arr_o[GAP], &arr_o[LAG], &arr_o[DELAY], &arr_o[TAIL],
-                          &arr_o[CHAIN], &arr_o[LAUNCH], &arr_o[WAIT], &arr_o[CROSS]))
+    PyObject *pin_o, *arr_o[NARR];
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOO", &first, &arr_o[ANCHORED], &pin_o,
+                          &arr_o[RECORDED], &arr_o[DUR], &arr_o[GAP], &arr_o[LAG], &arr_o[DELAY],
+                          &arr_o[TAIL], &arr_o[CHAIN], &arr_o[LAUNCH], &arr_o[WAIT], &arr_o[CROSS]))
         return NULL;
-    Py_buffer anchored_b, pin_b, arr_b[NARR];
-    if (PyObject_GetBuffer(anchored_o, &anchored_b, PyBUF_C_CONTIGUOUS) != 0)
+    Py_buffer pin_b, arr_b[NARR];
+    if (PyObject_GetBuffer(pin_o, &pin_b, PyBUF_C_CONTIGUOUS) != 0)
         return NULL;
-    Py_ssize_t n = anchored_b.len;
+    Py_ssize_t n = pin_b.len;
     if (first < 0 || first > n) {
-        PyBuffer_Release(&anchored_b);
+        PyBuffer_Release(&pin_b);
         PyErr_SetString(PyExc_ValueError, "first: out of range");
-        return NULL;
-    }
-    if (view(pin_o, &pin_b, n, 1, "pin") != 0) {
-        PyBuffer_Release(&anchored_b);
         return NULL;
     }
     int got = 0;
@@ -61,7 +132,7 @@ static PyObject *replay(PyObject *module, PyObject *args)
         end_o = start_o ? PyByteArray_FromStringAndSize(NULL, n * 8) : NULL;
     }
     if (end_o != NULL) {
-        const uint8_t *anchored = anchored_b.buf, *pin = pin_b.buf;
+        const uint8_t *pin = pin_b.buf;
         const int64_t *a[NARR];
         for (int k = 0; k < NARR; k++)
             a[k] = arr_b[k].buf;
@@ -70,7 +141,7 @@ static PyObject *replay(PyObject *module, PyObject *args)
         Py_BEGIN_ALLOW_THREADS;
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t t;
-            if (i < first || anchored[i] || pin[i]) {
+            if (i < first || a[ANCHORED][i] || pin[i]) {
                 t = a[RECORDED][i];
             } else {
                 int64_t p;
@@ -95,7 +166,6 @@ static PyObject *replay(PyObject *module, PyObject *args)
     for (int k = 0; k < got; k++)
         PyBuffer_Release(&arr_b[k]);
     PyBuffer_Release(&pin_b);
-    PyBuffer_Release(&anchored_b);
     if (end_o == NULL) {
         Py_XDECREF(start_o);
         return NULL;
@@ -108,6 +178,7 @@ static PyObject *replay(PyObject *module, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"replay", replay, METH_VARARGS, "The replay's start and end of every node (module doc)."},
+    {"ints", ints, METH_VARARGS, "An Int64 column's values from its Arrow C stream."},
     {NULL, NULL, 0, NULL},
 };
 

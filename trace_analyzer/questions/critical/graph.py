@@ -29,9 +29,9 @@ every node its recorded times exactly. A dependency that would end after the nod
 
 from __future__ import annotations
 
-from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
 
 import polars as pl
 
@@ -69,27 +69,26 @@ class Graph:
     of a run); ``latency_ns``: the launch latency used as ``lag`` on the device; ``table``:
     the nodes as a table (``TABLE``: their names, lanes, threads, ids; null where none)."""
 
-    event: list[int]
+    event: Sequence[int]
     kind: list[str]
-    start: list[int]
-    dur: list[int]
-    chain: list[int]
-    gap: list[int]
-    launch: list[int]
-    lag: list[int]
-    wait: list[int]
-    cross: list[int]
-    tail: list[int]
-    delay: list[int]
-    anchored: list[bool]
+    start: Sequence[int]
+    dur: Sequence[int]
+    chain: Sequence[int]
+    gap: Sequence[int]
+    launch: Sequence[int]
+    lag: Sequence[int]
+    wait: Sequence[int]
+    cross: Sequence[int]
+    tail: Sequence[int]
+    delay: Sequence[int]
+    anchored: Sequence[int]
     step: list[int | None]
-    call: list[int]
+    call: Sequence[int]
     marks: dict[int, tuple[list[int], list[int]]]
     latency_ns: int
     table: pl.DataFrame
     _devices: list[int] | None = None
     _by_step: dict[int | None, list[int]] | None = None
-    _arrays: dict[str, Any] | None = None
 
     @property
     def n(self) -> int:
@@ -111,16 +110,6 @@ class Graph:
             self._by_step = out
         return self._by_step
 
-    def arrays(self) -> dict[str, Any]:
-        """The replay's per-node values as int64 arrays (and ``anchored`` as bytes), for the
-        compiled replay (made once)."""
-        if self._arrays is None:
-            names = ("start", "dur", "gap", "lag", "delay", "tail", "chain", "launch", "wait",
-                     "cross")  # fmt: skip
-            self._arrays = {k: array("q", getattr(self, k)) for k in names}
-            self._arrays["anchored"] = bytes(self.anchored)
-        return self._arrays
-
     def returns(self) -> list[int]:
         """The return nodes."""
         return [i for i, k in enumerate(self.kind) if k == "return"]
@@ -128,6 +117,22 @@ class Graph:
     def frame(self) -> pl.DataFrame:
         """The nodes as a table (``TABLE``)."""
         return self.table
+
+
+_replay: ModuleType | None
+try:  # the compiled replay, where a compiler built it (setup.py: optional)
+    import trace_analyzer.questions.critical._replay as _replay  # type: ignore[import-not-found,no-redef]
+except ImportError:  # pragma: no cover - a machine without a compiler
+    _replay = None
+
+
+def int64s(column: pl.Series) -> Sequence[int]:
+    """The values of an Int64 ``column`` without nulls, as the replay reads them: an int64
+    memoryview over its bytes, copied once from polars' Arrow stream by the compiled
+    ``_replay.ints`` (no Python int per value), else a list."""
+    if _replay is None:
+        return column.to_list()
+    return memoryview(_replay.ints(column.rechunk().__arrow_c_stream__())).cast("q")
 
 
 # The node table's columns (Graph.table).
@@ -454,8 +459,8 @@ def _latency(nodes: pl.DataFrame) -> int:
 
 
 def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
-    def ints(column: str, fill: int = NONE) -> list[int]:
-        return nodes[column].fill_null(fill).cast(pl.Int64).to_list()
+    def ints(column: str, fill: int = NONE) -> Sequence[int]:
+        return int64s(nodes[column].fill_null(fill).cast(pl.Int64))
 
     marks: dict[int, tuple[list[int], list[int]]] = {}
     for node, step, name in (
@@ -476,7 +481,7 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
         cross=ints("cross"),
         tail=ints("tail", 0),
         delay=ints("delay", 0),
-        anchored=nodes["anchored"].to_list(),
+        anchored=ints("anchored", 0),
         step=nodes["step"].to_list(),
         call=ints("call"),
         marks={s: (a, b) for s, (a, b) in marks.items() if a and b},

@@ -14,18 +14,10 @@ until the window's start. The segments tile the window: their times add up to it
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 
-from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph
-
-_replay: ModuleType | None
-try:  # the compiled loop, where a compiler built it (setup.py: optional)
-    import trace_analyzer.questions.critical._replay as _replay  # type: ignore[import-not-found,no-redef]
-except ImportError:  # pragma: no cover - a machine without a compiler
-    _replay = None
+from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph, _replay
 
 # A segment: start, end, kind, the node it belongs to.
 Segment = tuple[int, int, str, int]
@@ -64,12 +56,16 @@ class Times:
     wait: Sequence[int]
 
 
-def _with(values: list[int], changed: dict[int, int]) -> list[int]:
+def _with(values: Sequence[int], changed: dict[int, int]) -> Sequence[int]:
+    """``values`` with ``changed`` (node to value) put in: a copy of the same kind (an int64
+    memoryview's bytes copied at once)."""
     if not changed:
         return values
-    out = list(values)
+    out: Sequence[int] = (
+        memoryview(bytearray(values)).cast("q") if isinstance(values, memoryview) else list(values)
+    )
     for i, v in changed.items():
-        out[i] = v
+        out[i] = v  # type: ignore[index]
     return out
 
 
@@ -89,34 +85,22 @@ def replay(
     c = change or Change()
     touched = [*c.dur, *c.gap, *c.lag, *c.delay, *c.launch, *c.wait]
     first = min(touched, default=g.n)
-    if native and _replay is not None:
+    if native and _replay is not None and isinstance(g.start, memoryview):
         return _compiled(g, c, pin, first)
     return _walked(g, c, pin, first)
 
 
 def _compiled(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:
-    """The replay by the compiled loop, over the graph's int64 arrays (``Graph.arrays``)."""
-    a = g.arrays()
-
-    def changed(name: str, values: dict[int, int]) -> array[int]:
-        base: array[int] = a[name]
-        if not values:
-            return base
-        out = array("q", base)
-        for i, v in values.items():
-            out[i] = v
-        return out
-
-    dur, gap, lag = changed("dur", c.dur), changed("gap", c.gap), changed("lag", c.lag)
-    delay, launch = changed("delay", c.delay), changed("launch", c.launch)
-    wait = changed("wait", c.wait)
+    """The replay by the compiled loop (_replay.c), over the graph's int64 arrays."""
+    dur, gap, lag = _with(g.dur, c.dur), _with(g.gap, c.gap), _with(g.lag, c.lag)
+    delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
     pinned = bytearray(g.n)
     for i in pin:
         pinned[i] = 1
     assert _replay is not None
     s, e = _replay.replay(
-        first, a["anchored"], pinned, a["start"], dur, gap, lag, delay, a["tail"], a["chain"],
-        launch, wait, a["cross"],
+        first, g.anchored, pinned, g.start, dur, gap, lag, delay, g.tail, g.chain, launch,
+        wait, g.cross,
     )  # fmt: skip
     return Times(
         memoryview(s).cast("q"), memoryview(e).cast("q"), dur, gap, lag, delay, launch, wait
@@ -129,7 +113,7 @@ def _walked(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:
     delay, launch, wait = _with(g.delay, c.delay), _with(g.launch, c.launch), _with(g.wait, c.wait)
     chain, cross, tail, anchored, recorded = g.chain, g.cross, g.tail, g.anchored, g.start
     n = g.n
-    start = recorded[:first] + [0] * (n - first)
+    start = list(recorded[:first]) + [0] * (n - first)
     end = [s + d for s, d in zip(start[:first], g.dur[:first], strict=True)] + [0] * (n - first)
     for i in range(first, n):
         if anchored[i] or i in pin:
