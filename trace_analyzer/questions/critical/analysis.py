@@ -22,7 +22,7 @@ from trace_analyzer.model.intervals import innermost
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
 from trace_analyzer.questions.critical.graph import STEP_MARK, Graph, build
-from trace_analyzer.questions.critical.replay import Times, path, replay, windows
+from trace_analyzer.questions.critical.replay import Change, Times, path, replay, windows
 from trace_analyzer.units import glob_regex
 
 # A window's key (its step; None: the whole run) to its start, end and the node that ends it.
@@ -157,7 +157,9 @@ def critical(
     g = build(profile, window)
     if window and not g.marks:
         raise UsageError(f"no annotation matches {{window}} {pattern!r}")
-    base = replay(g)
+    # Replayed as recorded, through every node (a change that changes nothing): the windows
+    # it gives are the steps' replayed times (``_steps``: against the recorded ones).
+    base = replay(g, Change(dur={0: g.dur[0]})) if g.n else replay(g)
     spans = windows(g, base)
     if step is not None:
         if step not in spans:
@@ -185,10 +187,9 @@ def critical(
 
 
 def _steps(g: Graph, spans: Spans) -> pl.DataFrame:
-    """Per window: recorded start, end, time; replayed as recorded; the error (%)."""
-    recorded = windows(
-        g, Times(g.start, [s + d for s, d in zip(g.start, g.dur, strict=True)], *[[]] * 6)
-    )
+    """Per window: recorded start, end, time; replayed as recorded (``spans``); the error
+    (%)."""
+    recorded = windows(g, replay(g))  # no change: every node's recorded times
     rows = [
         {"step": s, "start_ns": recorded[s][0], "end_ns": recorded[s][1],
          "window_ns": recorded[s][1] - recorded[s][0], "replayed_ns": b - a}

@@ -97,7 +97,8 @@ class Graph:
     def device_nodes(self) -> list[int]:
         """The nodes that are device work (found once)."""
         if self._devices is None:
-            self._devices = [i for i, k in enumerate(self.kind) if k not in HOST_NODES]
+            device = self.table.filter(~pl.col("kind").is_in(HOST_NODES))
+            self._devices = device["node"].to_list()
         return self._devices
 
     def by_step(self) -> dict[int | None, list[int]]:
