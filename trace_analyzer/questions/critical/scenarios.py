@@ -33,8 +33,10 @@ class Scenario:
 def host_time(g: Graph, ranges: pl.DataFrame, label: str, key: str) -> Scenario:
     """The host's time between calls spent inside ``ranges`` (pid, tid, start_ns, end_ns: a
     frame's, an annotation's or an op's instances on their threads) taken away."""
+    threads = ranges.select("pid", "tid").unique()
     nodes = (
         g.frame()
+        .join(threads, on=["pid", "tid"], how="semi")  # only the threads the ranges are on
         .filter(
             pl.col("kind").is_in(HOST_NODES) & pl.col("chain").is_not_null() & (pl.col("gap") > 0)
         )
