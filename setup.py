@@ -15,18 +15,19 @@ setup(
         Extension(
             "trace_analyzer.readers._kscan",
             ["trace_analyzer/readers/_kscan.c"],
-            depends=["trace_analyzer/readers/_arrow.h"],
+            depends=["trace_analyzer/readers/_arrow.h", "trace_analyzer/readers/_arrow_abi.h"],
             optional=True,
         ),
         Extension(
             "trace_analyzer.questions.critical._replay",
             ["trace_analyzer/questions/critical/_replay.c"],
+            depends=["trace_analyzer/readers/_arrow_abi.h"],
             optional=True,
         ),
         Extension(
             "trace_analyzer.readers._ekeys",
             ["trace_analyzer/readers/_ekeys.c"],
-            depends=["trace_analyzer/readers/_arrow.h"],
+            depends=["trace_analyzer/readers/_arrow.h", "trace_analyzer/readers/_arrow_abi.h"],
             optional=True,
         ),
     ]

@@ -17,34 +17,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../readers/_arrow_abi.h"
+
 #define NONE (-1)
 #define NEG_INF (-((int64_t)1 << 62))
 
 enum { ANCHORED, RECORDED, DUR, GAP, LAG, DELAY, TAIL, CHAIN, LAUNCH, WAIT, CROSS, NARR };
-
-/* Arrow's C stream interface (arrow.apache.org/docs/format/CStreamInterface.html): the part
- * ints() reads. */
-struct ArrowSchema {
-    const char *format, *name, *metadata;
-    int64_t flags, n_children;
-    struct ArrowSchema **children, *dictionary;
-    void (*release)(struct ArrowSchema *);
-    void *private_data;
-};
-struct ArrowArray {
-    int64_t length, null_count, offset, n_buffers, n_children;
-    const void **buffers;
-    struct ArrowArray **children, *dictionary;
-    void (*release)(struct ArrowArray *);
-    void *private_data;
-};
-struct ArrowArrayStream {
-    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *);
-    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *);
-    const char *(*get_last_error)(struct ArrowArrayStream *);
-    void (*release)(struct ArrowArrayStream *);
-    void *private_data;
-};
 
 static PyObject *ints(PyObject *module, PyObject *args)
 {
