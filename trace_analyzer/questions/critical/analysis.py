@@ -9,7 +9,6 @@ the mean step time they save.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -420,13 +419,17 @@ def _first_marks(g: Graph, spans: Spans, skip: frozenset[int]) -> frozenset[int]
     return frozenset(g.marks[kept[0][1]][0]) if kept else frozenset()
 
 
-def _device_time(g: Graph, dur: Sequence[int], spans: Spans, skip: frozenset[int]) -> int:
-    """The mean over the windows (less ``skip``) of the device work launched in each, summed
-    (``dur``: each node's time in a replay)."""
-    kept = {s for s in spans if s not in skip}
-    step = g.step
-    total = sum(dur[i] for i in g.device_nodes() if step[i] in kept)
-    return round(total / len(kept)) if kept else 0
+def _device_time(g: Graph, change: Change, spans: Spans) -> int:
+    """The mean over the windows (less the change's ``skip``) of the device work launched in
+    each, summed, under ``change``: the recorded sums, less what it takes off each node."""
+    kept = {s for s in spans if s not in change.skip}
+    if not kept:
+        return 0
+    per_step = g.device_sums()
+    total = sum(per_step.get(s, 0) for s in kept)
+    step, dur, device = g.step, g.dur, set(g.device_nodes()) if change.dur else set()
+    total -= sum(dur[i] - v for i, v in change.dur.items() if i in device and step[i] in kept)
+    return round(total / len(kept))
 
 
 def _ranked(
@@ -446,7 +449,7 @@ def _ranked(
             "fix": sc.fix, "scenario": sc.key, "step_ns": round(base), "replayed_ns": round(after),
             "saved_ns": round(base - after),
             "saved_pct": (base - after) / base * 100 if base else None,
-            "device_ns": _device_time(g, times.dur, spans, sc.change.skip),
+            "device_ns": _device_time(g, sc.change, spans),
             "path_segments": hit.height, "path_ns": int(hit["duration_ns"].sum()),
             "evidence": examples.select("step", "kind", "name", "label", "start_ns", "duration_ns",
                                         "event_id").to_dicts(),

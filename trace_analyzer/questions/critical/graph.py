@@ -111,6 +111,11 @@ class Graph:
             self._by_step = out
         return self._by_step
 
+    def device_sums(self) -> dict[int | None, int]:
+        """Per step, the recorded time of the device work launched in it, summed."""
+        dur = self.dur
+        return {s: sum(dur[i] for i in nodes) for s, nodes in self.by_step().items()}
+
     def returns(self) -> list[int]:
         """The return nodes."""
         return [i for i, k in enumerate(self.kind) if k == "return"]

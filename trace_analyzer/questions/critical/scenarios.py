@@ -98,26 +98,15 @@ def graphs(g: Graph, api: str) -> Scenario:
     """Every step's device work launched as one CUDA/HIP graph (``api``), per process: each
     piece waits for the first launch of its process's step (the earliest call, in node
     order), not its own."""
-    pid = g.table["pid"].to_list()
-    first: dict[tuple[int, int | None], int] = {}
-    for i in g.device_nodes():
-        p = g.launch[i]
-        if p != NONE:
-            key = (pid[i], g.step[i])
-            first[key] = min(first.get(key, p), p)
-    launch: dict[int, int] = {}
-    lag: dict[int, int] = {}
-    calls: set[int] = set()
-    for i in g.device_nodes():
-        p = g.launch[i]
-        if p == NONE:
-            continue
-        head = first[(pid[i], g.step[i])]
-        if p != head:
-            launch[i], lag[i] = head, g.latency_ns
-        calls.add(p)
+    device = g.table.filter(~pl.col("kind").is_in(HOST_NODES) & pl.col("launch").is_not_null())
+    device = device.with_columns(head=pl.col("launch").min().over("pid", "step"))
+    relinked = device.filter(pl.col("launch") != pl.col("head"))
+    launch = dict(zip(relinked["node"].to_list(), relinked["head"].to_list(), strict=True))
+    lag = dict.fromkeys(launch, g.latency_ns)
+    calls = set(device["launch"].unique().to_list())
+    heads = set(device["head"].unique().to_list())
     waiting = {g.call[i] for i in g.returns()}
-    dur = {c: 0 for c in calls - waiting - set(first.values())}
+    dur = {c: 0 for c in calls - waiting - heads}
     return Scenario(
         "graphs",
         f"capture each step as a {api} graph",
