@@ -162,10 +162,11 @@ def test_the_replay_of_every_node_gives_back_its_recorded_start(case):
     graph starts when the trace recorded it: the delays and gaps hold all the graph does not
     explain, and no dependency ends after its node started. And the compiled replay gives
     the Python loop's times under changes everywhere (every third gap gone, every other
-    piece of work halved, a waiting call's wait dropped, the first step's marks pinned)."""
+    piece of work halved, a waiting call's wait dropped, the first step's marks pinned), and
+    the compiled walk the Python walk's paths."""
     trace, _, _, _ = case
     from trace_analyzer.questions.critical.graph import build
-    from trace_analyzer.questions.critical.replay import Change, replay
+    from trace_analyzer.questions.critical.replay import Change, replay, walk_all, windows
 
     window = "[param|pytorch.model.alex_net|0|0|0]" if "critical_path" in trace else None
     g = build(ta.load(CORPUS / trace, cache=False), glob_regex(window) if window else None)
@@ -180,3 +181,8 @@ def test_the_replay_of_every_node_gives_back_its_recorded_start(case):
     pin = frozenset(g.marks[min(g.marks)][0]) if g.marks else frozenset()
     fast, slow = replay(g, change, pin), replay(g, change, pin, native=False)
     assert list(fast.start) == list(slow.start) and list(fast.end) == list(slow.end)
+    # and the compiled walk gives the Python walk's paths, as recorded and under the change
+    for times in (replay(g, same), fast):
+        spans = list(windows(g, times).values())
+        w0s, lasts = [w[0] for w in spans], [w[2] for w in spans]
+        assert walk_all(g, times, w0s, lasts) == walk_all(g, times, w0s, lasts, native=False)

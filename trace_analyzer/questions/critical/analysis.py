@@ -21,7 +21,14 @@ from trace_analyzer.model.intervals import innermost
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
 from trace_analyzer.questions.critical.graph import STEP_MARK, Graph, build
-from trace_analyzer.questions.critical.replay import Change, Times, path, replay, windows
+from trace_analyzer.questions.critical.replay import (
+    KIND_CODES,
+    Change,
+    Times,
+    replay,
+    walk_all,
+    windows,
+)
 from trace_analyzer.units import glob_regex
 
 # A window's key (its step; None: the whole run) to its start, end and the node that ends it.
@@ -201,21 +208,23 @@ def _steps(g: Graph, spans: Spans) -> pl.DataFrame:
 
 
 def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
-    """The critical path of every window, one row per segment, in time order."""
-    cols: dict[str, list[Any]] = {
-        k: [] for k in ("step", "order", "start_ns", "end_ns", "kind", "node")
-    }
-    for step, (w0, _, last) in spans.items():
-        segs = path(g, times, w0, last)
-        n = len(segs)
-        cols["step"] += [step] * n
-        cols["order"] += range(n)
-        for a, b, kind, node in reversed(segs):
-            cols["start_ns"].append(a)
-            cols["end_ns"].append(b)
-            cols["kind"].append(kind)
-            cols["node"].append(node)
-    table = pl.DataFrame(cols, schema={k: PATH_COLUMNS[k] for k in cols})
+    """The critical path of every window, one row per segment, in time order (walked by the
+    compiled walk where the replay was compiled, else by ``replay.path``)."""
+    keys = list(spans)
+    walked = walk_all(g, times, [spans[k][0] for k in keys], [spans[k][2] for k in keys])
+    window, start, end, kind, node = walked
+    table = pl.DataFrame(
+        {"window": window, "start_ns": start, "end_ns": end, "kind": kind, "node": node},
+        schema=dict.fromkeys(("window", "start_ns", "end_ns", "kind", "node"), pl.Int64),
+    )
+    steps = pl.DataFrame(
+        {"window": range(len(keys)), "step": keys}, schema={"window": pl.Int64, "step": pl.Int64}
+    )
+    table = table.join(steps, on="window", how="left", maintain_order="left").with_columns(
+        order=pl.int_range(pl.len(), dtype=pl.Int64).over("window"),
+        kind=pl.col("kind").replace_strict(list(range(len(KIND_CODES))), list(KIND_CODES),
+                                           return_dtype=pl.String),
+    )  # fmt: skip
     at = g.table.select("name", "lane", "pid", "tid", "event_id")[table["node"]]
     host = pl.col("kind") == "host"
     return (

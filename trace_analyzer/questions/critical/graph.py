@@ -64,7 +64,8 @@ class Graph:
     waiting call's is its return, ``tail``), the dependencies (``chain`` with ``gap``,
     ``launch`` with ``lag``, ``wait`` with ``tail``, ``cross``; -1 where none), ``delay``,
     ``anchored`` (no dependency: it keeps its recorded start), ``step`` (a device node's
-    launching step, a mark's step), ``call`` (a return's call); ``marks``: per step, its
+    launching step, a mark's step), ``call`` (a return's call), ``own`` (the code of its own
+    segment on a path: replay.KIND_CODES); ``marks``: per step, its
     start marks' and its end marks' nodes (one each per process that recorded it: the ranks
     of a run); ``latency_ns``: the launch latency used as ``lag`` on the device; ``table``:
     the nodes as a table (``TABLE``: their names, lanes, threads, ids; null where none)."""
@@ -84,6 +85,7 @@ class Graph:
     anchored: Sequence[int]
     step: list[int | None]
     call: Sequence[int]
+    own: Sequence[int]
     marks: dict[int, tuple[list[int], list[int]]]
     latency_ns: int
     table: pl.DataFrame
@@ -140,6 +142,9 @@ def int64s(column: pl.Series) -> Sequence[int]:
         return column.to_list()
     return memoryview(_replay.ints(column.rechunk().__arrow_c_stream__())).cast("q")
 
+
+# The code of a node's own segment on a path (replay.KIND_CODES): its device kind, or a call.
+OWN_CODES = {"compute": 0, "communication": 1, "memory": 2, "call": 3}
 
 # The node table's columns (Graph.table).
 TABLE = (
@@ -490,6 +495,14 @@ def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
         anchored=ints("anchored", 0),
         step=nodes["step"].to_list(),
         call=ints("call"),
+        own=int64s(
+            nodes.select(
+                pl.when(pl.col("kind").is_in(HOST_NODES))
+                .then(pl.lit(OWN_CODES["call"]))
+                .otherwise(pl.col("kind").replace_strict(OWN_CODES, default=OWN_CODES["call"]))
+                .cast(pl.Int64)
+            ).to_series()
+        ),
         marks={s: (a, b) for s, (a, b) in marks.items() if a and b},
         latency_ns=latency,
         table=nodes.select(

@@ -21,6 +21,11 @@ from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph, _re
 
 # A segment: start, end, kind, the node it belongs to.
 Segment = tuple[int, int, str, int]
+# The kinds of a path's segments, by code (the compiled walk's, _replay.c).
+KIND_CODES = (
+    "compute", "communication", "memory", "call", "host", "launch", "sync", "unexplained",
+    "before",
+)  # fmt: skip
 
 
 @dataclass
@@ -163,6 +168,28 @@ def windows(g: Graph, times: Times) -> dict[int | None, tuple[int, int, int]]:
         s: (min(start[a] for a in starts), ends[s][0], ends[s][1])
         for s, (starts, _) in sorted(g.marks.items())
     }
+
+
+def walk_all(
+    g: Graph, times: Times, w0s: list[int], lasts: list[int], *, native: bool = True
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    """Return every window's critical path (window ``k`` from ``w0s[k]`` to the end of node
+    ``lasts[k]``), its segments in time order within each window, as five lists: the window's
+    index, start, end, kind (its code in ``KIND_CODES``) and node. By the compiled walk
+    (_replay.c) where the replay was compiled, else (or with ``native`` False) by ``path``,
+    which gives the same segments."""
+    if native and _replay is not None and isinstance(times.start, memoryview):
+        return _replay.walk(  # type: ignore[no-any-return]
+            w0s, lasts, times.start, times.end, times.gap, times.lag, g.tail, g.chain,
+            times.launch, times.wait, g.cross, g.anchored, g.own,
+        )  # fmt: skip
+    code = {k: c for c, k in enumerate(KIND_CODES)}
+    out: tuple[list[int], ...] = ([], [], [], [], [])
+    for k, (w0, last) in enumerate(zip(w0s, lasts, strict=True)):
+        for a, b, kind, node in reversed(path(g, times, w0, last)):
+            for column, value in zip(out, (k, a, b, code[kind], node), strict=True):
+                column.append(value)
+    return out  # type: ignore[return-value]
 
 
 def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
