@@ -13,13 +13,12 @@ device. Each node starts at the latest of its recorded dependencies, plus its ow
 - ``launch``: the call that launched it (its ``device``/``hardware`` link; or, between two
   host threads, the call its link names) has started, plus ``lag`` (on a device: the run's
   launch latency, at most the time this node took from its launch);
-- ``wait``: for a return, the device work its call waited for has ended, plus ``lag`` (the
-  call's own return, ``tail``): the device work a call launched and that ended inside it (a
-  blocking copy, a Neuron execution the runtime waited on), or, for a synchronize, the
-  latest work of its process launched before it that ended inside it.
-
+- ``wait``: for a return, the device work its call waited for has ended, plus ``tail`` (the
+  call's own return): the device work a blocking call (``waits.BLOCKING``: a synchronous
+  copy or set, a Neuron runtime wait) launched and that ended inside it, or, for a
+  synchronize, the latest work of its process launched before it that ended inside it;
 - ``cross``: for device work, the work on another stream that a recorded stream wait held
-  it for has ended (``_stream_waits``).
+  it for has ended (``waits.stream_waits``).
 
 ``delay`` is what the recorded dependencies leave unexplained: the node's start less the
 latest of them, as recorded. With every duration, gap and lag as recorded, the replay gives
@@ -38,18 +37,10 @@ import polars as pl
 from trace_analyzer.analyses.states import kind_of, on_device
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import matching
+from trace_analyzer.questions.critical.waits import LEVEL, returns, stream_waits
 
 HOST_KINDS = ("runtime", "framework_dispatch", "framework_stream", "transfer")
-SYNC_NAMES = r"(?i)synchroni[sz]e"
-# Calls that return when the device work they launched is done: a synchronous copy or set
-# (no "Async" in the name), a Neuron runtime wait ("host waiting for NeuronCore execution to
-# complete", docs/neuron-formats.md). A launch whose work happens to end inside it did not
-# wait for it.
-BLOCKING = r"(?i)(^(cuda|hip|cu)(Memcpy|Memset)|_wait$)"
-ASYNC = r"(?i)async"
 STEP_MARK = r"^ProfilerStep#\d+$"
-# Where nodes of one start time and one end time go first: marks, calls, device, returns.
-LEVEL = {"mark": 0, "call": 1, "device": 2, "return": 3}
 # The kinds of the nodes that are not device work.
 HOST_NODES = ("call", "mark", "return")
 NONE = -1
@@ -164,7 +155,7 @@ def build(profile: Profile, window: str | None = None) -> Graph:
     nodes = pl.concat([host, marks, device], how="diagonal_relaxed")
     launch = _launches(edges, inner)
     nodes = nodes.join(launch, on="event_id", how="left")
-    nodes = _returns(nodes)
+    nodes = returns(nodes)
     nodes = nodes.sort("start_ns", "end_ns", "level", "seq").with_row_index("node")
     return _linked(nodes)
 
@@ -206,7 +197,7 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
         )
         .with_columns(step=pl.when(pl.col("launched_ns") <= pl.col("w1")).then(pl.col("step")))
     )
-    waits = _stream_waits(events, rows)
+    waits = stream_waits(events, rows)
     return (
         rows.drop("w0", "w1", "device", "stream", "launched_ns")
         .join(waits, on="event_id", how="left")
@@ -217,47 +208,6 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
             seq=pl.lit(0, pl.Int64),
         )
         .with_columns(chain_key=pl.col("chain_key").cast(pl.String))
-    )
-
-
-def _stream_waits(events: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
-    """Per piece of device work that a recorded stream wait held, the work it waited for
-    (``cross_event``): a stream wait (Kineto's ``cuda_sync`` "Stream Wait Event") holds the
-    first work launched on its stream after its ``cudaStreamWaitEvent`` call until the event
-    recorded on ``wait_stream`` (by the call ``wait_record`` names) is reached: the end of
-    the last work launched on that stream before the recording call. Of several, the one
-    that ends last."""
-    waits = events.filter(pl.col("wait_record").is_not_null() & pl.col("stream").is_not_null())
-    if not waits.height:
-        return pl.DataFrame(schema={"event_id": pl.Int64, "cross_event": pl.Int64})
-    calls = events.filter(pl.col("lane_kind") == "runtime").select("pid", "correlation", "start_ns")
-    waits = (
-        waits.select("pid", "device", "stream", "wait_stream", "wait_record", "correlation")
-        .join(calls.rename({"start_ns": "waited_ns"}), on=["pid", "correlation"])
-        .join(
-            calls.rename({"correlation": "wait_record", "start_ns": "recorded_ns"}),
-            on=["pid", "wait_record"],
-        )  # fmt: skip
-    )
-    on = work.select("pid", "device", "stream", "event_id", "end_ns", "launched_ns").sort(
-        "launched_ns"
-    )
-    awaited = waits.sort("recorded_ns").join_asof(
-        on.rename({"stream": "wait_stream", "event_id": "cross_event", "end_ns": "cross_end"}),
-        left_on="recorded_ns", right_on="launched_ns", by=["pid", "device", "wait_stream"],
-        strategy="backward", check_sortedness=False,
-    )  # fmt: skip
-    held = awaited.drop("launched_ns").sort("waited_ns").join_asof(
-        on.select("pid", "device", "stream", "event_id", "launched_ns"),
-        left_on="waited_ns", right_on="launched_ns", by=["pid", "device", "stream"],
-        strategy="forward", check_sortedness=False,
-    )  # fmt: skip
-    return (
-        held.drop_nulls(["event_id", "cross_event"])
-        .sort("cross_end")
-        .group_by("event_id")
-        .last()
-        .select("event_id", "cross_event")
     )
 
 
@@ -328,68 +278,6 @@ def _launches(edges: pl.DataFrame, inner: pl.DataFrame) -> pl.DataFrame:
         .join(inner.rename({"event_id": "src"}), on="src", how="inner")
         .select("event_id", launch_event="outer")
     )
-
-
-def _returns(nodes: pl.DataFrame) -> pl.DataFrame:
-    """``nodes`` with a return node after each call that waited for the device (module doc):
-    its ``wait_event`` (the device work), ``tail`` (the call's end less that work's end)."""
-    device = nodes.filter(pl.col("level") == LEVEL["device"])
-    calls = nodes.filter(pl.col("kind") == "call")
-    blocking = calls.filter(
-        pl.col("name").str.contains(BLOCKING) & ~pl.col("name").str.contains(ASYNC)
-    )
-    own = (
-        device.select("launch_event", wait_event="event_id", w_end="end_ns")
-        .join(
-            blocking.select(launch_event="event_id", c0="start_ns", c1="end_ns"), on="launch_event"
-        )  # fmt: skip
-        .filter((pl.col("w_end") > pl.col("c0")) & (pl.col("w_end") <= pl.col("c1")))
-        .sort("w_end")
-        .group_by("launch_event")
-        .last()
-        .select(event_id="launch_event", wait_event="wait_event", w_end="w_end")
-    )
-    synced = _synchronized(calls, device).join(own.select("event_id"), on="event_id", how="anti")
-    waits = pl.concat([own, synced])
-    waited = calls.join(waits, on="event_id", how="inner")
-    returns = waited.select(
-        "name", "lane", "pid", "tid", "chain_key",
-        event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
-        start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return"),
-        level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
-        tail=pl.col("end_ns") - pl.col("w_end"),
-    )  # fmt: skip
-    return pl.concat(
-        [nodes.join(waits.select("event_id", "w_end"), on="event_id", how="left"), returns],
-        how="diagonal_relaxed",
-    )
-
-
-def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
-    """Per synchronize call, the latest-ending device work of its process launched before
-    it (by its launch call's start), where that work ended inside the call."""
-    syncs = calls.filter(matching(calls["name"].cast(pl.Categorical), SYNC_NAMES))
-    if not syncs.height:
-        return pl.DataFrame(schema={"event_id": pl.Int64, "wait_event": pl.Int64,
-                                    "w_end": pl.Int64})  # fmt: skip
-    starts = calls.select(launch_event="event_id", launched_ns="start_ns")
-    work = (
-        device.join(starts, on="launch_event", how="inner")
-        .sort("launched_ns")
-        .with_columns(latest=pl.col("end_ns").cum_max().over("pid"))
-        .with_columns(
-            last_id=pl.when(pl.col("end_ns") == pl.col("latest")).then(pl.col("event_id"))
-        )
-        .with_columns(pl.col("last_id").forward_fill().over("pid"))
-        .select("pid", "launched_ns", "latest", "last_id")
-    )
-    found = syncs.sort("start_ns").join_asof(
-        work, left_on="start_ns", right_on="launched_ns", by="pid", strategy="backward",
-        check_sortedness=False,
-    )  # fmt: skip
-    return found.filter(
-        (pl.col("latest") > pl.col("start_ns")) & (pl.col("latest") <= pl.col("end_ns"))
-    ).select("event_id", wait_event="last_id", w_end="latest")
 
 
 def _linked(nodes: pl.DataFrame) -> Graph:
