@@ -21,7 +21,7 @@ setup(
         Extension(
             "trace_analyzer.questions.critical._replay",
             ["trace_analyzer/questions/critical/_replay.c"],
-            depends=["trace_analyzer/readers/_arrow_abi.h"],
+            depends=["trace_analyzer/readers/_arrow.h", "trace_analyzer/readers/_arrow_abi.h"],
             optional=True,
         ),
         Extension(

@@ -186,3 +186,23 @@ def test_the_replay_of_every_node_gives_back_its_recorded_start(case):
         spans = list(windows(g, times).values())
         w0s, lasts = [w[0] for w in spans], [w[2] for w in spans]
         assert walk_all(g, times, w0s, lasts) == walk_all(g, times, w0s, lasts, native=False)
+
+
+def test_the_compiled_link_gives_the_graph_polars_gives(case):
+    """The compiled link (_replay.link) and its polars reference build the same graph on each
+    real trace: every array, the launch latency, the steps, the marks and the node table."""
+    trace, _, _, _ = case
+    from polars.testing import assert_frame_equal
+
+    from trace_analyzer.questions.critical.graph import LINK_OUT, _replay, build
+
+    if _replay is None:
+        pytest.skip("the replay was not compiled on this machine")
+    window = "[param|pytorch.model.alex_net|0|0|0]" if "critical_path" in trace else None
+    profile = ta.load(CORPUS / trace, cache=False)
+    fast = build(profile, glob_regex(window) if window else None)
+    slow = build(profile, glob_regex(window) if window else None, native=False)
+    for name in LINK_OUT:
+        assert list(getattr(fast, name)) == list(getattr(slow, name)), name
+    assert (fast.latency_ns, fast.step, fast.marks) == (slow.latency_ns, slow.step, slow.marks)
+    assert_frame_equal(fast.table, slow.table)

@@ -13,6 +13,13 @@
  * reference): returns five lists, one value per segment in time order within each window:
  * the window's index, start, end, kind (the codes of replay.KIND_CODES) and node.
  *
+ * link(stream) links a graph's nodes, as graph.py's _linked does (its reference, held to the
+ * same graph by a test): the stream is polars' Arrow C stream of one frame of Int64 columns in
+ * LINK_IN's order (graph.py), the nodes in their order. Returns (latency, arrays, table):
+ * the launch latency, the graph's arrays (bytearrays of int64, in LINK_OUT's order, null as
+ * -1 for a node and 0 for a time) and the (schema, array) capsule pair of the node table's
+ * columns chain, gap, launch, wait and call, with their nulls.
+ *
  * ints(stream) takes an Int64 column without nulls from polars as an Arrow C stream (its
  * Series.__arrow_c_stream__) and returns its values as a bytearray of int64: the graph's
  * arrays without a Python int per value (graph.py).
@@ -23,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../readers/_arrow_abi.h"
+#include "../../readers/_arrow.h"
 
 #define NONE (-1)
 #define NEG_INF (-((int64_t)1 << 62))
@@ -322,7 +329,342 @@ static PyObject *walk(PyObject *module, PyObject *args)
     return result;
 }
 
+
+/* ---- link: the graph's dependencies, gaps, lags and delays (graph.py's _linked) ---- */
+
+#define NUL INT64_MIN
+/* The columns link reads (graph.LINK_IN) and the arrays it makes (graph.LINK_OUT). */
+enum { I_EVENT, I_CK0, I_CK1, I_CK2, I_KIND, I_START, I_END, I_WEND, I_TAIL, I_LAUNCH, I_WAIT,
+       I_CALL, I_CROSS, NIN };
+enum { O_EVENT, O_START, O_DUR, O_CHAIN, O_GAP, O_LAUNCH, O_LAG, O_WAIT, O_CROSS, O_TAIL,
+       O_DELAY, O_ANCHORED, O_CALL, O_OWN, NOUT };
+/* A node's kind (graph.KINDS): device work below N_CALL. */
+enum { N_CALL = 3, N_MARK, N_RETURN };
+
+/* Read a stream of struct chunks of ncol Int64 columns into contiguous arrays (a null: NUL). */
+static int read_columns(PyObject *cap, int ncol, int64_t **cols, Py_ssize_t *rows)
+{
+    struct ArrowArrayStream *stream = PyCapsule_GetPointer(cap, "arrow_array_stream");
+    if (stream == NULL)
+        return -1;
+    struct ArrowSchema schema = {0};
+    if (stream->get_schema(stream, &schema) != 0) {
+        PyErr_SetString(PyExc_ValueError, "the stream gives no schema");
+        return -1;
+    }
+    int ok = schema.format != NULL && strcmp(schema.format, "+s") == 0 &&
+             schema.n_children == ncol;
+    for (int k = 0; ok && k < ncol; k++)
+        ok = strcmp(schema.children[k]->format, "l") == 0;
+    if (schema.release)
+        schema.release(&schema);
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "not a frame of the Int64 columns link reads");
+        return -1;
+    }
+    Py_ssize_t n = 0;
+    for (int k = 0; k < ncol; k++)
+        cols[k] = NULL;
+    for (;;) {
+        struct ArrowArray chunk = {0};
+        if (stream->get_next(stream, &chunk) != 0) {
+            PyErr_SetString(PyExc_ValueError, "the stream failed");
+            return -1;
+        }
+        if (chunk.release == NULL)
+            break;
+        Py_ssize_t m = (Py_ssize_t)chunk.length;
+        for (int k = 0; k < ncol && m; k++) {
+            int64_t *grown = realloc(cols[k], (size_t)(n + m) * sizeof(int64_t));
+            if (grown == NULL) {
+                chunk.release(&chunk);
+                PyErr_NoMemory();
+                return -1;
+            }
+            cols[k] = grown;
+            const struct ArrowArray *c = chunk.children[k];
+            int64_t at = c->offset + chunk.offset;
+            const int64_t *v = (const int64_t *)c->buffers[1] + at;
+            const uint8_t *bits = c->null_count ? c->buffers[0] : NULL;
+            for (Py_ssize_t r = 0; r < m; r++) {
+                int64_t b = at + r;
+                grown[n + r] = bits && !(bits[b >> 3] >> (b & 7) & 1) ? NUL : v[r];
+            }
+        }
+        n += m;
+        chunk.release(&chunk);
+    }
+    *rows = n;
+    return 0;
+}
+
+/* The last node seen on each chain (a thread, a lane): open addressing on the key's three
+ * values, grown as chains appear (a run has a few of them: the table stays in cache). */
+typedef struct {
+    int64_t *keys, *node;
+    size_t mask, used;
+} Chains;
+
+static int chains_init(Chains *c, size_t cap)
+{
+    c->mask = cap - 1, c->used = 0;
+    c->keys = malloc(cap * 3 * sizeof(int64_t));
+    c->node = malloc(cap * sizeof(int64_t));
+    if (c->keys == NULL || c->node == NULL) {
+        free(c->keys), free(c->node);
+        c->keys = c->node = NULL;
+        return -1;
+    }
+    for (size_t k = 0; k < cap; k++)
+        c->node[k] = NONE;
+    return 0;
+}
+
+static size_t chains_slot(const Chains *ch, int64_t a, int64_t b, int64_t c)
+{
+    uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ (uint64_t)b * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)c * 0x165667B19E3779F9ull;
+    h ^= h >> 29;
+    size_t k = (size_t)h & ch->mask;
+    while (ch->node[k] != NONE &&
+           !(ch->keys[3 * k] == a && ch->keys[3 * k + 1] == b && ch->keys[3 * k + 2] == c))
+        k = (k + 1) & ch->mask;
+    return k;
+}
+
+/* The node last seen on chain (a, b, c), NONE for none; node i is the last from now on.
+ * -2 when memory ran out. */
+static int64_t chains_swap(Chains *ch, int64_t a, int64_t b, int64_t c, int64_t i)
+{
+    size_t k = chains_slot(ch, a, b, c);
+    int64_t was = ch->node[k];
+    if (was == NONE && 2 * (ch->used + 1) > ch->mask + 1) { /* grow to keep it half empty */
+        Chains big;
+        if (chains_init(&big, 2 * (ch->mask + 1)) != 0)
+            return -2;
+        for (size_t j = 0; j <= ch->mask; j++) {
+            if (ch->node[j] == NONE)
+                continue;
+            int64_t *key = &ch->keys[3 * j];
+            size_t m = chains_slot(&big, key[0], key[1], key[2]);
+            memcpy(&big.keys[3 * m], key, 3 * sizeof(int64_t));
+            big.node[m] = ch->node[j];
+        }
+        big.used = ch->used;
+        free(ch->keys), free(ch->node);
+        *ch = big;
+        k = chains_slot(ch, a, b, c);
+    }
+    if (was == NONE) {
+        ch->keys[3 * k] = a, ch->keys[3 * k + 1] = b, ch->keys[3 * k + 2] = c;
+        ch->used++;
+    }
+    ch->node[k] = i;
+    return was;
+}
+
+static int by_value(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The median of v[0..n) (sorted in place), truncated as Python's int() does; 0 for none. */
+static int64_t median(int64_t *v, Py_ssize_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    double m = n % 2 ? (double)v[n / 2] : ((double)v[n / 2 - 1] + (double)v[n / 2]) / 2.0;
+    return m > 0 ? (int64_t)m : 0;
+}
+
+/* A key differs: ne_missing (a null equals a null). */
+#define SAME_CHAIN(in, p, i)                                                                     \
+    ((in)[I_CK0][p] == (in)[I_CK0][i] && (in)[I_CK1][p] == (in)[I_CK1][i] &&                    \
+     (in)[I_CK2][p] == (in)[I_CK2][i])
+
+/* Every array of link's, from its columns (module doc; graph.py's _linked says the same). */
+static int linked(int64_t *const *in, int64_t *const *out, uint8_t *gap_null, Py_ssize_t n,
+                  int64_t *latency)
+{
+    int64_t *ev = in[I_EVENT], *kind = in[I_KIND], *st = in[I_START], *en = in[I_END];
+    int64_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (ev[i] != NUL && ev[i] >= size)
+            size = ev[i] + 1;
+    int64_t *node_of = malloc((size_t)(size ? size : 1) * sizeof(int64_t));
+    int64_t *since = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
+    Chains ch = {NULL, NULL, 0, 0};
+    if (node_of == NULL || since == NULL || chains_init(&ch, 64) != 0) {
+        free(node_of), free(since), free(ch.keys), free(ch.node);
+        return -1;
+    }
+    for (int64_t e = 0; e < size; e++)
+        node_of[e] = NONE;
+    int64_t *dur = out[O_DUR], *chain = out[O_CHAIN], *gap = out[O_GAP], *launch = out[O_LAUNCH];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (ev[i] != NUL && ev[i] >= 0)
+            node_of[ev[i]] = i;
+        int waiting = kind[i] == N_CALL && in[I_WEND][i] != NUL;
+        dur[i] = en[i] - (waiting ? in[I_WEND][i] : st[i]);
+        out[O_EVENT][i] = ev[i] == NUL ? NONE : ev[i];
+        out[O_START][i] = st[i];
+        out[O_OWN][i] = kind[i] < N_CALL ? kind[i] : N_CALL;
+        out[O_TAIL][i] = in[I_TAIL][i] == NUL ? 0 : in[I_TAIL][i];
+    }
+#define NODE_OF(e) ((e) != NUL && (e) >= 0 && (e) < size ? node_of[e] : NONE)
+    Py_ssize_t free_ = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        chain[i] = chains_swap(&ch, in[I_CK0][i], in[I_CK1][i], in[I_CK2][i], i);
+        if (chain[i] == -2) {
+            free(node_of), free(since), free(ch.keys), free(ch.node);
+            return -1;
+        }
+        int64_t l = NODE_OF(in[I_LAUNCH][i]);
+        out[O_LAG][i] = l; /* for now: the launch as linked, before it is kept or not */
+        launch[i] = l != NONE && l < i && !SAME_CHAIN(in, l, i) ? l : NONE;
+        out[O_WAIT][i] = NODE_OF(in[I_WAIT][i]);
+        out[O_CALL][i] = NODE_OF(in[I_CALL][i]);
+        out[O_CROSS][i] = NODE_OF(in[I_CROSS][i]);
+        int64_t c = chain[i];
+        gap_null[i] = 0;
+        if (kind[i] >= N_CALL && kind[i] != N_RETURN) {
+            gap[i] = c == NONE ? 0 : st[i] - st[c] - dur[c];
+            gap_null[i] = c == NONE;
+        } else {
+            gap[i] = 0;
+        }
+        if (kind[i] < N_CALL && launch[i] != NONE && (c == NONE || st[c] + dur[c] <= st[l]))
+            since[free_++] = st[i] - st[l];
+    }
+#undef NODE_OF
+    *latency = median(since, free_);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t l = out[O_LAG][i], t = st[i], latest = NEG_INF;
+        int64_t lag = 0;
+        if (kind[i] < N_CALL)
+            lag = l == NONE || t - st[l] > *latency ? *latency : t - st[l];
+        out[O_LAG][i] = lag;
+        int64_t p, v;
+        if ((p = chain[i]) != NONE) {
+            v = st[p] + dur[p] + gap[i];
+            if (gap_null[i] || v > t)
+                chain[i] = NONE;
+            else if (v > latest)
+                latest = v;
+        }
+        if ((p = launch[i]) != NONE) {
+            v = st[p] + lag;
+            if (v > t)
+                launch[i] = NONE;
+            else if (v > latest)
+                latest = v;
+        }
+        if ((p = out[O_WAIT][i]) != NONE) {
+            v = st[p] + dur[p] + out[O_TAIL][i];
+            if (v > t)
+                out[O_WAIT][i] = NONE;
+            else if (v > latest)
+                latest = v;
+        }
+        if ((p = out[O_CROSS][i]) != NONE) {
+            v = st[p] + dur[p];
+            if (v > t)
+                out[O_CROSS][i] = NONE;
+            else if (v > latest)
+                latest = v;
+        }
+        out[O_ANCHORED][i] = latest == NEG_INF;
+        out[O_DELAY][i] = latest == NEG_INF ? 0 : t - latest;
+    }
+    free(node_of), free(since), free(ch.keys), free(ch.node);
+    return 0;
+}
+
+/* The node table's linked columns (chain, gap, launch, wait, call) as Arrow, with nulls. */
+static PyObject *table_columns(int64_t *const *out, const uint8_t *gap_null, Py_ssize_t n)
+{
+    static const char *const names[] = {"chain", "gap", "launch", "wait", "call"};
+    static const char *const formats[] = {"l", "l", "l", "l", "l"};
+    const int from[] = {O_CHAIN, O_GAP, O_LAUNCH, O_WAIT, O_CALL};
+    Column col[5] = {{0}};
+    size_t bytes = (size_t)(n ? n : 1) * 8, nbits = (size_t)(n + 7) / 8 + 1;
+    int k = 0;
+    for (; k < 5; k++) {
+        col[k].vals = malloc(bytes);
+        col[k].bits = calloc(nbits, 1);
+        if (col[k].vals == NULL || col[k].bits == NULL) {
+            free(col[k].vals), free(col[k].bits);
+            break;
+        }
+        const int64_t *v = out[from[k]];
+        memcpy(col[k].vals, v, (size_t)n * 8);
+        int64_t nulls = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int null = k == 1 ? gap_null[i] : v[i] == NONE;
+            nulls += null;
+            if (!null)
+                col[k].bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        }
+        col[k].nulls = nulls;
+    }
+    if (k < 5) {
+        for (int j = 0; j < k; j++)
+            free(col[j].vals), free(col[j].bits);
+        return PyErr_NoMemory();
+    }
+    return arrow_export(col, 5, n, names, formats);
+}
+
+static PyObject *link_nodes(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap))
+        return NULL;
+    int64_t *in[NIN] = {NULL}, *out[NOUT] = {NULL};
+    PyObject *arrays[NOUT] = {NULL}, *result = NULL;
+    uint8_t *gap_null = NULL;
+    Py_ssize_t n = 0;
+    int64_t latency = 0;
+    if (read_columns(cap, NIN, in, &n) != 0)
+        goto done;
+    int k = 0;
+    for (; k < NOUT; k++) {
+        if ((arrays[k] = PyByteArray_FromStringAndSize(NULL, n * 8)) == NULL)
+            goto done;
+        out[k] = (int64_t *)PyByteArray_AS_STRING(arrays[k]);
+    }
+    if ((gap_null = malloc((size_t)(n ? n : 1))) == NULL || linked(in, out, gap_null, n,
+                                                                     &latency) != 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *table = table_columns(out, gap_null, n);
+    if (table == NULL)
+        goto done;
+    PyObject *tuple = PyTuple_New(NOUT);
+    if (tuple == NULL) {
+        Py_DECREF(table);
+        goto done;
+    }
+    for (k = 0; k < NOUT; k++) {
+        PyTuple_SET_ITEM(tuple, k, arrays[k]);
+        arrays[k] = NULL;
+    }
+    result = Py_BuildValue("LNN", (long long)latency, tuple, table);
+done:
+    for (k = 0; k < NIN; k++)
+        free(in[k]);
+    for (k = 0; k < NOUT; k++)
+        Py_XDECREF(arrays[k]);
+    free(gap_null);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"link", link_nodes, METH_VARARGS, "A graph's dependencies, gaps, lags and delays (module doc)."},
     {"replay", replay, METH_VARARGS, "The replay's start and end of every node (module doc)."},
     {"ints", ints, METH_VARARGS, "An Int64 column's values from its Arrow C stream."},
     {"walk", walk, METH_VARARGS, "Each window's critical path (module doc)."},

@@ -225,7 +225,9 @@ def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
         kind=pl.col("kind").replace_strict(list(range(len(KIND_CODES))), list(KIND_CODES),
                                            return_dtype=pl.String),
     )  # fmt: skip
-    at = g.table.select("name", "lane", "pid", "tid", "event_id")[table["node"]]
+    at = g.table.select(pl.col("name", "lane").cast(pl.String), "pid", "tid", "event_id")[
+        table["node"]
+    ]
     host = pl.col("kind") == "host"
     return (
         pl.concat([table, at], how="horizontal")
@@ -399,7 +401,9 @@ def _asked(g: Graph, profile: Profile, asked: Asked, notes: list[str]) -> list[w
 
 def _named(g: Graph, kind: str, regex: str) -> pl.DataFrame:
     """The nodes of ``kind`` whose name matches ``regex``."""
-    return g.table.filter((pl.col("kind") == kind) & pl.col("name").str.contains(regex))
+    from trace_analyzer.model.schema import matching
+
+    return g.table.filter((pl.col("kind") == kind) & matching(g.table["name"], regex))
 
 
 def _ops(g: Graph, profile: Profile) -> dict[int, str]:

@@ -28,9 +28,10 @@ every node its recorded times exactly. A dependency that would end after the nod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import polars as pl
 
@@ -49,20 +50,19 @@ NONE = -1
 @dataclass
 class Graph:
     """The nodes of one run, numbered in an order in which every dependency comes first
-    (by recorded start, then end, then ``LEVEL``). Per node (lists, for the replay): the
-    event it is (``event``; -1 for marks and returns), ``kind`` (``call``, ``mark``,
-    ``return``, or the device work's kind), recorded ``start``, ``dur`` (its own time: a
-    waiting call's is its return, ``tail``), the dependencies (``chain`` with ``gap``,
-    ``launch`` with ``lag``, ``wait`` with ``tail``, ``cross``; -1 where none), ``delay``,
-    ``anchored`` (no dependency: it keeps its recorded start), ``step`` (a device node's
-    launching step, a mark's step), ``call`` (a return's call), ``own`` (the code of its own
-    segment on a path: replay.KIND_CODES); ``marks``: per step, its
-    start marks' and its end marks' nodes (one each per process that recorded it: the ranks
-    of a run); ``latency_ns``: the launch latency used as ``lag`` on the device; ``table``:
-    the nodes as a table (``TABLE``: their names, lanes, threads, ids; null where none)."""
+    (by recorded start, then end, then ``LEVEL``). Per node (int64 arrays, or lists where
+    nothing was compiled, for the replay): the event it is (``event``; -1 for marks and
+    returns), recorded ``start``, ``dur`` (its own time: a waiting call's is its return,
+    ``tail``), the dependencies (``chain`` with ``gap``, ``launch`` with ``lag``, ``wait``
+    with ``tail``, ``cross``; -1 where none), ``delay``, ``anchored`` (no dependency: it
+    keeps its recorded start), ``call`` (a return's call), ``own`` (the code of its own
+    segment on a path: replay.KIND_CODES); ``step`` (a device node's launching step, a
+    mark's step; a list); ``marks``: per step, its start marks' and its end marks' nodes
+    (one each per process that recorded it: the ranks of a run); ``latency_ns``: the launch
+    latency used as ``lag`` on the device; ``table``: the nodes as a table (``TABLE``: their
+    kinds, names, lanes, threads, ids; null where none)."""
 
     event: Sequence[int]
-    kind: list[str]
     start: Sequence[int]
     dur: Sequence[int]
     chain: Sequence[int]
@@ -74,18 +74,20 @@ class Graph:
     tail: Sequence[int]
     delay: Sequence[int]
     anchored: Sequence[int]
-    step: list[int | None]
     call: Sequence[int]
     own: Sequence[int]
+    step: list[int | None]
     marks: dict[int, tuple[list[int], list[int]]]
     latency_ns: int
     table: pl.DataFrame
     _devices: list[int] | None = None
     _by_step: dict[int | None, list[int]] | None = None
+    _returns: list[int] | None = None
+    _sums: dict[int | None, int] | None = None
 
     @property
     def n(self) -> int:
-        return len(self.kind)
+        return len(self.start)
 
     def device_nodes(self) -> list[int]:
         """The nodes that are device work (found once)."""
@@ -97,21 +99,25 @@ class Graph:
     def by_step(self) -> dict[int | None, list[int]]:
         """The device nodes per step they were launched in (found once)."""
         if self._by_step is None:
-            out: dict[int | None, list[int]] = {}
-            step = self.step
-            for i in self.device_nodes():
-                out.setdefault(step[i], []).append(i)
-            self._by_step = out
+            device = self.table.filter(~pl.col("kind").is_in(HOST_NODES))
+            groups = device.group_by("step", maintain_order=True).agg("node")
+            self._by_step = dict(zip(groups["step"].to_list(), groups["node"].to_list(),
+                                     strict=True))  # fmt: skip
         return self._by_step
 
     def device_sums(self) -> dict[int | None, int]:
-        """Per step, the recorded time of the device work launched in it, summed."""
-        dur = self.dur
-        return {s: sum(dur[i] for i in nodes) for s, nodes in self.by_step().items()}
+        """Per step, the recorded time of the device work launched in it, summed (found
+        once)."""
+        if self._sums is None:
+            dur = self.dur
+            self._sums = {s: sum(dur[i] for i in nodes) for s, nodes in self.by_step().items()}
+        return self._sums
 
     def returns(self) -> list[int]:
-        """The return nodes."""
-        return [i for i, k in enumerate(self.kind) if k == "return"]
+        """The return nodes (found once)."""
+        if self._returns is None:
+            self._returns = self.table.filter(pl.col("kind") == "return")["node"].to_list()
+        return self._returns
 
     def frame(self) -> pl.DataFrame:
         """The nodes as a table (``TABLE``)."""
@@ -134,7 +140,11 @@ def int64s(column: pl.Series) -> Sequence[int]:
     return memoryview(_replay.ints(column.rechunk().__arrow_c_stream__())).cast("q")
 
 
-# The code of a node's own segment on a path (replay.KIND_CODES): its device kind, or a call.
+# A node's kind: its device work's (states.kind_of), or a call, a mark, a return. The codes
+# (the Enum's order) are what the compiled link reads; the first four are a node's own
+# segment's code on a path (replay.KIND_CODES: marks and returns are a call's).
+KINDS = ("compute", "communication", "memory", "call", "mark", "return")
+KIND = pl.Enum(KINDS)
 OWN_CODES = {"compute": 0, "communication": 1, "memory": 2, "call": 3}
 
 # The node table's columns (Graph.table).
@@ -142,12 +152,25 @@ TABLE = (
     "node", "event_id", "kind", "name", "lane", "pid", "tid", "start_ns", "end_ns", "chain",
     "gap", "launch", "wait", "call", "step",
 )  # fmt: skip
+# The columns the link reads (_replay.c's I_ order; a node's chain is the thread or the lane
+# its ``ck0``-``ck2`` name: 0, pid, tid for a thread; 1, the lane, 0 for a device's lane) and
+# the arrays it makes (O_ order).
+LINK_IN = (
+    "event_id", "ck0", "ck1", "ck2", "kind", "start_ns", "end_ns", "w_end", "tail",
+    "launch_event", "wait_event", "call_event", "cross_event",
+)  # fmt: skip
+LINK_OUT = (
+    "event", "start", "dur", "chain", "gap", "launch", "lag", "wait", "cross", "tail",
+    "delay", "anchored", "call", "own",
+)  # fmt: skip
+CHAIN = ("ck0", "ck1", "ck2")
 
 
-def build(profile: Profile, window: str | None = None) -> Graph:
+def build(profile: Profile, window: str | None = None, *, native: bool = True) -> Graph:
     """Return the dependency graph of ``profile`` (module doc); its windows are the
     ProfilerSteps, or with ``window`` (a regex) the annotations it names, numbered from 0 in
-    start order."""
+    start order. ``native``: linked by the compiled link (_replay.c) where it was built, else
+    (or with False) by polars (``_linked``), which gives the same graph."""
     events, edges = profile.keyed, profile.edges
     marks = _marks(events, window)
     device = _device(events, edges, marks)
@@ -157,7 +180,25 @@ def build(profile: Profile, window: str | None = None) -> Graph:
     nodes = nodes.join(launch, on="event_id", how="left")
     nodes = returns(nodes)
     nodes = nodes.sort("start_ns", "end_ns", "level", "seq").with_row_index("node")
+    if native and _replay is not None:
+        return _compiled(nodes)
     return _linked(nodes)
+
+
+def _compiled(nodes: pl.DataFrame) -> Graph:
+    """The graph of ``nodes`` linked by the compiled link (_replay.c): what ``_linked`` gives."""
+    from trace_analyzer.readers.kineto_native import _Arrow
+
+    assert _replay is not None
+    codes = {"kind": pl.col("kind").to_physical()}
+    columns = nodes.select(codes.get(c, pl.col(c)).cast(pl.Int64) for c in LINK_IN).rechunk()
+    latency, arrays, linked = _replay.link(columns.__arrow_c_stream__())
+    got = dict(zip(LINK_OUT, (memoryview(a).cast("q") for a in arrays), strict=True))
+    table = pl.concat(
+        [nodes.select(TABLE[:9]), pl.DataFrame(_Arrow(linked)), nodes.select("step")],
+        how="horizontal",
+    ).with_columns(pl.col("node").cast(pl.Int64))
+    return _graph(nodes, latency, got, table)
 
 
 def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> pl.DataFrame:
@@ -166,7 +207,7 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
     rows = events.filter(on_device(events) & (pl.col("end_ns") > pl.col("start_ns")))
     rows = rows.select(
         "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns", "device", "stream",
-        kind=kind_of(rows),
+        kind=kind_of(rows).cast(KIND),
     )  # fmt: skip
     launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
         event_id="dst", launch="src"
@@ -178,10 +219,10 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
         .drop("launch")
     )
     spans = (
-        marks.filter(pl.col("name").str.ends_with(" start"))
+        marks.filter(pl.col("seq") == 2 * pl.col("step"))
         .select("pid", "step", w0="start_ns")
         .join(
-            marks.filter(pl.col("name").str.ends_with(" end")).select("pid", "step", w1="start_ns"),
+            marks.filter(pl.col("seq") != 2 * pl.col("step")).select("pid", "step", w1="start_ns"),
             on=["pid", "step"],
         )
     )
@@ -202,12 +243,12 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
         rows.drop("w0", "w1", "device", "stream", "launched_ns")
         .join(waits, on="event_id", how="left")
         .with_columns(
-            pl.col("name", "lane").cast(pl.String),
             level=pl.lit(LEVEL["device"]),
-            chain_key=pl.col("lane"),
+            ck0=pl.lit(1, pl.Int64),
+            ck1=pl.col("lane").to_physical().cast(pl.Int64),
+            ck2=pl.lit(0, pl.Int64),
             seq=pl.lit(0, pl.Int64),
         )
-        .with_columns(chain_key=pl.col("chain_key").cast(pl.String))
     )
 
 
@@ -227,10 +268,11 @@ def _host(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     outer = calls.filter(pl.col("event_id") == pl.col("outer")).drop("held", "outer")
     return (
         outer.with_columns(
-            pl.col("name", "lane").cast(pl.String),
-            kind=pl.lit("call"),
+            kind=pl.lit("call", KIND),
             level=pl.lit(LEVEL["call"]),
-            chain_key=pl.format("thread {}/{}", "pid", "tid"),
+            ck0=pl.lit(0, pl.Int64),
+            ck1="pid",
+            ck2="tid",
             seq=pl.lit(0, pl.Int64),
         ),
         inner,
@@ -252,20 +294,22 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
     )
     steps = named.select("name", "lane", "pid", "tid", "start_ns", "end_ns", step=number)
     steps = steps.drop_nulls("step")  # a step number past int64 is no step (as the readers say)
-    common = {
+    common: dict[str, Any] = {
         "event_id": pl.lit(None, pl.Int64),
-        "kind": pl.lit("mark"),
+        "kind": pl.lit("mark", KIND),
         "level": pl.lit(LEVEL["mark"]),
-        "chain_key": pl.format("thread {}/{}", "pid", "tid"),
-        "lane": pl.col("lane").cast(pl.String),
+        "ck0": pl.lit(0, pl.Int64),
+        "ck1": "pid",
+        "ck2": "tid",
+        "lane": "lane",
     }
     first = steps.select(
         "pid", "tid", "step", start_ns="start_ns", end_ns="start_ns", **common,
-        name=pl.format("{} start", "name"), seq=2 * pl.col("step"),
+        name=pl.format("{} start", "name").cast(pl.Categorical), seq=2 * pl.col("step"),
     )  # fmt: skip
     last = steps.select(
         "pid", "tid", "step", start_ns="end_ns", end_ns="end_ns", **common,
-        name=pl.format("{} end", "name"), seq=2 * pl.col("step") + 1,
+        name=pl.format("{} end", "name").cast(pl.Categorical), seq=2 * pl.col("step") + 1,
     )  # fmt: skip
     return pl.concat([first, last])
 
@@ -282,19 +326,19 @@ def _launches(edges: pl.DataFrame, inner: pl.DataFrame) -> pl.DataFrame:
 
 def _linked(nodes: pl.DataFrame) -> Graph:
     """The graph of ``nodes`` (numbered in order, ``node``): each dependency as a node
-    number, the gaps, lags and delays that give every node its recorded start."""
+    number, the gaps, lags and delays that give every node its recorded start (by polars:
+    the compiled link's reference)."""
     waiting = pl.col("w_end").is_not_null() & (pl.col("kind") == "call")
     own = pl.when(waiting).then(pl.col("end_ns") - pl.col("w_end"))
     nodes = nodes.with_columns(
         dur=own.otherwise(pl.col("end_ns") - pl.col("start_ns")),
-        chain=pl.col("node").shift(1).over("chain_key"),
+        chain=pl.col("node").cast(pl.Int64).shift(1).over(CHAIN),
     )
     nodes = _with_preds(nodes)
     host = pl.col("kind").is_in(HOST_NODES)
+    other = pl.any_horizontal(pl.col(f"l_{k}").ne_missing(pl.col(k)) for k in CHAIN)
     nodes = nodes.with_columns(
-        launch=pl.when(
-            (pl.col("launch") < pl.col("node")) & (pl.col("l_pkey") != pl.col("chain_key"))
-        ).then(pl.col("launch")),
+        launch=pl.when((pl.col("launch") < pl.col("node")) & other).then(pl.col("launch")),
         gap=pl.when(host & (pl.col("kind") != "return"))
         .then(pl.col("start_ns") - pl.col("c_p0") - pl.col("c_pdur"))
         .otherwise(0),
@@ -317,14 +361,24 @@ def _linked(nodes: pl.DataFrame) -> Graph:
     nodes = nodes.with_columns(
         delay=(pl.col("start_ns") - latest).fill_null(0), anchored=latest.is_null()
     )
-    return _graph(nodes, latency)
+
+    def ints(column: str, fill: int = NONE) -> Sequence[int]:
+        return int64s(nodes[column].fill_null(fill).cast(pl.Int64))
+
+    own_code = pl.col("kind").to_physical().clip(upper_bound=OWN_CODES["call"])
+    got = {k: ints(k, 0) for k in ("start_ns", "dur", "gap", "lag", "tail", "delay", "anchored")}
+    got |= {k: ints(k) for k in ("event_id", "chain", "launch", "wait", "cross", "call")}
+    got |= {"start": got.pop("start_ns"), "event": got.pop("event_id")}
+    got["own"] = int64s(nodes.select(own_code.cast(pl.Int64)).to_series())
+    table = nodes.select(*TABLE[:9], *(pl.col(c).cast(pl.Int64) for c in TABLE[9:14]), "step")
+    return _graph(nodes, latency, got, table.with_columns(pl.col("node").cast(pl.Int64)))
 
 
 def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
     """``nodes`` (in node order: a node is its row) with each dependency's node number
-    (``launch``, ``wait``, ``call``, ``cross``, from the event each names) and the recorded
-    start and own time of each (``c_``, ``l_``, ``w_``, ``x_``: chain, launch, wait, cross),
-    gathered by row, not joined."""
+    (``launch``, ``wait``, ``call``, ``cross``, from the event each names), the recorded
+    start and own time of each (``c_``, ``l_``, ``w_``, ``x_``: chain, launch, wait, cross)
+    and the launch's chain (``l_ck0``…), gathered by row, not joined."""
     ids = nodes["event_id"]
     known = ids.is_not_null()
     size = 0 if not known.any() else int(ids.max()) + 1  # type: ignore[arg-type]
@@ -337,11 +391,14 @@ def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
         return node_of.gather(event.set(event >= size, None)).alias(key)
 
     nodes = nodes.with_columns(node(k) for k in ("launch", "wait", "call", "cross"))
-    at = {"start_ns": "p0", "dur": "pdur", "kind": "pkind", "chain_key": "pkey"}
+    at = {"start_ns": "p0", "dur": "pdur"}
     return nodes.with_columns(
-        pl.col(column).gather(pl.col(key)).alias(f"{prefix}{name}")
-        for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_"), ("cross", "x_"))
-        for column, name in at.items()
+        *(
+            pl.col(column).gather(pl.col(key)).alias(f"{prefix}{name}")
+            for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_"), ("cross", "x_"))
+            for column, name in at.items()
+        ),
+        *(pl.col(k).gather(pl.col("launch")).alias(f"l_{k}") for k in CHAIN),
     )
 
 
@@ -357,46 +414,21 @@ def _latency(nodes: pl.DataFrame) -> int:
     return 0 if median is None else max(0, int(median))  # type: ignore[arg-type]
 
 
-def _graph(nodes: pl.DataFrame, latency: int) -> Graph:
-    def ints(column: str, fill: int = NONE) -> Sequence[int]:
-        return int64s(nodes[column].fill_null(fill).cast(pl.Int64))
-
+def _graph(
+    nodes: pl.DataFrame, latency: int, arrays: Mapping[str, Sequence[int]], table: pl.DataFrame
+) -> Graph:
+    """The graph of ``nodes`` from its linked ``arrays`` (``LINK_OUT``) and ``table``."""
     marks: dict[int, tuple[list[int], list[int]]] = {}
-    for node, step, name in (
-        nodes.filter(pl.col("kind") == "mark").select("node", "step", "name").iter_rows()
-    ):
+    found = nodes.filter(pl.col("kind") == "mark")
+    first = pl.col("seq") == 2 * pl.col("step")  # _marks: a start's; an end's is one more
+    for node, step, is_start in found.select("node", "step", first).iter_rows():
         starts, ends = marks.setdefault(int(step), ([], []))
-        (starts if name.endswith(" start") else ends).append(int(node))
+        (starts if is_start else ends).append(int(node))
+    linked: dict[str, Any] = {k: arrays[k] for k in LINK_OUT}
     return Graph(
-        event=ints("event_id"),
-        kind=nodes["kind"].to_list(),
-        start=ints("start_ns"),
-        dur=ints("dur", 0),
-        chain=ints("chain"),
-        gap=ints("gap", 0),
-        launch=ints("launch"),
-        lag=ints("lag", 0),
-        wait=ints("wait"),
-        cross=ints("cross"),
-        tail=ints("tail", 0),
-        delay=ints("delay", 0),
-        anchored=ints("anchored", 0),
+        **linked,
         step=nodes["step"].to_list(),
-        call=ints("call"),
-        own=int64s(
-            nodes.select(
-                pl.when(pl.col("kind").is_in(HOST_NODES))
-                .then(pl.lit(OWN_CODES["call"]))
-                .otherwise(pl.col("kind").replace_strict(OWN_CODES, default=OWN_CODES["call"]))
-                .cast(pl.Int64)
-            ).to_series()
-        ),
         marks={s: (a, b) for s, (a, b) in marks.items() if a and b},
         latency_ns=latency,
-        table=nodes.select(
-            pl.col("node").cast(pl.Int64),
-            *TABLE[1:3],
-            pl.col("name", "lane").cast(pl.String),
-            *TABLE[5:],
-        ),
+        table=table,
     )

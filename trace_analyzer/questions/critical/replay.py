@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph, _replay
+from trace_analyzer.questions.critical.graph import NONE, OWN_CODES, Graph, _replay
 
 # A segment: start, end, kind, the node it belongs to.
 Segment = tuple[int, int, str, int]
@@ -226,7 +226,7 @@ def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
         elif via == "cross":
             ok = True  # on to the work on the other stream that the stream wait held it for
         elif via == "chain":
-            ok = add(e[p], v, "host" if g.kind[i] in HOST_NODES else "unexplained", i)
+            ok = add(e[p], v, "host" if g.own[i] == OWN_CODES["call"] else "unexplained", i)
         else:
             ok = add(s[p], v, "launch", p)  # the launch call's: it starts there
             at_end = False  # on from the launch call's start, not through its own time
@@ -237,8 +237,7 @@ def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:
 
 
 def _own(g: Graph, i: int) -> str:
-    kind = g.kind[i]
-    return "call" if kind in HOST_NODES else kind
+    return KIND_CODES[g.own[i]]
 
 
 def _binding(g: Graph, times: Times, i: int) -> tuple[int, str, int]:

@@ -26,9 +26,7 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
     its ``wait_event`` (the device work), ``tail`` (the call's end less that work's end)."""
     device = nodes.filter(pl.col("level") == LEVEL["device"])
     calls = nodes.filter(pl.col("kind") == "call")
-    blocking = calls.filter(
-        pl.col("name").str.contains(BLOCKING) & ~pl.col("name").str.contains(ASYNC)
-    )
+    blocking = calls.filter(matching(calls["name"], BLOCKING) & ~matching(calls["name"], ASYNC))
     own = (
         device.select("launch_event", wait_event="event_id", w_end="end_ns")
         .join(
@@ -44,9 +42,9 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
     waits = pl.concat([own, synced])
     waited = calls.join(waits, on="event_id", how="inner")
     returns = waited.select(
-        "name", "lane", "pid", "tid", "chain_key",
+        "name", "lane", "pid", "tid", "ck0", "ck1", "ck2",
         event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
-        start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return"),
+        start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return", nodes["kind"].dtype),
         level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
         tail=pl.col("end_ns") - pl.col("w_end"),
     )  # fmt: skip
@@ -59,7 +57,7 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
 def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
     """Per synchronize call, the latest-ending device work of its process launched before
     it (by its launch call's start), where that work ended inside the call."""
-    syncs = calls.filter(matching(calls["name"].cast(pl.Categorical), SYNC_NAMES))
+    syncs = calls.filter(matching(calls["name"], SYNC_NAMES))
     if not syncs.height:
         return pl.DataFrame(schema={"event_id": pl.Int64, "wait_event": pl.Int64,
                                     "w_end": pl.Int64})  # fmt: skip
