@@ -14,7 +14,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trace_analyzer.model.intervals import enclosing, innermost
+from trace_analyzer.model.intervals import enclosing, innermost, swept
 
 
 def nested(draw, lo: int, hi: int, depth: int, out: list) -> None:
@@ -41,12 +41,13 @@ def threads(draw, overlap: bool):
     return ranges, points
 
 
-def both(ranges, points, sweep_allowed=True):
+def both(ranges, points, sweep_allowed=True, base=1000):
+    """innermost's answers and the sweep's for the points, numbered from ``base`` (0: the
+    same numbers as the ranges')."""
     ids = range(len(ranges))
-    pids = range(1000, 1000 + len(points))
-    ref = enclosing([(g, s, e, i) for (g, s, e), i in zip(ranges, ids)],
-                    [(g, t, i) for (g, t), i in zip(points, pids)])
-    ref = {k: v for k, v in ref.items() if k >= 1000}
+    pids = range(base, base + len(points))
+    _, ref = swept([(g, s, e, i) for (g, s, e), i in zip(ranges, ids)],
+                   [(g, t, i) for (g, t), i in zip(points, pids)])
     r = pl.DataFrame([(g, s, e, i) for (g, s, e), i in zip(ranges, ids)],
                      schema={"g": pl.Int64, "start": pl.Int64, "end": pl.Int64, "id": pl.Int64},
                      orient="row")
@@ -55,7 +56,7 @@ def both(ranges, points, sweep_allowed=True):
     if sweep_allowed:
         got = dict(innermost(r, p, ["g"]).iter_rows())
     else:  # nested ranges never need the (slow) sweep
-        with mock.patch("trace_analyzer.model.intervals.enclosing", side_effect=AssertionError("sweep")):
+        with mock.patch("trace_analyzer.model.intervals.swept", side_effect=AssertionError("sweep")):
             got = dict(innermost(r, p, ["g"]).iter_rows())
     return got, ref
 
@@ -68,15 +69,27 @@ def test_innermost_equals_the_sweep_on_nested_ranges(case):
 
 
 @settings(max_examples=300, deadline=None)
-@given(threads(overlap=True))
-def test_innermost_contains_its_point_on_overlapping_ranges(case):
+@given(threads(overlap=True), st.sampled_from([0, 1000]))
+def test_innermost_equals_the_sweep_on_overlapping_ranges(case, base):
+    """Where ranges cross (a child ending after its parent, as a Python frame and a
+    record_function range do in real traces), each point still gets the sweep's answer, not
+    merely a range that holds it; and points numbered as the ranges are keep their own."""
     ranges, points = case
-    got, ref = both(ranges, points)
-    assert got.keys() == ref.keys()
+    got, ref = both(ranges, points, base=base)
+    assert got == ref
     for pid, rid in got.items():
-        g, t = points[pid - 1000]
+        g, t = points[pid - base]
         rg, s, e = ranges[rid]
         assert rg == g and s <= t <= e
+
+
+def test_a_point_numbered_as_a_range_keeps_its_own_answer():
+    # A [0, 10] holds B [2, 4]; C [5, 20] crosses A and holds D [12, 15] (id 3, D's parent C).
+    # A point at 3, numbered 3 as D is, sits in B: D, swept after it, must not overwrite it.
+    r = [(0, 0, 10, 0), (0, 2, 4, 1), (0, 5, 20, 2), (0, 12, 15, 3)]
+    of_ranges, of_points = swept(r, [(0, 3, 3)])
+    assert of_points == {3: 1} and of_ranges[3] == 2
+    assert enclosing(r, [(0, 3, 3)])[3] == 1
 
 
 def test_innermost_containing_is_inclusive_and_innermost():

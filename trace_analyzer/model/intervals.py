@@ -17,15 +17,27 @@ def enclosing(
     ``ranges`` are ``(group, start, end, id)``; each range gets its innermost enclosing
     range (its parent in the nesting). ``points`` are ``(group, time, id)``; each gets the
     innermost range containing that time. Ranges on one thread nest properly, which the
-    stack sweep relies on; ids without an enclosing range are absent from the result.
+    stack sweep relies on; ids without an enclosing range are absent from the result. A
+    point's id that is also a range's gets the point's answer (``_swept`` needs the points'
+    alone: ``swept``).
     """
+    of_ranges, of_points = swept(ranges, points)
+    return of_ranges | of_points
+
+
+def swept(
+    ranges: Iterable[tuple[object, int, int, int]],
+    points: Iterable[tuple[object, int, int]] = (),
+) -> tuple[dict[int, int], dict[int, int]]:
+    """``enclosing``'s answers for the ranges and for the points, apart (their ids may be
+    numbered apart, and so the same)."""
     by_group: dict[object, list[tuple[int, int, int, int, bool]]] = defaultdict(list)
     for group, start, end, rid in ranges:
         # Sort key: start, then longer first, so a parent precedes the children it holds.
         by_group[group].append((start, -end, 0, rid, False))
     for group, t, pid in points:
         by_group[group].append((t, -t, 1, pid, True))
-    parent: dict[int, int] = {}
+    parent: tuple[dict[int, int], dict[int, int]] = ({}, {})
     for items in by_group.values():
         items.sort()
         stack: list[tuple[int, int]] = []  # (end, id)
@@ -34,7 +46,7 @@ def enclosing(
             while stack and stack[-1][0] < end:
                 stack.pop()
             if stack:
-                parent[rid] = stack[-1][1]
+                parent[is_point][rid] = stack[-1][1]
             if not is_point:
                 stack.append((end, rid))
     return parent
@@ -70,11 +82,33 @@ def innermost(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.D
         .join(ranges.select(parent="id", p_start="start", p_end="end"), on="parent", how="left")
     )
     good = pl.col("t").is_between(pl.col("p_start"), pl.col("p_end"))
+    crossed = _crossed(marks, opened, ranges, by)  # the groups whose ranges do not nest
+    if crossed.height:
+        good &= pl.struct(by).is_in(crossed.select(pl.struct(by)).to_series().implode()).not_()
     bad = hit.filter(~good.fill_null(False))
     out = hit.filter(good.fill_null(False)).select("id", "parent")
+    lost = points.join(hit.select("id"), on="id", how="anti").join(crossed, on=by, how="semi")
+    bad = pl.concat([bad.select(*by, "t", "id"), lost.select(*by, "t", "id")])
     if bad.is_empty():
         return out
     return pl.concat([out, _swept(ranges, bad, by)])
+
+
+def _crossed(
+    marks: pl.DataFrame, opened: pl.DataFrame, ranges: pl.DataFrame, by: list[str]
+) -> pl.DataFrame:
+    """The groups (``by``) where a range ends after the range it opened in (found as a point
+    is: the one opened last a depth below): their ranges cross, and the depths the
+    vectorised answer counts by are not the sweep's from there on."""
+    child = marks.filter((pl.col("kind") == 0) & (pl.col("depth") > 1)).select(
+        *by, "pos", "id", depth=pl.col("depth") - 1
+    )
+    found = child.join_asof(
+        opened, on="pos", by=[*by, "depth"], strategy="backward", check_sortedness=False
+    )
+    ends = ranges.select("id", "end")
+    found = found.join(ends, on="id").join(ends.rename({"id": "parent", "end": "p_end"}), on="parent")
+    return found.filter(pl.col("end") > pl.col("p_end")).select(by).unique()
 
 
 def _marks(ranges: pl.DataFrame, points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -136,7 +170,7 @@ def _swept(ranges: pl.DataFrame, bad: pl.DataFrame, by: list[str]) -> pl.DataFra
     ``by``, ``t``, ``id``), found again by ``enclosing`` over their groups' ranges."""
     i64 = pl.Int64
     groups = bad.select(by).unique()
-    again = enclosing(
+    _, again = swept(
         [
             (tuple(g), s, e, i)
             for *g, s, e, i in ranges.join(groups, on=by)
