@@ -16,6 +16,7 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import trace_analyzer as ta
@@ -185,7 +186,8 @@ def test_the_replay_of_every_node_gives_back_its_recorded_start(case):
     for times in (replay(g, same), fast):
         spans = list(windows(g, times).values())
         w0s, lasts = [w[0] for w in spans], [w[2] for w in spans]
-        assert walk_all(g, times, w0s, lasts) == walk_all(g, times, w0s, lasts, native=False)
+        fast_path = walk_all(g, times, w0s, lasts)
+        assert fast_path.equals(walk_all(g, times, w0s, lasts, native=False))
 
 
 def test_the_compiled_link_gives_the_graph_polars_gives(case):
@@ -206,3 +208,35 @@ def test_the_compiled_link_gives_the_graph_polars_gives(case):
         assert list(getattr(fast, name)) == list(getattr(slow, name)), name
     assert (fast.latency_ns, fast.step, fast.marks) == (slow.latency_ns, slow.step, slow.marks)
     assert_frame_equal(fast.table, slow.table)
+
+
+def test_the_compiled_host_time_and_windows_give_what_polars_and_python_give(case):
+    """On each real trace, the compiled pieces of the host's own time (_replay.own_pieces)
+    are polars' pieces; the host-time what-if of each of the three labels holding the most
+    own time leaves the same gaps by _replay.covered as by polars; and each window's last
+    node found by _replay.latest is the one Python's loop finds."""
+    trace, _, _, _ = case
+    from polars.testing import assert_frame_equal
+
+    from trace_analyzer.questions.critical.graph import _replay, build
+    from trace_analyzer.questions.critical.own import own_time
+    from trace_analyzer.questions.critical.replay import Times, replay, windows
+    from trace_analyzer.questions.critical.scenarios import host_time
+
+    if _replay is None:
+        pytest.skip("the replay was not compiled on this machine")
+    window = "[param|pytorch.model.alex_net|0|0|0]" if "critical_path" in trace else None
+    profile = ta.load(CORPUS / trace, cache=False)
+    g = build(profile, glob_regex(window) if window else None)
+    threads = g.table.filter(pl.col("kind") == "call").select("pid", "tid").unique()
+    regex = glob_regex(window) if window else None
+    own = own_time(profile.keyed, threads, regex)
+    assert_frame_equal(own, own_time(profile.keyed, threads, regex, native=False))
+    held = own.group_by("label").agg(t=(pl.col("end_ns") - pl.col("start_ns")).sum())
+    for label in held.sort("t", "label", descending=[True, False])["label"].head(3):
+        mine = own.filter(pl.col("label") == label)
+        fast, slow = (host_time(g, mine, label, label, native=n) for n in (True, False))
+        assert fast.change.gap == slow.change.gap, label
+    times = replay(g)
+    as_lists = Times(*(list(v) for v in vars(times).values()))
+    assert windows(g, times) == windows(g, as_lists)

@@ -107,7 +107,8 @@ def _crossed(
         opened, on="pos", by=[*by, "depth"], strategy="backward", check_sortedness=False
     )
     ends = ranges.select("id", "end")
-    found = found.join(ends, on="id").join(ends.rename({"id": "parent", "end": "p_end"}), on="parent")
+    found = found.join(ends, on="id")
+    found = found.join(ends.rename({"id": "parent", "end": "p_end"}), on="parent")
     return found.filter(pl.col("end") > pl.col("p_end")).select(by).unique()
 
 

@@ -28,6 +28,7 @@ import polars as pl
 import trace_analyzer.readers.kineto_stream as stream
 from trace_analyzer.errors import UsageError
 from trace_analyzer.inputs.archive import AnyPath, cap_for
+from trace_analyzer.model.arrow import frame
 from trace_analyzer.model.schema import Text
 from trace_analyzer.readers.ahead import taken
 from trace_analyzer.readers.common import out_of_memory
@@ -81,7 +82,7 @@ class Records:
             (None if p is None else names[p], None if c is None else names[c], n)
             for p, c, n in skipped
         ]
-        binding = (pl.DataFrame(_Arrow(flow_ids))["flow_ids"], keys - bound) if keys else None
+        binding = (frame(flow_ids)["flow_ids"], keys - bound) if keys else None
         rows = self.scanner.counts()[0]
         if not rows:
             return pl.DataFrame(schema=EVENT_COLUMNS), counts, binding
@@ -92,16 +93,6 @@ class Records:
             *EVENT_COLUMNS
         )
         return events, counts, binding
-
-
-class _Arrow:
-    """An Arrow capsule pair (schema, array) made in C, for polars to take without a copy."""
-
-    def __init__(self, pair: tuple[Any, Any]) -> None:
-        self.pair = pair
-
-    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
-        return self.pair
 
 
 Binding = tuple[pl.Series, int]  # each event's flow ids, and the flow keys left unbound

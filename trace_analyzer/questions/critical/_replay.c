@@ -10,8 +10,9 @@
  *
  * walk(w0s, lasts, start, end, gap, lag, tail, chain, launch, wait, cross, anchored, own) walks
  * each window's critical path back from its last node, as replay.py's path() does (its
- * reference): returns five lists, one value per segment in time order within each window:
- * the window's index, start, end, kind (the codes of replay.KIND_CODES) and node.
+ * reference): returns the (schema, array) capsule pair of five Int64 columns, one row per
+ * segment in time order within each window: the window's index, start, end, kind (the codes
+ * of replay.KIND_CODES) and node.
  *
  * link(stream) links a graph's nodes, as graph.py's _linked does (its reference, held to the
  * same graph by a test): the stream is polars' Arrow C stream of one frame of Int64 columns in
@@ -312,15 +313,23 @@ static PyObject *walk(PyObject *module, PyObject *args)
         }
         free(s.a.v), free(s.b.v), free(s.kind.v), free(s.node.v);
     }
-    if (!failed) {
-        PyObject *lists[5] = {NULL};
-        int k = 0;
-        for (; k < 5 && (lists[k] = as_list(out[k].v, out[k].n)) != NULL; k++)
-            ;
-        if (k == 5)
-            result = PyTuple_Pack(5, lists[0], lists[1], lists[2], lists[3], lists[4]);
-        for (int j = 0; j < k; j++)
-            Py_DECREF(lists[j]);
+    if (!failed) { /* the buffers move into the Arrow columns */
+        static const char *const names[] = {"window", "start_ns", "end_ns", "kind", "node"};
+        static const char *const formats[] = {"l", "l", "l", "l", "l"};
+        Column col[5];
+        for (int k = 0; k < 5; k++) {
+            col[k] = (Column){(uint64_t *)out[k].v, NULL, 0};
+            if (col[k].vals == NULL && (col[k].vals = malloc(8)) == NULL)
+                failed = 1;
+            out[k].v = NULL;
+        }
+        if (failed) {
+            for (int k = 0; k < 5; k++)
+                free(col[k].vals);
+            PyErr_NoMemory();
+        } else {
+            result = arrow_export(col, 5, out[0].n, names, formats);
+        }
     }
     for (int k = 0; k < 5; k++)
         free(out[k].v);
@@ -663,7 +672,247 @@ done:
     return result;
 }
 
+/* ---- the host's own time by the innermost range holding it, and the time ranges cover ---- */
+
+static int64_t floor_half(int64_t a, int64_t b) /* (a + b) // 2, as Python floors it */
+{
+    int64_t s = a + b;
+    return s >= 0 ? s / 2 : -((-s + 1) / 2);
+}
+
+/* Append one row to ncol Columns of n rows and room for *cap (grown for all at once). */
+static int columns_push(Column *c, int ncol, Py_ssize_t *cap, Py_ssize_t n, const int64_t *row)
+{
+    if (n == *cap) {
+        Py_ssize_t big = *cap ? 2 * *cap : 1024;
+        for (int k = 0; k < ncol; k++) {
+            uint64_t *vals = realloc(c[k].vals, (size_t)big * 8);
+            if (vals == NULL)
+                return -1;
+            c[k].vals = vals;
+        }
+        *cap = big;
+    }
+    for (int k = 0; k < ncol; k++)
+        c[k].vals[n] = (uint64_t)row[k];
+    return 0;
+}
+
+enum { R_PID, R_TID, R_START, R_END, R_ID, NR };
+
+/* The pieces of one thread's ranges [lo, hi) (sorted by start, then the longer first, then
+ * id): between each two of their distinct start and end times, the innermost range holding
+ * the middle, as intervals.enclosing finds it (a stack: a range pops those that end before
+ * it ends; a point those that end before it). */
+static int pieces_of(int64_t *const *r, Py_ssize_t lo, Py_ssize_t hi, Column *out,
+                     Py_ssize_t *cap, Py_ssize_t *n, int64_t *times, int64_t *stack_end,
+                     int64_t *stack_id)
+{
+    Py_ssize_t m = 0, top = 0, j = lo;
+    for (Py_ssize_t i = lo; i < hi; i++)
+        times[m++] = r[R_START][i], times[m++] = r[R_END][i];
+    qsort(times, (size_t)m, sizeof *times, by_value);
+    for (Py_ssize_t k = 0; k + 1 < m; k++) {
+        int64_t t = times[k], u = times[k + 1];
+        if (u <= t)
+            continue;
+        int64_t mid = floor_half(t, u);
+        for (; j < hi && r[R_START][j] <= mid; j++) {
+            while (top && stack_end[top - 1] < r[R_END][j])
+                top--;
+            stack_end[top] = r[R_END][j], stack_id[top++] = r[R_ID][j];
+        }
+        while (top && stack_end[top - 1] < mid)
+            top--;
+        if (!top)
+            continue;
+        int64_t row[5] = {r[R_PID][lo], r[R_TID][lo], t, u, stack_id[top - 1]};
+        if (columns_push(out, 5, cap, *n, row) != 0)
+            return -1;
+        ++*n;
+    }
+    return 0;
+}
+
+static PyObject *own_pieces(PyObject *module, PyObject *args)
+{
+    (void)module;
+    static const char *const names[] = {"pid", "tid", "start_ns", "end_ns", "parent"};
+    static const char *const formats[] = {"l", "l", "l", "l", "l"};
+    PyObject *cap_o;
+    if (!PyArg_ParseTuple(args, "O", &cap_o))
+        return NULL;
+    int64_t *r[NR] = {NULL}, *times = NULL, *stack_end = NULL, *stack_id = NULL;
+    Column out[5] = {{0}};
+    Py_ssize_t n = 0, cap = 0, rows = 0;
+    PyObject *result = NULL;
+    if (read_columns(cap_o, NR, r, &rows) != 0)
+        goto done;
+    size_t bytes = (size_t)(rows ? rows : 1) * sizeof(int64_t);
+    times = malloc(2 * bytes), stack_end = malloc(bytes), stack_id = malloc(bytes);
+    if (times == NULL || stack_end == NULL || stack_id == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t lo = 0, hi; lo < rows; lo = hi) {
+        for (hi = lo + 1; hi < rows && r[R_PID][hi] == r[R_PID][lo] && r[R_TID][hi] == r[R_TID][lo];
+             hi++)
+            ;
+        if (pieces_of(r, lo, hi, out, &cap, &n, times, stack_end, stack_id) != 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    result = arrow_export(out, 5, n, names, formats);
+done:
+    for (int k = 0; k < 5; k++)
+        free(out[k].vals);
+    for (int k = 0; k < NR; k++)
+        free(r[k]);
+    free(times), free(stack_end), free(stack_id);
+    return result;
+}
+
+enum { C_PID, C_TID, C_A, C_B, C_NODE, NC };
+enum { U_PID, U_TID, U_START, U_END, NU };
+
+/* The time of each interval [a, b] of nodes inside the union of ranges, on its thread: both
+ * sorted by thread (pid, tid), the ranges by start within it. Returns (node, b - a less that
+ * time) for each node with some inside, as two lists. */
+static PyObject *covered(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *nodes_o, *ranges_o;
+    if (!PyArg_ParseTuple(args, "OO", &nodes_o, &ranges_o))
+        return NULL;
+    int64_t *c[NC] = {NULL}, *u[NU] = {NULL}, *ms = NULL, *me = NULL, *before = NULL;
+    Py_ssize_t nn = 0, nr = 0;
+    PyObject *result = NULL, *got_node = NULL, *got_cut = NULL;
+    if (read_columns(nodes_o, NC, c, &nn) != 0 || read_columns(ranges_o, NU, u, &nr) != 0)
+        goto done;
+    size_t bytes = (size_t)(nr ? nr : 1) * sizeof(int64_t);
+    ms = malloc(bytes), me = malloc(bytes), before = malloc(bytes);
+    got_node = PyList_New(0), got_cut = PyList_New(0);
+    if (ms == NULL || me == NULL || before == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (got_node == NULL || got_cut == NULL)
+        goto done;
+    Py_ssize_t i = 0, j = 0;
+    while (i < nn) {
+        int64_t pid = c[C_PID][i], tid = c[C_TID][i];
+        /* the ranges of this thread, merged, each with the time covered before it */
+        while (j < nr && (u[U_PID][j] < pid || (u[U_PID][j] == pid && u[U_TID][j] < tid)))
+            j++;
+        Py_ssize_t m = 0;
+        for (; j < nr && u[U_PID][j] == pid && u[U_TID][j] == tid; j++) {
+            if (m && u[U_START][j] <= me[m - 1]) {
+                if (u[U_END][j] > me[m - 1])
+                    me[m - 1] = u[U_END][j];
+            } else {
+                ms[m] = u[U_START][j], me[m] = u[U_END][j];
+                before[m] = m ? before[m - 1] + me[m - 1] - ms[m - 1] : 0;
+                m++;
+            }
+        }
+        for (; i < nn && c[C_PID][i] == pid && c[C_TID][i] == tid; i++) {
+            int64_t at[2] = {c[C_A][i], c[C_B][i]}, upto[2];
+            for (int k = 0; k < 2; k++) { /* the covered time before at[k] */
+                Py_ssize_t lo = 0, hi = m; /* the last merged range starting at or before it */
+                while (lo < hi) {
+                    Py_ssize_t mid = (lo + hi) / 2;
+                    if (ms[mid] <= at[k])
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                upto[k] = lo == 0 ? 0
+                                  : before[lo - 1] + (at[k] < me[lo - 1] ? at[k] : me[lo - 1]) -
+                                        ms[lo - 1];
+            }
+            int64_t cut = upto[1] - upto[0];
+            if (cut > 0) { /* the node, and the time [a, b] keeps outside the ranges */
+                PyObject *a = PyLong_FromLongLong(c[C_NODE][i]),
+                         *b = PyLong_FromLongLong(c[C_B][i] - c[C_A][i] - cut);
+                int bad = a == NULL || b == NULL || PyList_Append(got_node, a) != 0 ||
+                          PyList_Append(got_cut, b) != 0;
+                Py_XDECREF(a);
+                Py_XDECREF(b);
+                if (bad)
+                    goto done;
+            }
+        }
+    }
+    result = PyTuple_Pack(2, got_node, got_cut);
+done:
+    Py_XDECREF(got_node);
+    Py_XDECREF(got_cut);
+    for (int k = 0; k < NC; k++)
+        free(c[k]);
+    for (int k = 0; k < NU; k++)
+        free(u[k]);
+    free(ms), free(me), free(before);
+    return result;
+}
+
+/* latest(nodes, groups, ngroups, end): per group, the node of nodes (in their order) whose end
+ * is latest, the first of equals; -1 for a group with none (a list). */
+static PyObject *latest(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *nodes_o, *groups_o, *end_o;
+    Py_ssize_t ngroups;
+    if (!PyArg_ParseTuple(args, "OOnO", &nodes_o, &groups_o, &ngroups, &end_o))
+        return NULL;
+    Py_buffer nb, gb, eb;
+    if (PyObject_GetBuffer(nodes_o, &nb, PyBUF_C_CONTIGUOUS) != 0)
+        return NULL;
+    if (PyObject_GetBuffer(groups_o, &gb, PyBUF_C_CONTIGUOUS) != 0) {
+        PyBuffer_Release(&nb);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(end_o, &eb, PyBUF_C_CONTIGUOUS) != 0) {
+        PyBuffer_Release(&nb), PyBuffer_Release(&gb);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    Py_ssize_t n = nb.len / 8, size = eb.len / 8;
+    int64_t *best = malloc((size_t)(ngroups > 0 ? ngroups : 1) * sizeof(int64_t));
+    if (gb.len != nb.len || ngroups < 0) {
+        PyErr_SetString(PyExc_ValueError, "as many groups as nodes, int64");
+    } else if (best == NULL) {
+        PyErr_NoMemory();
+    } else {
+        const int64_t *node = nb.buf, *group = gb.buf, *end = eb.buf;
+        int bad = 0;
+        for (Py_ssize_t k = 0; k < ngroups; k++)
+            best[k] = NONE;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            int64_t g = group[k], i = node[k];
+            if (g < 0)
+                continue;
+            if (g >= ngroups || i < 0 || i >= size) {
+                bad = 1;
+                break;
+            }
+            if (best[g] == NONE || end[i] > end[best[g]])
+                best[g] = i;
+        }
+        if (bad)
+            PyErr_SetString(PyExc_ValueError, "a group or a node out of range");
+        else
+            out = as_list(best, ngroups);
+    }
+    free(best);
+    PyBuffer_Release(&nb), PyBuffer_Release(&gb), PyBuffer_Release(&eb);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"latest", latest, METH_VARARGS, "Per group, the node that ends latest."},
+    {"own_pieces", own_pieces, METH_VARARGS, "The host's own time, by the range holding it."},
+    {"covered", covered, METH_VARARGS, "The time of each interval inside ranges."},
     {"link", link_nodes, METH_VARARGS, "A graph's dependencies, gaps, lags and delays (module doc)."},
     {"replay", replay, METH_VARARGS, "The replay's start and end of every node (module doc)."},
     {"ints", ints, METH_VARARGS, "An Int64 column's values from its Arrow C stream."},

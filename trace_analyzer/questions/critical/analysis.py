@@ -17,10 +17,10 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
-from trace_analyzer.model.intervals import innermost
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
-from trace_analyzer.questions.critical.graph import STEP_MARK, Graph, build
+from trace_analyzer.questions.critical.graph import OWN_CODES, Graph, build
+from trace_analyzer.questions.critical.own import LABELS, UNTRACED, labelled, own_time
 from trace_analyzer.questions.critical.replay import (
     KIND_CODES,
     Change,
@@ -38,9 +38,6 @@ Spans = dict[int | None, tuple[int, int, int]]
 WARMUP_STEPS = 3
 # How many of each kind of fix found on the path are replayed.
 CANDIDATES = 3
-# Ranges a host segment is named after: framework ops and annotations (frames, user ranges).
-LABELS = ("framework_op", "annotation")
-UNTRACED = "untraced"
 PATH_COLUMNS = {
     "step": pl.Int64, "order": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
     "duration_ns": pl.Int64, "kind": pl.String, "name": pl.String, "label": pl.String,
@@ -176,8 +173,8 @@ def critical(
     segs = _path_table(g, base, spans)
     frame = g.frame()
     threads = frame.filter(pl.col("kind") == "call").select("pid", "tid").unique()
-    own = _own_time(profile.keyed, threads, window)
-    segs = _labelled(segs, own)
+    own = own_time(profile.keyed, threads, window)
+    segs = labelled(segs, own)
     scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
     fixes = _ranked(g, scenarios, base, segs, spans)
     return CriticalResult(
@@ -211,23 +208,16 @@ def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
     """The critical path of every window, one row per segment, in time order (walked by the
     compiled walk where the replay was compiled, else by ``replay.path``)."""
     keys = list(spans)
-    walked = walk_all(g, times, [spans[k][0] for k in keys], [spans[k][2] for k in keys])
-    window, start, end, kind, node = walked
-    table = pl.DataFrame(
-        {"window": window, "start_ns": start, "end_ns": end, "kind": kind, "node": node},
-        schema=dict.fromkeys(("window", "start_ns", "end_ns", "kind", "node"), pl.Int64),
-    )
-    steps = pl.DataFrame(
-        {"window": range(len(keys)), "step": keys}, schema={"window": pl.Int64, "step": pl.Int64}
-    )
-    table = table.join(steps, on="window", how="left", maintain_order="left").with_columns(
+    table = walk_all(g, times, [spans[k][0] for k in keys], [spans[k][2] for k in keys])
+    steps = pl.Series("step", keys, dtype=pl.Int64)
+    table = table.with_columns(
+        step=steps.gather(table["window"]),
         order=pl.int_range(pl.len(), dtype=pl.Int64).over("window"),
         kind=pl.col("kind").replace_strict(list(range(len(KIND_CODES))), list(KIND_CODES),
                                            return_dtype=pl.String),
     )  # fmt: skip
-    at = g.table.select(pl.col("name", "lane").cast(pl.String), "pid", "tid", "event_id")[
-        table["node"]
-    ]
+    at = g.table.select("name", "lane", "pid", "tid", "event_id")[table["node"]]
+    at = at.with_columns(pl.col("name", "lane").cast(pl.String))
     host = pl.col("kind") == "host"
     return (
         pl.concat([table, at], how="horizontal")
@@ -237,63 +227,6 @@ def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
             label=pl.lit(None, pl.String),
         )
         .select(list(PATH_COLUMNS))
-    )
-
-
-def _own_time(events: pl.DataFrame, threads: pl.DataFrame, window: str | None) -> pl.DataFrame:
-    """The host threads' time (``threads``: pid, tid) cut where an op or annotation starts or
-    ends, each piece with ``label``, the innermost one holding it (pieces no range holds are
-    left out); a step's own mark (or the ``window`` annotation) is not a label."""
-    pieces = events.filter(pl.col("lane_kind").is_in(LABELS)).join(
-        threads, on=["pid", "tid"], how="semi"
-    )
-    names = pieces["name"].cast(pl.String)
-    keep = ~names.str.contains(STEP_MARK)
-    if window:
-        keep &= ~names.str.contains(window)
-    ranges = pieces.filter(keep).select("pid", "tid", start="start_ns", end="end_ns", id="event_id")
-    bounds = (
-        pl.concat([ranges.select("pid", "tid", t="start"), ranges.select("pid", "tid", t="end")])
-        .unique()
-        .sort("pid", "tid", "t")
-        .with_columns(u=pl.col("t").shift(-1).over("pid", "tid"))
-        .filter(pl.col("u") > pl.col("t"))
-        .with_row_index("id")
-    )
-    found = innermost(
-        ranges,
-        bounds.select("pid", "tid", "id", t=(pl.col("t") + pl.col("u")) // 2),
-        ["pid", "tid"],
-    )
-    label = events.select(parent="event_id", label=pl.col("name").cast(pl.String))
-    return (
-        bounds.with_columns(pl.col("id").cast(pl.Int64))
-        .join(found.join(label, on="parent"), on="id")
-        .select("pid", "tid", "label", start_ns="t", end_ns="u")
-        .sort("pid", "tid", "start_ns")
-    )
-
-
-def _labelled(segs: pl.DataFrame, own: pl.DataFrame) -> pl.DataFrame:
-    """``segs`` with ``label``: for host time, the innermost op or annotation holding its
-    middle on its thread (``own``: ``_own_time``), ``UNTRACED`` where none does."""
-    mid = (pl.col("start_ns") + pl.col("end_ns")) // 2
-    host = (
-        segs.with_row_index("_r").filter(pl.col("kind") == "host").with_columns(_t=mid).sort("_t")
-    )
-    found = host.select("_r", "pid", "tid", "_t").join_asof(
-        own.rename({"start_ns": "_a", "end_ns": "_b", "label": "_label"}),
-        left_on="_t", right_on="_a", by=["pid", "tid"], strategy="backward",
-        check_sortedness=False,
-    )  # fmt: skip
-    found = found.select(
-        "_r", _label=pl.when(pl.col("_t") < pl.col("_b")).then("_label").otherwise(pl.lit(UNTRACED))
-    )
-    return (
-        segs.with_row_index("_r")
-        .join(found, on="_r", how="left")
-        .with_columns(label=pl.coalesce("label", "_label"))
-        .drop("_r", "_label")
     )
 
 
@@ -440,8 +373,8 @@ def _device_time(g: Graph, change: Change, spans: Spans) -> int:
         return 0
     per_step = g.device_sums()
     total = sum(per_step.get(s, 0) for s in kept)
-    step, dur, device = g.step, g.dur, set(g.device_nodes()) if change.dur else set()
-    total -= sum(dur[i] - v for i, v in change.dur.items() if i in device and step[i] in kept)
+    step, dur, own, call = g.step, g.dur, g.own, OWN_CODES["call"]
+    total -= sum(dur[i] - v for i, v in change.dur.items() if own[i] < call and step[i] in kept)
     return round(total / len(kept))
 
 

@@ -37,7 +37,8 @@ import polars as pl
 
 from trace_analyzer.analyses.states import kind_of, on_device
 from trace_analyzer.loading.profile import Profile
-from trace_analyzer.model.schema import matching
+from trace_analyzer.model.arrow import frame
+from trace_analyzer.model.schema import by_row, matching
 from trace_analyzer.questions.critical.waits import LEVEL, returns, stream_waits
 
 HOST_KINDS = ("runtime", "framework_dispatch", "framework_stream", "transfer")
@@ -84,6 +85,8 @@ class Graph:
     _by_step: dict[int | None, list[int]] | None = None
     _returns: list[int] | None = None
     _sums: dict[int | None, int] | None = None
+    _gaps: pl.DataFrame | None = None
+    _groups: tuple[list[int | None], Sequence[int], Sequence[int]] | None = None
 
     @property
     def n(self) -> int:
@@ -105,6 +108,21 @@ class Graph:
                                      strict=True))  # fmt: skip
         return self._by_step
 
+    def step_groups(self) -> tuple[list[int | None], Sequence[int], Sequence[int]]:
+        """The steps device work was launched in, and per device node (in node order) its
+        step's index among them: (steps, nodes, indices) (found once)."""
+        if self._groups is None:
+            steps = list(self.by_step())
+            index = {s: k for k, s in enumerate(steps)}
+            nodes = [i for s in steps for i in self.by_step()[s]]
+            groups = [index[s] for s in steps for _ in self.by_step()[s]]
+            self._groups = (
+                steps,
+                int64s(pl.Series(nodes, dtype=pl.Int64)),
+                int64s(pl.Series(groups, dtype=pl.Int64)),
+            )
+        return self._groups
+
     def device_sums(self) -> dict[int | None, int]:
         """Per step, the recorded time of the device work launched in it, summed (found
         once)."""
@@ -118,6 +136,22 @@ class Graph:
         if self._returns is None:
             self._returns = self.table.filter(pl.col("kind") == "return")["node"].to_list()
         return self._returns
+
+    def host_gaps(self) -> pl.DataFrame:
+        """The host nodes with time before them on their thread (``gap``): node, pid, tid, a
+        (where the gap starts), b (the node's start); by thread and time (found once)."""
+        if self._gaps is None:
+            self._gaps = (
+                self.table.filter(
+                    pl.col("kind").is_in(HOST_NODES)
+                    & pl.col("chain").is_not_null()
+                    & (pl.col("gap") > 0)
+                )
+                .drop_nulls(["pid", "tid"])
+                .select("node", "pid", "tid", a=pl.col("start_ns") - pl.col("gap"), b="start_ns")
+                .sort("pid", "tid", "a")
+            )
+        return self._gaps
 
     def frame(self) -> pl.DataFrame:
         """The nodes as a table (``TABLE``)."""
@@ -176,8 +210,7 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     device = _device(events, edges, marks)
     host, inner = _host(events)
     nodes = pl.concat([host, marks, device], how="diagonal_relaxed")
-    launch = _launches(edges, inner)
-    nodes = nodes.join(launch, on="event_id", how="left")
+    nodes = _launches(nodes, events, edges, inner)
     nodes = returns(nodes)
     nodes = nodes.sort("start_ns", "end_ns", "level", "seq").with_row_index("node")
     if native and _replay is not None:
@@ -187,15 +220,13 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
 
 def _compiled(nodes: pl.DataFrame) -> Graph:
     """The graph of ``nodes`` linked by the compiled link (_replay.c): what ``_linked`` gives."""
-    from trace_analyzer.readers.kineto_native import _Arrow
-
     assert _replay is not None
     codes = {"kind": pl.col("kind").to_physical()}
     columns = nodes.select(codes.get(c, pl.col(c)).cast(pl.Int64) for c in LINK_IN).rechunk()
     latency, arrays, linked = _replay.link(columns.__arrow_c_stream__())
     got = dict(zip(LINK_OUT, (memoryview(a).cast("q") for a in arrays), strict=True))
     table = pl.concat(
-        [nodes.select(TABLE[:9]), pl.DataFrame(_Arrow(linked)), nodes.select("step")],
+        [nodes.select(TABLE[:9]), frame(linked), nodes.select("step")],
         how="horizontal",
     ).with_columns(pl.col("node").cast(pl.Int64))
     return _graph(nodes, latency, got, table)
@@ -212,9 +243,9 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
     launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
         event_id="dst", launch="src"
     )
+    rows = rows.join(launch, on="event_id", how="left")
     rows = (
-        rows.join(launch, on="event_id", how="left")
-        .join(events.select(launch="event_id", launched_ns="start_ns"), on="launch", how="left")
+        rows.with_columns(launched_ns=_at(events, "start_ns", rows["launch"]))
         .with_columns(launched_ns=pl.coalesce("launched_ns", "start_ns"))
         .drop("launch")
     )
@@ -314,14 +345,33 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
     return pl.concat([first, last])
 
 
-def _launches(edges: pl.DataFrame, inner: pl.DataFrame) -> pl.DataFrame:
-    """Per linked event, the outermost call its link names (``launch_event``): a device node's
-    launch, or, for a call, the call on another thread that its link names."""
-    return (
+def _launches(
+    nodes: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame, inner: pl.DataFrame
+) -> pl.DataFrame:
+    """``nodes`` with, per linked event, the outermost call its link names (``launch_event``):
+    a device node's launch, or, for a call, the call on another thread that its link names.
+    Where each event is its row and has one link at most (every profile's table), found by
+    position; else joined."""
+    if by_row(events) and edges["dst"].n_unique() == edges.height:
+        outer = pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
+        outer = outer.scatter(inner["event_id"], inner["outer"].cast(pl.Int64))
+        src = pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
+        src = src.scatter(edges["dst"], edges["src"])
+        return nodes.with_columns(launch_event=outer.gather(src.gather(nodes["event_id"])))
+    launch = (
         edges.select(event_id="dst", src="src")
         .join(inner.rename({"event_id": "src"}), on="src", how="inner")
         .select("event_id", launch_event="outer")
     )
+    return nodes.join(launch, on="event_id", how="left")
+
+
+def _at(events: pl.DataFrame, column: str, ids: pl.Series) -> pl.Series:
+    """``column`` of the events ``ids`` names (null for none): by position where each event
+    is its row (every profile's table)."""
+    if by_row(events):
+        return events[column].gather(ids)
+    return ids.replace_strict(events["event_id"], events[column], default=None)
 
 
 def _linked(nodes: pl.DataFrame) -> Graph:

@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import polars as pl
+
+from trace_analyzer.model.arrow import frame
 from trace_analyzer.questions.critical.graph import NONE, OWN_CODES, Graph, _replay
 
 # A segment: start, end, kind, the node it belongs to.
@@ -159,37 +162,47 @@ def windows(g: Graph, times: Times) -> dict[int | None, tuple[int, int, int]]:
         last = max(range(g.n), key=lambda i: (end[i], i))
         return {None: (min(start), end[last], last)}
     ends = {s: max((start[b], b) for b in bs) for s, (_, bs) in g.marks.items()}
-    for s, nodes in g.by_step().items():
-        if s in ends:
-            last = max(nodes, key=end.__getitem__)
-            if end[last] > ends[s][0]:
-                ends[s] = (end[last], last)
+    for s, last in _latest(g, end).items():
+        if s in ends and end[last] > ends[s][0]:
+            ends[s] = (end[last], last)
     return {
         s: (min(start[a] for a in starts), ends[s][0], ends[s][1])
         for s, (starts, _) in sorted(g.marks.items())
     }
 
 
+def _latest(g: Graph, end: Sequence[int]) -> dict[int | None, int]:
+    """Per step, the device work launched in it that ends last under ``end`` (the first of
+    equals, in node order): by the compiled ``_replay.latest`` where it was built."""
+    if _replay is not None and isinstance(end, memoryview):
+        steps, nodes, groups = g.step_groups()
+        return dict(zip(steps, _replay.latest(nodes, groups, len(steps), end), strict=True))
+    return {s: max(nodes, key=end.__getitem__) for s, nodes in g.by_step().items()}
+
+
+WALKED = dict.fromkeys(("window", "start_ns", "end_ns", "kind", "node"), pl.Int64)
+
+
 def walk_all(
     g: Graph, times: Times, w0s: list[int], lasts: list[int], *, native: bool = True
-) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+) -> pl.DataFrame:
     """Return every window's critical path (window ``k`` from ``w0s[k]`` to the end of node
-    ``lasts[k]``), its segments in time order within each window, as five lists: the window's
-    index, start, end, kind (its code in ``KIND_CODES``) and node. By the compiled walk
-    (_replay.c) where the replay was compiled, else (or with ``native`` False) by ``path``,
-    which gives the same segments."""
+    ``lasts[k]``), its segments in time order within each window, one row each (``WALKED``):
+    the window's index, start, end, kind (its code in ``KIND_CODES``) and node. By the
+    compiled walk (_replay.c) where the replay was compiled, else (or with ``native`` False)
+    by ``path``, which gives the same segments."""
     if native and _replay is not None and isinstance(times.start, memoryview):
-        return _replay.walk(  # type: ignore[no-any-return]
+        return frame(_replay.walk(
             w0s, lasts, times.start, times.end, times.gap, times.lag, g.tail, g.chain,
             times.launch, times.wait, g.cross, g.anchored, g.own,
-        )  # fmt: skip
+        ))  # fmt: skip
     code = {k: c for c, k in enumerate(KIND_CODES)}
     out: tuple[list[int], ...] = ([], [], [], [], [])
     for k, (w0, last) in enumerate(zip(w0s, lasts, strict=True)):
         for a, b, kind, node in reversed(path(g, times, w0, last)):
             for column, value in zip(out, (k, a, b, code[kind], node), strict=True):
                 column.append(value)
-    return out  # type: ignore[return-value]
+    return pl.DataFrame(dict(zip(WALKED, out, strict=True)), schema=WALKED)
 
 
 def path(g: Graph, times: Times, w0: int, last: int) -> list[Segment]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph
+from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph, _replay
 from trace_analyzer.questions.critical.replay import Change
 from trace_analyzer.units import glob_regex
 
@@ -30,20 +30,27 @@ class Scenario:
     kinds: tuple[str, ...] = ()
 
 
-def host_time(g: Graph, ranges: pl.DataFrame, label: str, key: str) -> Scenario:
+def host_time(
+    g: Graph, ranges: pl.DataFrame, label: str, key: str, *, native: bool = True
+) -> Scenario:
     """The host's time between calls spent inside ``ranges`` (pid, tid, start_ns, end_ns: a
-    frame's, an annotation's or an op's instances on their threads) taken away."""
-    threads = ranges.select("pid", "tid").unique()
-    nodes = (
-        g.frame()
-        .join(threads, on=["pid", "tid"], how="semi")  # only the threads the ranges are on
-        .filter(
-            pl.col("kind").is_in(HOST_NODES) & pl.col("chain").is_not_null() & (pl.col("gap") > 0)
+    frame's, an annotation's or an op's instances on their threads) taken away (the time of
+    each gap they cover by ``_replay.covered`` where it was compiled, else by polars, which
+    gives the same)."""
+    gaps = g.host_gaps()
+    if native and _replay is not None:
+        ordered = ranges.drop_nulls(["pid", "tid"]).select(
+            pl.col("pid", "tid", "start_ns", "end_ns").cast(pl.Int64)
         )
-        .select("node", "pid", "tid", "gap", b="start_ns", a=pl.col("start_ns") - pl.col("gap"))
-    )
-    cover = _covered(nodes, _union(ranges))
-    gap = {int(n): int(gp - c) for n, gp, c in cover.select("node", "gap", "cut").iter_rows()}
+        ordered = ordered.sort("pid", "tid", "start_ns").rechunk()
+        columns = gaps.select(pl.col("pid", "tid", "a", "b", "node").cast(pl.Int64)).rechunk()
+        nodes, left = _replay.covered(columns.__arrow_c_stream__(), ordered.__arrow_c_stream__())
+        gap = dict(zip(nodes, left, strict=True))
+    else:
+        threads = ranges.select("pid", "tid").unique()
+        on = gaps.join(threads, on=["pid", "tid"], how="semi")  # the threads the ranges are on
+        cover = _covered(on, _union(ranges))
+        gap = {int(n): g.gap[n] - int(c) for n, c in cover.select("node", "cut").iter_rows()}
     return Scenario(
         key,
         f"remove the host time in {label}",
