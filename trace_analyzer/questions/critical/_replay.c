@@ -350,9 +350,59 @@ enum { O_EVENT, O_START, O_DUR, O_CHAIN, O_GAP, O_LAUNCH, O_LAG, O_WAIT, O_CROSS
 /* A node's kind (graph.KINDS): device work below N_CALL. */
 enum { N_CALL = 3, N_MARK, N_RETURN };
 
-/* Read a stream of struct chunks of ncol Int64 columns into contiguous arrays (a null: NUL). */
-static int read_columns(PyObject *cap, int ncol, int64_t **cols, Py_ssize_t *rows)
+#define MAX_READ 16
+
+/* Columns read from polars: each points into the stream's one chunk where it has no nulls
+ * (no copy), else is a copy with NUL for a null (owned). */
+typedef struct {
+    int64_t *col[MAX_READ];
+    uint8_t owned[MAX_READ];
+    struct ArrowArray held; /* the chunk the columns point into, released by read_free */
+    int ncol;
+} Read;
+
+static void read_free(Read *r)
 {
+    for (int k = 0; k < r->ncol; k++)
+        if (r->owned[k])
+            free(r->col[k]);
+    if (r->held.release)
+        r->held.release(&r->held);
+    r->ncol = 0;
+}
+
+/* Append chunk's rows to r's columns (each then owned: a copy), n rows so far. */
+static int append_chunk(Read *r, const struct ArrowArray *chunk, Py_ssize_t *n)
+{
+    Py_ssize_t m = (Py_ssize_t)chunk->length;
+    for (int k = 0; k < r->ncol; k++) {
+        int64_t *grown = realloc(r->owned[k] ? r->col[k] : NULL,
+                                 (size_t)(*n + m + 1) * sizeof(int64_t));
+        if (grown == NULL)
+            return -1;
+        if (!r->owned[k] && *n) /* never: the first chunk of several is copied too */
+            memcpy(grown, r->col[k], (size_t)*n * sizeof(int64_t));
+        r->col[k] = grown, r->owned[k] = 1;
+        const struct ArrowArray *c = chunk->children[k];
+        int64_t at = c->offset + chunk->offset;
+        const int64_t *v = (const int64_t *)c->buffers[1] + at;
+        const uint8_t *bits = c->null_count ? c->buffers[0] : NULL;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            int64_t b = at + i;
+            grown[*n + i] = bits && !(bits[b >> 3] >> (b & 7) & 1) ? NUL : v[i];
+        }
+    }
+    *n += m;
+    return 0;
+}
+
+/* Read a stream of struct chunks of ncol Int64 columns (a null: NUL): where the stream is one
+ * chunk, a column without nulls is read where it lies. read_free(r) when done, also after an
+ * error. */
+static int read_columns(PyObject *cap, int ncol, Read *r, Py_ssize_t *rows)
+{
+    memset(r, 0, sizeof *r);
+    r->ncol = ncol;
     struct ArrowArrayStream *stream = PyCapsule_GetPointer(cap, "arrow_array_stream");
     if (stream == NULL)
         return -1;
@@ -361,47 +411,71 @@ static int read_columns(PyObject *cap, int ncol, int64_t **cols, Py_ssize_t *row
         PyErr_SetString(PyExc_ValueError, "the stream gives no schema");
         return -1;
     }
-    int ok = schema.format != NULL && strcmp(schema.format, "+s") == 0 &&
+    int ok = ncol <= MAX_READ && schema.format != NULL && strcmp(schema.format, "+s") == 0 &&
              schema.n_children == ncol;
     for (int k = 0; ok && k < ncol; k++)
         ok = strcmp(schema.children[k]->format, "l") == 0;
     if (schema.release)
         schema.release(&schema);
     if (!ok) {
-        PyErr_SetString(PyExc_TypeError, "not a frame of the Int64 columns link reads");
+        PyErr_SetString(PyExc_TypeError, "not a frame of the Int64 columns asked for");
+        return -1;
+    }
+    struct ArrowArray first = {0}, next = {0};
+    if (stream->get_next(stream, &first) != 0 ||
+        (first.release && stream->get_next(stream, &next) != 0)) {
+        if (first.release)
+            first.release(&first);
+        PyErr_SetString(PyExc_ValueError, "the stream failed");
         return -1;
     }
     Py_ssize_t n = 0;
-    for (int k = 0; k < ncol; k++)
-        cols[k] = NULL;
-    for (;;) {
-        struct ArrowArray chunk = {0};
-        if (stream->get_next(stream, &chunk) != 0) {
-            PyErr_SetString(PyExc_ValueError, "the stream failed");
-            return -1;
+    if (first.release && !next.release) { /* one chunk */
+        r->held = first;
+        n = (Py_ssize_t)first.length;
+        for (int k = 0; k < ncol; k++) {
+            const struct ArrowArray *c = first.children[k];
+            if (c->null_count == 0)
+                r->col[k] = (int64_t *)c->buffers[1] + c->offset + first.offset;
         }
-        if (chunk.release == NULL)
-            break;
-        Py_ssize_t m = (Py_ssize_t)chunk.length;
-        for (int k = 0; k < ncol && m; k++) {
-            int64_t *grown = realloc(cols[k], (size_t)(n + m) * sizeof(int64_t));
-            if (grown == NULL) {
-                chunk.release(&chunk);
+        for (int k = 0; k < ncol; k++) { /* the ones with nulls, copied */
+            if (r->col[k] != NULL || n == 0)
+                continue;
+            Read one = {.ncol = 1};
+            Py_ssize_t got = 0;
+            struct ArrowArray only = first;
+            struct ArrowArray *child = first.children[k];
+            only.children = &child, only.n_children = 1;
+            if (append_chunk(&one, &only, &got) != 0) {
                 PyErr_NoMemory();
                 return -1;
             }
-            cols[k] = grown;
-            const struct ArrowArray *c = chunk.children[k];
-            int64_t at = c->offset + chunk.offset;
-            const int64_t *v = (const int64_t *)c->buffers[1] + at;
-            const uint8_t *bits = c->null_count ? c->buffers[0] : NULL;
-            for (Py_ssize_t r = 0; r < m; r++) {
-                int64_t b = at + r;
-                grown[n + r] = bits && !(bits[b >> 3] >> (b & 7) & 1) ? NUL : v[r];
-            }
+            r->col[k] = one.col[0], r->owned[k] = 1;
         }
-        n += m;
-        chunk.release(&chunk);
+        *rows = n;
+        return 0;
+    }
+    for (struct ArrowArray *chunk = &first; chunk->release;) { /* several: copied */
+        int failed = append_chunk(r, chunk, &n);
+        chunk->release(chunk);
+        if (chunk == &first && next.release) {
+            chunk = &next;
+        } else {
+            struct ArrowArray more = {0};
+            if (!failed && stream->get_next(stream, &more) != 0)
+                failed = 2;
+            next = more;
+            chunk = &next;
+        }
+        if (failed) {
+            if (chunk->release)
+                chunk->release(chunk);
+            if (failed == 1)
+                PyErr_NoMemory();
+            else
+                PyErr_SetString(PyExc_ValueError, "the stream failed");
+            return -1;
+        }
     }
     *rows = n;
     return 0;
@@ -632,12 +706,14 @@ static PyObject *link_nodes(PyObject *module, PyObject *args)
     PyObject *cap;
     if (!PyArg_ParseTuple(args, "O", &cap))
         return NULL;
-    int64_t *in[NIN] = {NULL}, *out[NOUT] = {NULL};
+    int64_t *out[NOUT] = {NULL};
     PyObject *arrays[NOUT] = {NULL}, *result = NULL;
     uint8_t *gap_null = NULL;
     Py_ssize_t n = 0;
     int64_t latency = 0;
-    if (read_columns(cap, NIN, in, &n) != 0)
+    Read read;
+    int64_t *const *in = read.col;
+    if (read_columns(cap, NIN, &read, &n) != 0)
         goto done;
     int k = 0;
     for (; k < NOUT; k++) {
@@ -664,8 +740,7 @@ static PyObject *link_nodes(PyObject *module, PyObject *args)
     }
     result = Py_BuildValue("LNN", (long long)latency, tuple, table);
 done:
-    for (k = 0; k < NIN; k++)
-        free(in[k]);
+    read_free(&read);
     for (k = 0; k < NOUT; k++)
         Py_XDECREF(arrays[k]);
     free(gap_null);
@@ -742,11 +817,13 @@ static PyObject *own_pieces(PyObject *module, PyObject *args)
     PyObject *cap_o;
     if (!PyArg_ParseTuple(args, "O", &cap_o))
         return NULL;
-    int64_t *r[NR] = {NULL}, *times = NULL, *stack_end = NULL, *stack_id = NULL;
+    int64_t *times = NULL, *stack_end = NULL, *stack_id = NULL;
     Column out[5] = {{0}};
     Py_ssize_t n = 0, cap = 0, rows = 0;
     PyObject *result = NULL;
-    if (read_columns(cap_o, NR, r, &rows) != 0)
+    Read read;
+    int64_t *const *r = read.col;
+    if (read_columns(cap_o, NR, &read, &rows) != 0)
         goto done;
     size_t bytes = (size_t)(rows ? rows : 1) * sizeof(int64_t);
     times = malloc(2 * bytes), stack_end = malloc(bytes), stack_id = malloc(bytes);
@@ -767,8 +844,7 @@ static PyObject *own_pieces(PyObject *module, PyObject *args)
 done:
     for (int k = 0; k < 5; k++)
         free(out[k].vals);
-    for (int k = 0; k < NR; k++)
-        free(r[k]);
+    read_free(&read);
     free(times), free(stack_end), free(stack_id);
     return result;
 }
@@ -776,83 +852,94 @@ done:
 enum { C_PID, C_TID, C_A, C_B, C_NODE, NC };
 enum { U_PID, U_TID, U_START, U_END, NU };
 
-/* The time of each interval [a, b] of nodes inside the union of ranges, on its thread: both
- * sorted by thread (pid, tid), the ranges by start within it. Returns (node, b - a less that
- * time) for each node with some inside, as two lists. */
+/* The time of each interval [a, b] of nodes inside the union of ranges, on its thread (pid,
+ * tid): the ranges sorted by thread and start, the nodes in any order. Returns (node, b - a
+ * less that time) for each node with some inside, as two lists. */
 static PyObject *covered(PyObject *module, PyObject *args)
 {
     (void)module;
     PyObject *nodes_o, *ranges_o;
     if (!PyArg_ParseTuple(args, "OO", &nodes_o, &ranges_o))
         return NULL;
-    int64_t *c[NC] = {NULL}, *u[NU] = {NULL}, *ms = NULL, *me = NULL, *before = NULL;
+    int64_t *ms = NULL, *me = NULL, *before = NULL, *lo_of = NULL, *hi_of = NULL;
     Py_ssize_t nn = 0, nr = 0;
     PyObject *result = NULL, *got_node = NULL, *got_cut = NULL;
-    if (read_columns(nodes_o, NC, c, &nn) != 0 || read_columns(ranges_o, NU, u, &nr) != 0)
+    Read read_c = {.ncol = 0}, read_u = {.ncol = 0};
+    Chains ch = {NULL, NULL, 0, 0};
+    int64_t *const *c = read_c.col, *const *u = read_u.col;
+    if (read_columns(nodes_o, NC, &read_c, &nn) != 0 ||
+        read_columns(ranges_o, NU, &read_u, &nr) != 0)
         goto done;
     size_t bytes = (size_t)(nr ? nr : 1) * sizeof(int64_t);
     ms = malloc(bytes), me = malloc(bytes), before = malloc(bytes);
+    lo_of = malloc(bytes), hi_of = malloc(bytes);
     got_node = PyList_New(0), got_cut = PyList_New(0);
-    if (ms == NULL || me == NULL || before == NULL) {
+    if (ms == NULL || me == NULL || before == NULL || lo_of == NULL || hi_of == NULL ||
+        chains_init(&ch, 64) != 0) {
         PyErr_NoMemory();
         goto done;
     }
     if (got_node == NULL || got_cut == NULL)
         goto done;
-    Py_ssize_t i = 0, j = 0;
-    while (i < nn) {
-        int64_t pid = c[C_PID][i], tid = c[C_TID][i];
-        /* the ranges of this thread, merged, each with the time covered before it */
-        while (j < nr && (u[U_PID][j] < pid || (u[U_PID][j] == pid && u[U_TID][j] < tid)))
-            j++;
-        Py_ssize_t m = 0;
-        for (; j < nr && u[U_PID][j] == pid && u[U_TID][j] == tid; j++) {
-            if (m && u[U_START][j] <= me[m - 1]) {
+    /* each thread's ranges merged, each with the time covered before it; the thread's
+     * number (in the chains table) gives where its merged ranges lie, [lo_of, hi_of) */
+    Py_ssize_t m = 0, threads = 0;
+    for (Py_ssize_t j = 0; j < nr;) {
+        int64_t pid = u[U_PID][j], tid = u[U_TID][j];
+        if (chains_swap(&ch, pid, tid, 0, threads) == -2) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        lo_of[threads] = m;
+        for (Py_ssize_t first = m; j < nr && u[U_PID][j] == pid && u[U_TID][j] == tid; j++) {
+            if (m > first && u[U_START][j] <= me[m - 1]) {
                 if (u[U_END][j] > me[m - 1])
                     me[m - 1] = u[U_END][j];
             } else {
                 ms[m] = u[U_START][j], me[m] = u[U_END][j];
-                before[m] = m ? before[m - 1] + me[m - 1] - ms[m - 1] : 0;
+                before[m] = m > first ? before[m - 1] + me[m - 1] - ms[m - 1] : 0;
                 m++;
             }
         }
-        for (; i < nn && c[C_PID][i] == pid && c[C_TID][i] == tid; i++) {
-            int64_t at[2] = {c[C_A][i], c[C_B][i]}, upto[2];
-            for (int k = 0; k < 2; k++) { /* the covered time before at[k] */
-                Py_ssize_t lo = 0, hi = m; /* the last merged range starting at or before it */
-                while (lo < hi) {
-                    Py_ssize_t mid = (lo + hi) / 2;
-                    if (ms[mid] <= at[k])
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                upto[k] = lo == 0 ? 0
-                                  : before[lo - 1] + (at[k] < me[lo - 1] ? at[k] : me[lo - 1]) -
-                                        ms[lo - 1];
+        hi_of[threads++] = m;
+    }
+    for (Py_ssize_t i = 0; i < nn; i++) {
+        int64_t t = ch.node[chains_slot(&ch, c[C_PID][i], c[C_TID][i], 0)];
+        if (t == NONE)
+            continue; /* no range on its thread */
+        int64_t at[2] = {c[C_A][i], c[C_B][i]}, upto[2];
+        for (int k = 0; k < 2; k++) { /* the covered time before at[k] */
+            Py_ssize_t lo = lo_of[t], hi = hi_of[t], base = lo_of[t];
+            while (lo < hi) { /* the first merged range starting after it */
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (ms[mid] <= at[k])
+                    lo = mid + 1;
+                else
+                    hi = mid;
             }
-            int64_t cut = upto[1] - upto[0];
-            if (cut > 0) { /* the node, and the time [a, b] keeps outside the ranges */
-                PyObject *a = PyLong_FromLongLong(c[C_NODE][i]),
-                         *b = PyLong_FromLongLong(c[C_B][i] - c[C_A][i] - cut);
-                int bad = a == NULL || b == NULL || PyList_Append(got_node, a) != 0 ||
-                          PyList_Append(got_cut, b) != 0;
-                Py_XDECREF(a);
-                Py_XDECREF(b);
-                if (bad)
-                    goto done;
-            }
+            upto[k] = lo == base ? 0
+                                 : before[lo - 1] + (at[k] < me[lo - 1] ? at[k] : me[lo - 1]) -
+                                       ms[lo - 1];
+        }
+        int64_t cut = upto[1] - upto[0];
+        if (cut > 0) { /* the node, and the time [a, b] keeps outside the ranges */
+            PyObject *a = PyLong_FromLongLong(c[C_NODE][i]),
+                     *b = PyLong_FromLongLong(c[C_B][i] - c[C_A][i] - cut);
+            int bad = a == NULL || b == NULL || PyList_Append(got_node, a) != 0 ||
+                      PyList_Append(got_cut, b) != 0;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (bad)
+                goto done;
         }
     }
     result = PyTuple_Pack(2, got_node, got_cut);
 done:
     Py_XDECREF(got_node);
     Py_XDECREF(got_cut);
-    for (int k = 0; k < NC; k++)
-        free(c[k]);
-    for (int k = 0; k < NU; k++)
-        free(u[k]);
-    free(ms), free(me), free(before);
+    read_free(&read_c);
+    read_free(&read_u);
+    free(ms), free(me), free(before), free(lo_of), free(hi_of), free(ch.keys), free(ch.node);
     return result;
 }
 
@@ -909,7 +996,215 @@ static PyObject *latest(PyObject *module, PyObject *args)
     return out;
 }
 
+/* put(array, changed): each node's value of changed (a dict of int to int) written into
+ * array (a writable buffer of int64, one value per node). */
+static PyObject *put(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *array_o, *changed;
+    if (!PyArg_ParseTuple(args, "OO!", &array_o, &PyDict_Type, &changed))
+        return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(array_o, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0)
+        return NULL;
+    int64_t *v = b.buf;
+    Py_ssize_t n = b.len / 8, pos = 0;
+    PyObject *key, *value;
+    int bad = 0;
+    while (!bad && PyDict_Next(changed, &pos, &key, &value)) {
+        long long i = PyLong_AsLongLong(key), x = PyLong_AsLongLong(value);
+        if (PyErr_Occurred())
+            bad = 1;
+        else if (i < 0 || i >= n) {
+            PyErr_SetString(PyExc_IndexError, "a node out of range");
+            bad = 1;
+        } else
+            v[i] = x;
+    }
+    PyBuffer_Release(&b);
+    if (bad)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- outer: each host call's outermost call on its thread (graph.py's _host) ---- */
+
+enum { H_PID, H_TID, H_START, H_END, H_ID, NH };
+
+static const int64_t *sort_start, *sort_end, *sort_id; /* what by_call compares */
+
+/* A thread's calls in order: by start, the longer first, then by id. */
+static int by_call(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    if (sort_start[a] != sort_start[b])
+        return sort_start[a] < sort_start[b] ? -1 : 1;
+    if (sort_end[a] != sort_end[b])
+        return sort_end[a] > sort_end[b] ? -1 : 1;
+    return (sort_id[a] > sort_id[b]) - (sort_id[a] < sort_id[b]);
+}
+
+/* outer(stream): the stream's rows (pid, tid, start, end, id; in any order, fastest by start)
+ * are calls; returns the (schema, array) capsule pair of one Int64 column, "outer": each
+ * call's outermost call on its thread (its own id where nothing holds it), as _host finds it
+ * in polars: in each thread's order, a call is held when it starts before the latest end of
+ * the calls before it, and then belongs to the last call that was not. */
+static PyObject *outer_calls(PyObject *module, PyObject *args)
+{
+    (void)module;
+    static const char *const names[] = {"outer"};
+    static const char *const formats[] = {"l"};
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap))
+        return NULL;
+    Read read;
+    int64_t *const *h = read.col;
+    Py_ssize_t n = 0;
+    PyObject *result = NULL;
+    int64_t *thread = NULL, *first = NULL, *order = NULL, *count = NULL;
+    Chains ch = {NULL, NULL, 0, 0};
+    Column col = {NULL, NULL, 0};
+    if (read_columns(cap, NH, &read, &n) != 0)
+        goto done;
+    size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
+    thread = malloc(bytes), order = malloc(bytes), col.vals = malloc(bytes);
+    if (thread == NULL || order == NULL || col.vals == NULL || chains_init(&ch, 64) != 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t threads = 0; /* each row's thread, numbered as first seen */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t was = chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, threads);
+        if (was == -2) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (was != NONE) /* seen: put its number back */
+            chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, was);
+        thread[i] = was != NONE ? was : threads++;
+    }
+    count = calloc((size_t)threads + 1, sizeof(int64_t));
+    first = malloc(((size_t)threads + 1) * sizeof(int64_t));
+    if (count == NULL || first == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        count[thread[i]]++;
+    for (Py_ssize_t t = 0, at = 0; t <= threads; t++) {
+        first[t] = at;
+        at += count[t];
+        count[t] = first[t];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) /* the rows of each thread, in their order */
+        order[count[thread[i]]++] = i;
+    sort_start = h[H_START], sort_end = h[H_END], sort_id = h[H_ID];
+    for (Py_ssize_t t = 0; t < threads; t++) {
+        int64_t *rows = order + first[t];
+        Py_ssize_t m = first[t + 1] - first[t];
+        int sorted = 1; /* by start already (the events table is): then only ties are put right */
+        for (Py_ssize_t k = 1; k < m && sorted; k++)
+            sorted = sort_start[rows[k - 1]] <= sort_start[rows[k]];
+        if (!sorted) {
+            qsort(rows, (size_t)m, sizeof *rows, by_call);
+        } else {
+            for (Py_ssize_t k = 0, j; k < m; k = j) {
+                for (j = k + 1; j < m && sort_start[rows[j]] == sort_start[rows[k]]; j++)
+                    ;
+                if (j - k > 1)
+                    qsort(rows + k, (size_t)(j - k), sizeof *rows, by_call);
+            }
+        }
+        int64_t reach = 0, holder = NONE;
+        for (Py_ssize_t k = 0; k < m; k++) {
+            int64_t i = rows[k];
+            if (k == 0 || !(h[H_START][i] < reach))
+                holder = h[H_ID][i];
+            col.vals[i] = (uint64_t)holder;
+            if (k == 0 || h[H_END][i] > reach)
+                reach = h[H_END][i];
+        }
+    }
+    result = arrow_export(&col, 1, n, names, formats);
+done:
+    if (result == NULL)
+        free(col.vals);
+    read_free(&read);
+    free(thread), free(first), free(order), free(count), free(ch.keys), free(ch.node);
+    return result;
+}
+
+/* spans(starts, start_groups, ends, end_groups, work, work_groups, ngroups, start, end): each
+ * window's (first start, end, the node that ends it) as replay.windows finds them: its start
+ * marks' earliest start; its end marks' latest start (of equals, the later node), unless
+ * the work launched in it (in node order, the first of equals) ends later. Groups of -1 are
+ * left out. Returns three lists, one value per group. */
+static PyObject *spans(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *o[8];
+    Py_ssize_t ngroups;
+    if (!PyArg_ParseTuple(args, "OOOOOOnOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &ngroups,
+                          &o[6], &o[7]))
+        return NULL;
+    Py_buffer b[8];
+    int got = 0;
+    for (; got < 8; got++)
+        if (PyObject_GetBuffer(o[got], &b[got], PyBUF_C_CONTIGUOUS) != 0)
+            break;
+    PyObject *result = NULL;
+    int64_t *w0 = NULL, *w1 = NULL, *last = NULL;
+    if (got < 8)
+        goto done;
+    Py_ssize_t size = b[6].len / 8;
+    if (ngroups < 0 || b[1].len != b[0].len || b[3].len != b[2].len || b[5].len != b[4].len ||
+        b[7].len != b[6].len) {
+        PyErr_SetString(PyExc_ValueError, "spans: arrays of mismatched lengths");
+        goto done;
+    }
+    size_t bytes = (size_t)(ngroups ? ngroups : 1) * sizeof(int64_t);
+    w0 = malloc(bytes), w1 = malloc(bytes), last = malloc(bytes);
+    if (w0 == NULL || w1 == NULL || last == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *st = b[6].buf, *en = b[7].buf;
+    for (Py_ssize_t k = 0; k < ngroups; k++)
+        w0[k] = INT64_MAX, w1[k] = NEG_INF, last[k] = NONE;
+    for (int part = 0; part < 3; part++) {
+        const int64_t *node = b[2 * part].buf, *group = b[2 * part + 1].buf;
+        for (Py_ssize_t k = 0, m = b[2 * part].len / 8; k < m; k++) {
+            int64_t g = group[k], i = node[k];
+            if (g < 0)
+                continue;
+            if (g >= ngroups || i < 0 || i >= size) {
+                PyErr_SetString(PyExc_ValueError, "spans: a group or a node out of range");
+                goto done;
+            }
+            if (part == 0 && st[i] < w0[g])
+                w0[g] = st[i];
+            else if (part == 1 && (st[i] > w1[g] || (st[i] == w1[g] && i > last[g])))
+                w1[g] = st[i], last[g] = i;
+            else if (part == 2 && en[i] > w1[g])
+                w1[g] = en[i], last[g] = i;
+        }
+    }
+    PyObject *lists[3] = {as_list(w0, ngroups), as_list(w1, ngroups), as_list(last, ngroups)};
+    if (lists[0] && lists[1] && lists[2])
+        result = PyTuple_Pack(3, lists[0], lists[1], lists[2]);
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(lists[k]);
+done:
+    free(w0), free(w1), free(last);
+    for (int k = 0; k < got; k++)
+        PyBuffer_Release(&b[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"spans", spans, METH_VARARGS, "Each window's start, end and the node that ends it."},
+    {"outer", outer_calls, METH_VARARGS, "Each host call's outermost call on its thread."},
+    {"put", put, METH_VARARGS, "Each node's changed value written into an array."},
     {"latest", latest, METH_VARARGS, "Per group, the node that ends latest."},
     {"own_pieces", own_pieces, METH_VARARGS, "The host's own time, by the range holding it."},
     {"covered", covered, METH_VARARGS, "The time of each interval inside ranges."},

@@ -86,7 +86,7 @@ class Graph:
     _returns: list[int] | None = None
     _sums: dict[int | None, int] | None = None
     _gaps: pl.DataFrame | None = None
-    _groups: tuple[list[int | None], Sequence[int], Sequence[int]] | None = None
+    _groups: tuple[list[int | None], tuple[Sequence[int], ...]] | None = None
 
     @property
     def n(self) -> int:
@@ -108,19 +108,31 @@ class Graph:
                                      strict=True))  # fmt: skip
         return self._by_step
 
-    def step_groups(self) -> tuple[list[int | None], Sequence[int], Sequence[int]]:
-        """The steps device work was launched in, and per device node (in node order) its
-        step's index among them: (steps, nodes, indices) (found once)."""
+    def window_groups(self) -> tuple[list[int | None], tuple[Sequence[int], ...]]:
+        """The windows (their steps, in order; [None] for a run without steps) and, for the
+        compiled ``_replay.spans``, three pairs of int64 arrays, each nodes and their
+        window's index: the start marks, the end marks and the device work launched in each
+        (for a run without steps: every node, and every node again from the last, so that of
+        equal ends the last node is found) (found once)."""
         if self._groups is None:
-            steps = list(self.by_step())
-            index = {s: k for k, s in enumerate(steps)}
-            nodes = [i for s in steps for i in self.by_step()[s]]
-            groups = [index[s] for s in steps for _ in self.by_step()[s]]
-            self._groups = (
-                steps,
-                int64s(pl.Series(nodes, dtype=pl.Int64)),
-                int64s(pl.Series(groups, dtype=pl.Int64)),
-            )
+            if not self.marks:
+                every = list(range(self.n))
+                zeros = [0] * self.n
+                keys: list[int | None] = [None]
+                parts = [every, zeros, [], [], every[::-1], zeros]
+            else:
+                keys = sorted(self.marks)
+                index = {s: k for k, s in enumerate(keys)}
+                parts = [[], [], [], [], [], []]
+                for s in keys:
+                    for side, nodes in enumerate(self.marks[s]):
+                        parts[2 * side] += nodes
+                        parts[2 * side + 1] += [index[s]] * len(nodes)
+                for s, nodes in self.by_step().items():
+                    parts[4] += nodes
+                    parts[5] += [index.get(s, NONE)] * len(nodes)  # type: ignore[arg-type]
+            arrays = tuple(int64s(pl.Series(p, dtype=pl.Int64)) for p in parts)
+            self._groups = keys, arrays
         return self._groups
 
     def device_sums(self) -> dict[int | None, int]:
@@ -138,18 +150,24 @@ class Graph:
         return self._returns
 
     def host_gaps(self) -> pl.DataFrame:
-        """The host nodes with time before them on their thread (``gap``): node, pid, tid, a
-        (where the gap starts), b (the node's start); by thread and time (found once)."""
+        """The host nodes with time before them on their thread (``gap``): pid, tid, a (where
+        the gap starts), b (the node's start), node; Int64, in node order (found once)."""
         if self._gaps is None:
             self._gaps = (
-                self.table.filter(
+                self.table.select("pid", "tid", "start_ns", "gap", "node", "kind", "chain")
+                .filter(
                     pl.col("kind").is_in(HOST_NODES)
                     & pl.col("chain").is_not_null()
                     & (pl.col("gap") > 0)
                 )
                 .drop_nulls(["pid", "tid"])
-                .select("node", "pid", "tid", a=pl.col("start_ns") - pl.col("gap"), b="start_ns")
-                .sort("pid", "tid", "a")
+                .select(
+                    pl.col("pid", "tid").cast(pl.Int64),
+                    a=pl.col("start_ns") - pl.col("gap"),
+                    b="start_ns",
+                    node=pl.col("node").cast(pl.Int64),
+                )
+                .rechunk()
             )
         return self._gaps
 
@@ -198,6 +216,10 @@ LINK_OUT = (
     "delay", "anchored", "call", "own",
 )  # fmt: skip
 CHAIN = ("ck0", "ck1", "ck2")
+# The nodes' order: by start, end and LEVEL, a step's marks by step, the rest (ties of
+# another kind) by what each is, so that the order is the same however the nodes came.
+ORDER = ("start_ns", "end_ns", "level", "seq", "event_id", "call_event", "pid", "tid")
+I64 = pl.Int64
 
 
 def build(profile: Profile, window: str | None = None, *, native: bool = True) -> Graph:
@@ -208,11 +230,11 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     events, edges = profile.keyed, profile.edges
     marks = _marks(events, window)
     device = _device(events, edges, marks)
-    host, inner = _host(events)
+    host, inner = _host(events, native)
     nodes = pl.concat([host, marks, device], how="diagonal_relaxed")
     nodes = _launches(nodes, events, edges, inner)
     nodes = returns(nodes)
-    nodes = nodes.sort("start_ns", "end_ns", "level", "seq").with_row_index("node")
+    nodes = nodes.sort(ORDER).with_row_index("node")
     if native and _replay is not None:
         return _compiled(nodes)
     return _linked(nodes)
@@ -283,20 +305,29 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
     )
 
 
-def _host(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The host calls, the outermost on each thread, and ``inner``: each call (an event id)
-    to the outermost call holding it (itself where it is one)."""
+    to the outermost call holding it (itself where it is one). On each thread, in order of
+    start (the longer first, then by id), a call that starts before the latest end of the
+    calls before it is held, and belongs to the last call that was not; by the compiled
+    ``_replay.outer`` where it was built (in the events' order, by start: no sort but of
+    ties), else by polars, which gives the same."""
     calls = events.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(events)).select(
         "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns"
     )
-    calls = calls.sort(
-        "pid", "tid", "start_ns", pl.col("end_ns"), descending=[False, False, False, True]
-    ).with_columns(held=pl.col("start_ns") < pl.col("end_ns").cum_max().shift(1).over("pid", "tid"))
-    calls = calls.with_columns(
-        outer=pl.when(~pl.col("held").fill_null(False)).then(pl.col("event_id"))
-    ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
+    if native and _replay is not None:
+        columns = calls.select(pl.col("pid", "tid", "start_ns", "end_ns", "event_id").cast(I64))
+        found = frame(_replay.outer(columns.rechunk().__arrow_c_stream__()))
+        calls = calls.with_columns(outer=found["outer"])
+    else:
+        order = ("pid", "tid", "start_ns", "end_ns", "event_id")
+        calls = calls.sort(order, descending=[False, False, False, True, False])
+        cum = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
+        calls = calls.with_columns(
+            outer=pl.when(~(pl.col("start_ns") < cum).fill_null(False)).then(pl.col("event_id"))
+        ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
     inner = calls.select("event_id", "outer")
-    outer = calls.filter(pl.col("event_id") == pl.col("outer")).drop("held", "outer")
+    outer = calls.filter(pl.col("event_id") == pl.col("outer")).drop("outer")
     return (
         outer.with_columns(
             kind=pl.lit("call", KIND),

@@ -69,11 +69,13 @@ def _with(values: Sequence[int], changed: dict[int, int]) -> Sequence[int]:
     memoryview's bytes copied at once)."""
     if not changed:
         return values
-    out: Sequence[int] = (
-        memoryview(bytearray(values)).cast("q") if isinstance(values, memoryview) else list(values)
-    )
+    if isinstance(values, memoryview) and _replay is not None:
+        copied = memoryview(bytearray(values)).cast("q")
+        _replay.put(copied, changed)  # what the loop below does, in C
+        return copied
+    out = list(values)
     for i, v in changed.items():
-        out[i] = v  # type: ignore[index]
+        out[i] = v
     return out
 
 
@@ -156,28 +158,24 @@ def windows(g: Graph, times: Times) -> dict[int | None, tuple[int, int, int]]:
     from the first start to the last end. A run without steps has one window, under None:
     its first start to its last end."""
     start, end = times.start, times.end
+    if not g.n:
+        return {}
+    if _replay is not None and isinstance(end, memoryview):  # the same, compiled
+        keys, arrays = g.window_groups()
+        found = _replay.spans(*arrays[:4], arrays[4], arrays[5], len(keys), start, end)
+        return {s: (a, b, i) for s, a, b, i in zip(keys, *found, strict=True)}
     if not g.marks:
-        if not g.n:
-            return {}
         last = max(range(g.n), key=lambda i: (end[i], i))
         return {None: (min(start), end[last], last)}
     ends = {s: max((start[b], b) for b in bs) for s, (_, bs) in g.marks.items()}
-    for s, last in _latest(g, end).items():
+    for s, nodes in g.by_step().items():
+        last = max(nodes, key=end.__getitem__)
         if s in ends and end[last] > ends[s][0]:
             ends[s] = (end[last], last)
     return {
         s: (min(start[a] for a in starts), ends[s][0], ends[s][1])
         for s, (starts, _) in sorted(g.marks.items())
     }
-
-
-def _latest(g: Graph, end: Sequence[int]) -> dict[int | None, int]:
-    """Per step, the device work launched in it that ends last under ``end`` (the first of
-    equals, in node order): by the compiled ``_replay.latest`` where it was built."""
-    if _replay is not None and isinstance(end, memoryview):
-        steps, nodes, groups = g.step_groups()
-        return dict(zip(steps, _replay.latest(nodes, groups, len(steps), end), strict=True))
-    return {s: max(nodes, key=end.__getitem__) for s, nodes in g.by_step().items()}
 
 
 WALKED = dict.fromkeys(("window", "start_ns", "end_ns", "kind", "node"), pl.Int64)

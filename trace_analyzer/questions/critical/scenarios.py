@@ -43,8 +43,7 @@ def host_time(
             pl.col("pid", "tid", "start_ns", "end_ns").cast(pl.Int64)
         )
         ordered = ordered.sort("pid", "tid", "start_ns").rechunk()
-        columns = gaps.select(pl.col("pid", "tid", "a", "b", "node").cast(pl.Int64)).rechunk()
-        nodes, left = _replay.covered(columns.__arrow_c_stream__(), ordered.__arrow_c_stream__())
+        nodes, left = _replay.covered(gaps.__arrow_c_stream__(), ordered.__arrow_c_stream__())
         gap = dict(zip(nodes, left, strict=True))
     else:
         threads = ranges.select("pid", "tid").unique()

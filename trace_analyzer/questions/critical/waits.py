@@ -24,8 +24,10 @@ LEVEL = {"mark": 0, "call": 1, "device": 2, "return": 3}
 def returns(nodes: pl.DataFrame) -> pl.DataFrame:
     """``nodes`` with a return node after each call that waited for the device (module doc):
     its ``wait_event`` (the device work), ``tail`` (the call's end less that work's end)."""
-    device = nodes.filter(pl.col("level") == LEVEL["device"])
-    calls = nodes.filter(pl.col("kind") == "call")
+    needed = ("event_id", "name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "start_ns", "end_ns",
+              "launch_event")  # fmt: skip
+    device = nodes.filter(pl.col("level") == LEVEL["device"]).select(needed)
+    calls = nodes.select(*needed, "kind").filter(pl.col("kind") == "call")
     blocking = calls.filter(matching(calls["name"], BLOCKING) & ~matching(calls["name"], ASYNC))
     own = (
         device.select("launch_event", wait_event="event_id", w_end="end_ns")
@@ -48,10 +50,10 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
         level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
         tail=pl.col("end_ns") - pl.col("w_end"),
     )  # fmt: skip
-    return pl.concat(
-        [nodes.join(waits.select("event_id", "w_end"), on="event_id", how="left"), returns],
-        how="diagonal_relaxed",
+    w_end = pl.col("event_id").replace_strict(
+        waits["event_id"], waits["w_end"], default=None, return_dtype=pl.Int64
     )
+    return pl.concat([nodes.with_columns(w_end=w_end), returns], how="diagonal_relaxed")
 
 
 def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
