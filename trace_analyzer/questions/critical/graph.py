@@ -115,22 +115,22 @@ class Graph:
         (for a run without steps: every node, and every node again from the last, so that of
         equal ends the last node is found) (found once)."""
         if self._groups is None:
+            parts: list[list[int]] = [[], [], [], [], [], []]
             if not self.marks:
-                every = list(range(self.n))
-                zeros = [0] * self.n
+                every, zeros = list(range(self.n)), [0] * self.n
                 keys: list[int | None] = [None]
                 parts = [every, zeros, [], [], every[::-1], zeros]
             else:
-                keys = sorted(self.marks)
-                index = {s: k for k, s in enumerate(keys)}
-                parts = [[], [], [], [], [], []]
-                for s in keys:
+                steps = sorted(self.marks)
+                keys = list(steps)
+                index: dict[int | None, int] = {s: k for k, s in enumerate(steps)}
+                for s in steps:
                     for side, nodes in enumerate(self.marks[s]):
                         parts[2 * side] += nodes
                         parts[2 * side + 1] += [index[s]] * len(nodes)
-                for s, nodes in self.by_step().items():
+                for key, nodes in self.by_step().items():
                     parts[4] += nodes
-                    parts[5] += [index.get(s, NONE)] * len(nodes)  # type: ignore[arg-type]
+                    parts[5] += [index.get(key, NONE)] * len(nodes)
             arrays = tuple(int64s(pl.Series(p, dtype=pl.Int64)) for p in parts)
             self._groups = keys, arrays
         return self._groups
