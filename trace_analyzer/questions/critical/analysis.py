@@ -172,7 +172,8 @@ def critical(
     notes: list[str] = []
     segs = _path_table(g, base, spans)
     frame = g.frame()
-    threads = frame.filter(pl.col("kind") == "call").select("pid", "tid").unique()
+    threads = frame.select("pid", "tid", "kind").filter(pl.col("kind") == "call")
+    threads = threads.select("pid", "tid").unique()
     own = own_time(profile.keyed, threads, window)
     segs = labelled(segs, own)
     scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
@@ -289,21 +290,22 @@ def _ranges(events: pl.DataFrame, regex: str) -> pl.DataFrame:
     """The instances of the ops and annotations whose name matches ``regex``."""
     from trace_analyzer.model.schema import matching
 
-    return events.filter(
-        pl.col("lane_kind").is_in(LABELS) & matching(events["name"], regex)
-    ).select("pid", "tid", "start_ns", "end_ns")
+    rows = events.select("name", "lane_kind", "pid", "tid", "start_ns", "end_ns")
+    return rows.filter(pl.col("lane_kind").is_in(LABELS) & matching(rows["name"], regex)).select(
+        "pid", "tid", "start_ns", "end_ns"
+    )
 
 
 def _graph_api(events: pl.DataFrame) -> str | None:
     """The graph API (``CUDA``, ``HIP``) of a run whose device work is a GPU's and that
     replays no graph yet, else None."""
-    from trace_analyzer.model.schema import matching
     from trace_analyzer.questions.gaps.analysis import REPLAYS
 
-    if events.select(matching(events["name"], REPLAYS).any()).item():
+    names = events["name"].unique().cast(pl.String)
+    if names.str.contains(REPLAYS).any():
         return None  # it replays graphs already
-    hardware = events.filter(pl.col("lane_kind") == "hardware")["source"]
-    sources = set(hardware.cast(pl.String).unique())
+    hardware = events.select("lane_kind", "source").filter(pl.col("lane_kind") == "hardware")
+    sources = set(hardware["source"].cast(pl.String).unique())
     return "CUDA" if "cuda" in sources else "HIP" if "rocm" in sources else None
 
 
@@ -336,7 +338,8 @@ def _named(g: Graph, kind: str, regex: str) -> pl.DataFrame:
     """The nodes of ``kind`` whose name matches ``regex``."""
     from trace_analyzer.model.schema import matching
 
-    return g.table.filter((pl.col("kind") == kind) & matching(g.table["name"], regex))
+    nodes = g.table.select("node", "kind", "name", "call")
+    return nodes.filter((pl.col("kind") == kind) & matching(nodes["name"], regex))
 
 
 def _ops(g: Graph, profile: Profile) -> dict[int, str]:

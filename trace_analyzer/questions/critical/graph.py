@@ -95,14 +95,15 @@ class Graph:
     def device_nodes(self) -> list[int]:
         """The nodes that are device work (found once)."""
         if self._devices is None:
-            device = self.table.filter(~pl.col("kind").is_in(HOST_NODES))
+            device = self.table.select("node", "kind").filter(~pl.col("kind").is_in(HOST_NODES))
             self._devices = device["node"].to_list()
         return self._devices
 
     def by_step(self) -> dict[int | None, list[int]]:
         """The device nodes per step they were launched in (found once)."""
         if self._by_step is None:
-            device = self.table.filter(~pl.col("kind").is_in(HOST_NODES))
+            nodes = self.table.select("node", "kind", "step")
+            device = nodes.filter(~pl.col("kind").is_in(HOST_NODES))
             groups = device.group_by("step", maintain_order=True).agg("node")
             self._by_step = dict(zip(groups["step"].to_list(), groups["node"].to_list(),
                                      strict=True))  # fmt: skip
@@ -146,7 +147,8 @@ class Graph:
     def returns(self) -> list[int]:
         """The return nodes (found once)."""
         if self._returns is None:
-            self._returns = self.table.filter(pl.col("kind") == "return")["node"].to_list()
+            nodes = self.table.select("node", "kind")
+            self._returns = nodes.filter(pl.col("kind") == "return")["node"].to_list()
         return self._returns
 
     def host_gaps(self) -> pl.DataFrame:
@@ -216,6 +218,12 @@ LINK_OUT = (
     "delay", "anchored", "call", "own",
 )  # fmt: skip
 CHAIN = ("ck0", "ck1", "ck2")
+# The events' columns the device work and the host calls are found from (taken before they
+# are filtered: a filter copies every column it is given).
+DEVICE_COLUMNS = (
+    "event_id", "name", "lane", "lane_kind", "source", "category", "pid", "tid", "start_ns",
+    "end_ns", "device", "stream",
+)  # fmt: skip
 # The nodes' order: by start, end and LEVEL, a step's marks by step, the rest (ties of
 # another kind) by what each is, so that the order is the same however the nodes came.
 ORDER = ("start_ns", "end_ns", "level", "seq", "event_id", "call_event", "pid", "tid")
@@ -257,7 +265,8 @@ def _compiled(nodes: pl.DataFrame) -> Graph:
 def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> pl.DataFrame:
     """The device work: one node each, with its kind and the window it was launched in (the
     window of its process whose span holds its launch call's start, else its own start)."""
-    rows = events.filter(on_device(events) & (pl.col("end_ns") > pl.col("start_ns")))
+    rows = events.select(DEVICE_COLUMNS)
+    rows = rows.filter(on_device(rows) & (pl.col("end_ns") > pl.col("start_ns")))
     rows = rows.select(
         "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns", "device", "stream",
         kind=kind_of(rows).cast(KIND),
@@ -312,7 +321,8 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
     calls before it is held, and belongs to the last call that was not; by the compiled
     ``_replay.outer`` where it was built (in the events' order, by start: no sort but of
     ties), else by polars, which gives the same."""
-    calls = events.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(events)).select(
+    calls = events.select(DEVICE_COLUMNS)
+    calls = calls.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(calls)).select(
         "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns"
     )
     if native and _replay is not None:
@@ -344,7 +354,9 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
 def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
     """Each window's start and end, as marks on the thread that recorded it: the
     ProfilerSteps (numbered as they are), or the annotations ``window`` names (from 0)."""
-    named = events.filter(
+    named = events.select("event_id", "name", "lane", "lane_kind", "source", "pid", "tid",
+                          "start_ns", "end_ns")  # fmt: skip
+    named = named.filter(
         pl.col("lane_kind").is_in(["annotation", "framework_op"])  # Kineto until 2021: ops
         & (pl.col("source") == "framework")  # the host's: a GPU's copy is not a step
         & matching(events["name"], window or STEP_MARK)

@@ -30,7 +30,8 @@ def own_time(
     ``intervals.enclosing`` finds it; pieces no range holds are left out): pid, tid, label,
     start_ns, end_ns, by thread and time. A step's own mark (or the ``window`` annotation)
     is not a label."""
-    pieces = events.filter(pl.col("lane_kind").is_in(LABELS)).join(
+    pieces = events.select("event_id", "name", "lane_kind", "pid", "tid", "start_ns", "end_ns")
+    pieces = pieces.filter(pl.col("lane_kind").is_in(LABELS)).join(
         threads, on=["pid", "tid"], how="semi"
     )
     keep = ~matching(pieces["name"], STEP_MARK)

@@ -104,7 +104,8 @@ def graphs(g: Graph, api: str) -> Scenario:
     """Every step's device work launched as one CUDA/HIP graph (``api``), per process: each
     piece waits for the first launch of its process's step (the earliest call, in node
     order), not its own."""
-    device = g.table.filter(~pl.col("kind").is_in(HOST_NODES) & pl.col("launch").is_not_null())
+    device = g.table.select("node", "kind", "launch", "pid", "step")
+    device = device.filter(~pl.col("kind").is_in(HOST_NODES) & pl.col("launch").is_not_null())
     device = device.with_columns(head=pl.col("launch").min().over("pid", "step"))
     relinked = device.filter(pl.col("launch") != pl.col("head"))
     launch = dict(zip(relinked["node"].to_list(), relinked["head"].to_list(), strict=True))
@@ -162,7 +163,8 @@ def fuse(g: Graph, ops: dict[int, str], glob: str, factor: float) -> Scenario:
     delay: dict[int, int] = {}
     head, total, last = NONE, 0, NONE
     runs: list[tuple[int, int]] = []
-    device = g.table.filter(~pl.col("kind").is_in(HOST_NODES)).sort("lane", "node")
+    device = g.table.select("node", "kind", "lane")
+    device = device.filter(~pl.col("kind").is_in(HOST_NODES)).sort("lane", "node")
     for i in device["node"].to_list():
         joined = wanted.search(ops.get(i, "")) is not None
         if joined and head != NONE and g.chain[i] == last:

@@ -90,10 +90,14 @@ def stream_waits(events: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
     recorded on ``wait_stream`` (by the call ``wait_record`` names) is reached: the end of
     the last work launched on that stream before the recording call. Of several, the one
     that ends last."""
-    waits = events.filter(pl.col("wait_record").is_not_null() & pl.col("stream").is_not_null())
+    columns = ("pid", "device", "stream", "wait_stream", "wait_record", "correlation")
+    waits = events.select(columns).filter(
+        pl.col("wait_record").is_not_null() & pl.col("stream").is_not_null()
+    )
     if not waits.height:
         return pl.DataFrame(schema={"event_id": pl.Int64, "cross_event": pl.Int64})
-    calls = events.filter(pl.col("lane_kind") == "runtime").select("pid", "correlation", "start_ns")
+    calls = events.select("lane_kind", "pid", "correlation", "start_ns")
+    calls = calls.filter(pl.col("lane_kind") == "runtime").drop("lane_kind")
     waits = (
         waits.select("pid", "device", "stream", "wait_stream", "wait_record", "correlation")
         .join(calls.rename({"start_ns": "waited_ns"}), on=["pid", "correlation"])
