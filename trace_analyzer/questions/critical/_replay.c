@@ -343,8 +343,8 @@ static PyObject *walk(PyObject *module, PyObject *args)
 
 #define NUL INT64_MIN
 /* The columns link reads (graph.LINK_IN) and the arrays it makes (graph.LINK_OUT). */
-enum { I_EVENT, I_CK0, I_CK1, I_CK2, I_KIND, I_START, I_END, I_WEND, I_TAIL, I_LAUNCH, I_WAIT,
-       I_CALL, I_CROSS, NIN };
+enum { I_EVENT, I_CK0, I_CK1, I_CK2, I_KIND, I_START, I_END, I_TAIL, I_LAUNCH, I_WAIT, I_CALL,
+       I_CROSS, NIN };
 enum { O_EVENT, O_START, O_DUR, O_CHAIN, O_GAP, O_LAUNCH, O_LAG, O_WAIT, O_CROSS, O_TAIL,
        O_DELAY, O_ANCHORED, O_CALL, O_OWN, NOUT };
 /* A node's kind (graph.KINDS): device work below N_CALL. */
@@ -589,14 +589,18 @@ static int linked(int64_t *const *in, int64_t *const *out, uint8_t *gap_null, Py
     for (Py_ssize_t i = 0; i < n; i++) {
         if (ev[i] != NUL && ev[i] >= 0)
             node_of[ev[i]] = i;
-        int waiting = kind[i] == N_CALL && in[I_WEND][i] != NUL;
-        dur[i] = en[i] - (waiting ? in[I_WEND][i] : st[i]);
+        dur[i] = en[i] - st[i];
         out[O_EVENT][i] = ev[i] == NUL ? NONE : ev[i];
         out[O_START][i] = st[i];
         out[O_OWN][i] = kind[i] < N_CALL ? kind[i] : N_CALL;
         out[O_TAIL][i] = in[I_TAIL][i] == NUL ? 0 : in[I_TAIL][i];
     }
 #define NODE_OF(e) ((e) != NUL && (e) >= 0 && (e) < size ? node_of[e] : NONE)
+    for (Py_ssize_t i = 0; i < n; i++) { /* a waiting call's own time: its return's tail */
+        int64_t c = kind[i] == N_RETURN ? NODE_OF(in[I_CALL][i]) : NONE;
+        if (c != NONE && in[I_TAIL][i] != NUL)
+            dur[c] = in[I_TAIL][i];
+    }
     Py_ssize_t free_ = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         chain[i] = chains_swap(&ch, in[I_CK0][i], in[I_CK1][i], in[I_CK2][i], i);

@@ -210,7 +210,7 @@ TABLE = (
 # its ``ck0``-``ck2`` name: 0, pid, tid for a thread; 1, the lane, 0 for a device's lane) and
 # the arrays it makes (O_ order).
 LINK_IN = (
-    "event_id", "ck0", "ck1", "ck2", "kind", "start_ns", "end_ns", "w_end", "tail",
+    "event_id", "ck0", "ck1", "ck2", "kind", "start_ns", "end_ns", "tail",
     "launch_event", "wait_event", "call_event", "cross_event",
 )  # fmt: skip
 LINK_OUT = (
@@ -421,10 +421,8 @@ def _linked(nodes: pl.DataFrame) -> Graph:
     """The graph of ``nodes`` (numbered in order, ``node``): each dependency as a node
     number, the gaps, lags and delays that give every node its recorded start (by polars:
     the compiled link's reference)."""
-    waiting = pl.col("w_end").is_not_null() & (pl.col("kind") == "call")
-    own = pl.when(waiting).then(pl.col("end_ns") - pl.col("w_end"))
     nodes = nodes.with_columns(
-        dur=own.otherwise(pl.col("end_ns") - pl.col("start_ns")),
+        dur=pl.col("end_ns") - pl.col("start_ns"),
         chain=pl.col("node").cast(pl.Int64).shift(1).over(CHAIN),
     )
     nodes = _with_preds(nodes)
@@ -484,6 +482,9 @@ def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
         return node_of.gather(event.set(event >= size, None)).alias(key)
 
     nodes = nodes.with_columns(node(k) for k in ("launch", "wait", "call", "cross"))
+    # a waiting call's own time is its return's tail (its end less the work's it waited for)
+    back = nodes.select("call", "tail").drop_nulls()
+    nodes = nodes.with_columns(nodes["dur"].scatter(back["call"], back["tail"]))
     at = {"start_ns": "p0", "dur": "pdur"}
     return nodes.with_columns(
         *(

@@ -23,7 +23,8 @@ LEVEL = {"mark": 0, "call": 1, "device": 2, "return": 3}
 
 def returns(nodes: pl.DataFrame) -> pl.DataFrame:
     """``nodes`` with a return node after each call that waited for the device (module doc):
-    its ``wait_event`` (the device work), ``tail`` (the call's end less that work's end)."""
+    its ``call_event``, its ``wait_event`` (the device work), ``tail`` (the call's end less
+    that work's end: the call's own time in the graph)."""
     needed = ("event_id", "name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "start_ns", "end_ns",
               "launch_event")  # fmt: skip
     device = nodes.filter(pl.col("level") == LEVEL["device"]).select(needed)
@@ -50,10 +51,7 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
         level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
         tail=pl.col("end_ns") - pl.col("w_end"),
     )  # fmt: skip
-    w_end = pl.col("event_id").replace_strict(
-        waits["event_id"], waits["w_end"], default=None, return_dtype=pl.Int64
-    )
-    return pl.concat([nodes.with_columns(w_end=w_end), returns], how="diagonal_relaxed")
+    return pl.concat([nodes, returns], how="diagonal_relaxed")
 
 
 def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
