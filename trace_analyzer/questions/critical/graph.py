@@ -58,7 +58,7 @@ class Graph:
     with ``tail``, ``cross``; -1 where none), ``delay``, ``anchored`` (no dependency: it
     keeps its recorded start), ``call`` (a return's call), ``own`` (the code of its own
     segment on a path: replay.KIND_CODES); ``step`` (a device node's launching step, a
-    mark's step; a list); ``marks``: per step, its start marks' and its end marks' nodes
+    mark's step; a list, made when first asked for); ``marks``: per step, its start marks' and its end marks' nodes
     (one each per process that recorded it: the ranks of a run); ``latency_ns``: the launch
     latency used as ``lag`` on the device; ``table``: the nodes as a table (``TABLE``: their
     kinds, names, lanes, threads, ids; null where none)."""
@@ -77,7 +77,6 @@ class Graph:
     anchored: Sequence[int]
     call: Sequence[int]
     own: Sequence[int]
-    step: list[int | None]
     marks: dict[int, tuple[list[int], list[int]]]
     latency_ns: int
     table: pl.DataFrame
@@ -86,11 +85,19 @@ class Graph:
     _returns: list[int] | None = None
     _sums: dict[int | None, int] | None = None
     _gaps: pl.DataFrame | None = None
+    _step: list[int | None] | None = None
     _groups: tuple[list[int | None], tuple[Sequence[int], ...]] | None = None
 
     @property
     def n(self) -> int:
         return len(self.start)
+
+    @property
+    def step(self) -> list[int | None]:
+        """Per node, a device node's launching step, a mark's step (found once)."""
+        if self._step is None:
+            self._step = self.table["step"].to_list()
+        return self._step
 
     def device_nodes(self) -> list[int]:
         """The nodes that are device work (found once)."""
@@ -521,7 +528,6 @@ def _graph(
     linked: dict[str, Any] = {k: arrays[k] for k in LINK_OUT}
     return Graph(
         **linked,
-        step=nodes["step"].to_list(),
         marks={s: (a, b) for s, (a, b) in marks.items() if a and b},
         latency_ns=latency,
         table=table,
