@@ -240,7 +240,7 @@ def device_model(compute: list[tuple[int, int]], comm: list[tuple[int, int]],
     out.update(exposed_communication_ns=exposed, memory_ns=alone, leading_ns=leading,
                trailing_ns=trailing)
     out["idle_ns"] = (w1 - w0) - out["busy_ns"] - exposed - alone - leading - trailing
-    edge = 0
+    edge = 0 if c else out["idle_ns"]  # no compute: no gap, all its idle lies at the edges
     if c and first is not None:
         every = union_of(c + m + x, apart=0)  # the kinds merged apart, then laid together
         for a, b in ((first, c[0][0]), (c[-1][1], last)):

@@ -196,7 +196,8 @@ def test_the_compiled_link_gives_the_graph_polars_gives(case):
     trace, _, _, _ = case
     from polars.testing import assert_frame_equal
 
-    from trace_analyzer.questions.critical.graph import LINK_OUT, _replay, build
+    from trace_analyzer.questions.critical.graph import build
+    from trace_analyzer.questions.critical.link import LINK_OUT, _replay
 
     if _replay is None:
         pytest.skip("the replay was not compiled on this machine")
@@ -218,7 +219,8 @@ def test_the_compiled_host_time_and_windows_give_what_polars_and_python_give(cas
     trace, _, _, _ = case
     from polars.testing import assert_frame_equal
 
-    from trace_analyzer.questions.critical.graph import _replay, build
+    from trace_analyzer.questions.critical.graph import build
+    from trace_analyzer.questions.critical.link import _replay
     from trace_analyzer.questions.critical.own import own_time
     from trace_analyzer.questions.critical.replay import Times, replay, windows
     from trace_analyzer.questions.critical.scenarios import host_time

@@ -19,7 +19,8 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
-from trace_analyzer.questions.critical.graph import OWN_CODES, Graph, build
+from trace_analyzer.questions.critical.graph import Graph, build
+from trace_analyzer.questions.critical.link import OWN_CODES
 from trace_analyzer.questions.critical.own import LABELS, UNTRACED, labelled, own_time
 from trace_analyzer.questions.critical.replay import (
     KIND_CODES,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import polars as pl
@@ -39,13 +38,19 @@ from trace_analyzer.analyses.states import kind_of, on_device
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.arrow import frame
 from trace_analyzer.model.schema import by_row, matching
+from trace_analyzer.questions.critical.link import (
+    HOST_NODES,
+    KINDS,
+    LINK_OUT,
+    NONE,
+    _replay,
+    int64s,
+    linked,
+)
 from trace_analyzer.questions.critical.waits import LEVEL, returns, stream_waits
 
 HOST_KINDS = ("runtime", "framework_dispatch", "framework_stream", "transfer")
 STEP_MARK = r"^ProfilerStep#\d+$"
-# The kinds of the nodes that are not device work.
-HOST_NODES = ("call", "mark", "return")
-NONE = -1
 
 
 @dataclass
@@ -58,10 +63,10 @@ class Graph:
     with ``tail``, ``cross``; -1 where none), ``delay``, ``anchored`` (no dependency: it
     keeps its recorded start), ``call`` (a return's call), ``own`` (the code of its own
     segment on a path: replay.KIND_CODES); ``step`` (a device node's launching step, a
-    mark's step; a list, made when first asked for); ``marks``: per step, its start marks' and its end marks' nodes
-    (one each per process that recorded it: the ranks of a run); ``latency_ns``: the launch
-    latency used as ``lag`` on the device; ``table``: the nodes as a table (``TABLE``: their
-    kinds, names, lanes, threads, ids; null where none)."""
+    mark's step; a list, made when first asked for); ``marks``: per step, its start marks'
+    and its end marks' nodes (one each per process that recorded it: the ranks of a run);
+    ``latency_ns``: the launch latency used as ``lag`` on the device; ``table``: the nodes
+    as a table (``link.TABLE``: their kinds, names, lanes, threads, ids; null where none)."""
 
     event: Sequence[int]
     start: Sequence[int]
@@ -181,50 +186,13 @@ class Graph:
         return self._gaps
 
     def frame(self) -> pl.DataFrame:
-        """The nodes as a table (``TABLE``)."""
+        """The nodes as a table (``link.TABLE``)."""
         return self.table
 
 
-_replay: ModuleType | None
-try:  # the compiled replay, where a compiler built it (setup.py: optional)
-    import trace_analyzer.questions.critical._replay as _replay  # type: ignore[import-not-found,no-redef]
-except ImportError:  # pragma: no cover - a machine without a compiler
-    _replay = None
-
-
-def int64s(column: pl.Series) -> Sequence[int]:
-    """The values of an Int64 ``column`` without nulls, as the replay reads them: an int64
-    memoryview over its bytes, copied once from polars' Arrow stream by the compiled
-    ``_replay.ints`` (no Python int per value), else a list."""
-    if _replay is None:
-        return column.to_list()
-    return memoryview(_replay.ints(column.rechunk().__arrow_c_stream__())).cast("q")
-
-
-# A node's kind: its device work's (states.kind_of), or a call, a mark, a return. The codes
-# (the Enum's order) are what the compiled link reads; the first four are a node's own
-# segment's code on a path (replay.KIND_CODES: marks and returns are a call's).
-KINDS = ("compute", "communication", "memory", "call", "mark", "return")
+# A node's kind as an Enum (link.KINDS: the codes the compiled link reads).
 KIND = pl.Enum(KINDS)
-OWN_CODES = {"compute": 0, "communication": 1, "memory": 2, "call": 3}
 
-# The node table's columns (Graph.table).
-TABLE = (
-    "node", "event_id", "kind", "name", "lane", "pid", "tid", "start_ns", "end_ns", "chain",
-    "gap", "launch", "wait", "call", "step",
-)  # fmt: skip
-# The columns the link reads (_replay.c's I_ order; a node's chain is the thread or the lane
-# its ``ck0``-``ck2`` name: 0, pid, tid for a thread; 1, the lane, 0 for a device's lane) and
-# the arrays it makes (O_ order).
-LINK_IN = (
-    "event_id", "ck0", "ck1", "ck2", "kind", "start_ns", "end_ns", "tail",
-    "launch_event", "wait_event", "call_event", "cross_event",
-)  # fmt: skip
-LINK_OUT = (
-    "event", "start", "dur", "chain", "gap", "launch", "lag", "wait", "cross", "tail",
-    "delay", "anchored", "call", "own",
-)  # fmt: skip
-CHAIN = ("ck0", "ck1", "ck2")
 # The events' columns the device work and the host calls are found from (taken before they
 # are filtered: a filter copies every column it is given).
 DEVICE_COLUMNS = (
@@ -241,7 +209,7 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     """Return the dependency graph of ``profile`` (module doc); its windows are the
     ProfilerSteps, or with ``window`` (a regex) the annotations it names, numbered from 0 in
     start order. ``native``: linked by the compiled link (_replay.c) where it was built, else
-    (or with False) by polars (``_linked``), which gives the same graph."""
+    (or with False) by polars (link.py), which gives the same graph."""
     events, edges = profile.keyed, profile.edges
     marks = _marks(events, window)
     device = _device(events, edges, marks)
@@ -250,23 +218,7 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     nodes = _launches(nodes, events, edges, inner)
     nodes = returns(nodes)
     nodes = nodes.sort(ORDER).with_row_index("node")
-    if native and _replay is not None:
-        return _compiled(nodes)
-    return _linked(nodes)
-
-
-def _compiled(nodes: pl.DataFrame) -> Graph:
-    """The graph of ``nodes`` linked by the compiled link (_replay.c): what ``_linked`` gives."""
-    assert _replay is not None
-    codes = {"kind": pl.col("kind").to_physical()}
-    columns = nodes.select(codes.get(c, pl.col(c)).cast(pl.Int64) for c in LINK_IN).rechunk()
-    latency, arrays, linked = _replay.link(columns.__arrow_c_stream__())
-    got = dict(zip(LINK_OUT, (memoryview(a).cast("q") for a in arrays), strict=True))
-    table = pl.concat(
-        [nodes.select(TABLE[:9]), frame(linked), nodes.select("step")],
-        how="horizontal",
-    ).with_columns(pl.col("node").cast(pl.Int64))
-    return _graph(nodes, latency, got, table)
+    return _graph(nodes, *linked(nodes, native=native))
 
 
 def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> pl.DataFrame:
@@ -422,97 +374,6 @@ def _at(events: pl.DataFrame, column: str, ids: pl.Series) -> pl.Series:
     if by_row(events):
         return events[column].gather(ids)
     return ids.replace_strict(events["event_id"], events[column], default=None)
-
-
-def _linked(nodes: pl.DataFrame) -> Graph:
-    """The graph of ``nodes`` (numbered in order, ``node``): each dependency as a node
-    number, the gaps, lags and delays that give every node its recorded start (by polars:
-    the compiled link's reference)."""
-    nodes = nodes.with_columns(
-        dur=pl.col("end_ns") - pl.col("start_ns"),
-        chain=pl.col("node").cast(pl.Int64).shift(1).over(CHAIN),
-    )
-    nodes = _with_preds(nodes)
-    host = pl.col("kind").is_in(HOST_NODES)
-    other = pl.any_horizontal(pl.col(f"l_{k}").ne_missing(pl.col(k)) for k in CHAIN)
-    nodes = nodes.with_columns(
-        launch=pl.when((pl.col("launch") < pl.col("node")) & other).then(pl.col("launch")),
-        gap=pl.when(host & (pl.col("kind") != "return"))
-        .then(pl.col("start_ns") - pl.col("c_p0") - pl.col("c_pdur"))
-        .otherwise(0),
-        tail=pl.col("tail").fill_null(0),
-    )
-    latency = _latency(nodes)
-    since = pl.col("start_ns") - pl.col("l_p0")
-    nodes = nodes.with_columns(
-        lag=pl.when(host).then(0).otherwise(pl.min_horizontal(since, pl.lit(latency)))
-    )
-    found = {
-        "chain": pl.col("c_p0") + pl.col("c_pdur") + pl.col("gap"),
-        "launch": pl.col("l_p0") + pl.col("lag"),
-        "wait": pl.col("w_p0") + pl.col("w_pdur") + pl.col("tail"),
-        "cross": pl.col("x_p0") + pl.col("x_pdur"),
-    }
-    held = {k: pl.col(k).is_not_null() & (v <= pl.col("start_ns")) for k, v in found.items()}
-    nodes = nodes.with_columns(**{k: pl.when(held[k]).then(pl.col(k)) for k in found})
-    latest = pl.max_horizontal(*(pl.when(held[k]).then(v) for k, v in found.items()))
-    nodes = nodes.with_columns(
-        delay=(pl.col("start_ns") - latest).fill_null(0), anchored=latest.is_null()
-    )
-
-    def ints(column: str, fill: int = NONE) -> Sequence[int]:
-        return int64s(nodes[column].fill_null(fill).cast(pl.Int64))
-
-    own_code = pl.col("kind").to_physical().clip(upper_bound=OWN_CODES["call"])
-    got = {k: ints(k, 0) for k in ("start_ns", "dur", "gap", "lag", "tail", "delay", "anchored")}
-    got |= {k: ints(k) for k in ("event_id", "chain", "launch", "wait", "cross", "call")}
-    got |= {"start": got.pop("start_ns"), "event": got.pop("event_id")}
-    got["own"] = int64s(nodes.select(own_code.cast(pl.Int64)).to_series())
-    table = nodes.select(*TABLE[:9], *(pl.col(c).cast(pl.Int64) for c in TABLE[9:14]), "step")
-    return _graph(nodes, latency, got, table.with_columns(pl.col("node").cast(pl.Int64)))
-
-
-def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:
-    """``nodes`` (in node order: a node is its row) with each dependency's node number
-    (``launch``, ``wait``, ``call``, ``cross``, from the event each names), the recorded
-    start and own time of each (``c_``, ``l_``, ``w_``, ``x_``: chain, launch, wait, cross)
-    and the launch's chain (``l_ck0``…), gathered by row, not joined."""
-    ids = nodes["event_id"]
-    known = ids.is_not_null()
-    size = 0 if not known.any() else int(ids.max()) + 1  # type: ignore[arg-type]
-    node_of = pl.repeat(None, size, dtype=pl.Int64, eager=True).scatter(
-        ids.filter(known), nodes["node"].filter(known).cast(pl.Int64)
-    )
-
-    def node(key: str) -> pl.Series:
-        event = nodes[f"{key}_event"].cast(pl.Int64)
-        return node_of.gather(event.set(event >= size, None)).alias(key)
-
-    nodes = nodes.with_columns(node(k) for k in ("launch", "wait", "call", "cross"))
-    # a waiting call's own time is its return's tail (its end less the work's it waited for)
-    back = nodes.select("call", "tail").drop_nulls()
-    nodes = nodes.with_columns(nodes["dur"].scatter(back["call"], back["tail"]))
-    at = {"start_ns": "p0", "dur": "pdur"}
-    return nodes.with_columns(
-        *(
-            pl.col(column).gather(pl.col(key)).alias(f"{prefix}{name}")
-            for key, prefix in (("chain", "c_"), ("launch", "l_"), ("wait", "w_"), ("cross", "x_"))
-            for column, name in at.items()
-        ),
-        *(pl.col(k).gather(pl.col("launch")).alias(f"l_{k}") for k in CHAIN),
-    )
-
-
-def _latency(nodes: pl.DataFrame) -> int:
-    """The launch latency: the median time from a launch call's start to its work's start,
-    over the work whose lane was free when it was launched; 0 where none was."""
-    free = nodes.filter(
-        pl.col("launch").is_not_null()
-        & ~pl.col("kind").is_in(HOST_NODES)
-        & (pl.col("chain").is_null() | (pl.col("c_p0") + pl.col("c_pdur") <= pl.col("l_p0")))
-    )
-    median = (free["start_ns"] - free["l_p0"]).median()
-    return 0 if median is None else max(0, int(median))  # type: ignore[arg-type]
 
 
 def _graph(

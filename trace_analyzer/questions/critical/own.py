@@ -14,7 +14,8 @@ import polars as pl
 from trace_analyzer.model.arrow import frame
 from trace_analyzer.model.intervals import innermost
 from trace_analyzer.model.schema import matching
-from trace_analyzer.questions.critical.graph import STEP_MARK, _replay
+from trace_analyzer.questions.critical.graph import STEP_MARK
+from trace_analyzer.questions.critical.link import _replay
 
 # Ranges a host segment is named after: framework ops and annotations (frames, user ranges).
 LABELS = ("framework_op", "annotation")

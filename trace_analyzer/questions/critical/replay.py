@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from trace_analyzer.model.arrow import frame
-from trace_analyzer.questions.critical.graph import NONE, OWN_CODES, Graph, _replay
+from trace_analyzer.questions.critical.graph import Graph
+from trace_analyzer.questions.critical.link import NONE, OWN_CODES, _replay
 
 # A segment: start, end, kind, the node it belongs to.
 Segment = tuple[int, int, str, int]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from trace_analyzer.questions.critical.graph import HOST_NODES, NONE, Graph, _replay
+from trace_analyzer.questions.critical.graph import Graph
+from trace_analyzer.questions.critical.link import HOST_NODES, NONE, _replay
 from trace_analyzer.questions.critical.replay import Change
 from trace_analyzer.units import glob_regex
 
