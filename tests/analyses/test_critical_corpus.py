@@ -190,21 +190,30 @@ def test_the_replay_of_every_node_gives_back_its_recorded_start(case):
         assert fast_path.equals(walk_all(g, times, w0s, lasts, native=False))
 
 
-def test_the_compiled_link_gives_the_graph_polars_gives(case):
-    """The compiled link (_replay.link) and its polars reference build the same graph on each
-    real trace: every array, the launch latency, the steps, the marks and the node table."""
-    trace, _, _, _ = case
-    from polars.testing import assert_frame_equal
-
+def compiled(trace: str):
+    """The trace's profile, its window (a regex: the annotation HTA's traces are read by, else
+    None) and its graph, or a skip where the replay was not compiled."""
     from trace_analyzer.questions.critical.graph import build
-    from trace_analyzer.questions.critical.link import LINK_OUT, _replay
+    from trace_analyzer.questions.critical.link import _replay
 
     if _replay is None:
         pytest.skip("the replay was not compiled on this machine")
     window = "[param|pytorch.model.alex_net|0|0|0]" if "critical_path" in trace else None
+    regex = glob_regex(window) if window else None
     profile = ta.load(CORPUS / trace, cache=False)
-    fast = build(profile, glob_regex(window) if window else None)
-    slow = build(profile, glob_regex(window) if window else None, native=False)
+    return profile, regex, build(profile, regex)
+
+
+def test_the_compiled_link_gives_the_graph_polars_gives(case):
+    """The compiled link (_replay.link) and its polars reference build the same graph on each
+    real trace: every array, the launch latency, the steps, the marks and the node table."""
+    from polars.testing import assert_frame_equal
+
+    from trace_analyzer.questions.critical.graph import build
+    from trace_analyzer.questions.critical.link import LINK_OUT
+
+    profile, regex, fast = compiled(case[0])
+    slow = build(profile, regex, native=False)
     for name in LINK_OUT:
         assert list(getattr(fast, name)) == list(getattr(slow, name)), name
     assert (fast.latency_ns, fast.step, fast.marks) == (slow.latency_ns, slow.step, slow.marks)
@@ -214,24 +223,16 @@ def test_the_compiled_link_gives_the_graph_polars_gives(case):
 def test_the_compiled_host_time_and_windows_give_what_polars_and_python_give(case):
     """On each real trace, the compiled pieces of the host's own time (_replay.own_pieces)
     are polars' pieces; the host-time what-if of each of the three labels holding the most
-    own time leaves the same gaps by _replay.covered as by polars; and each window's last
-    node found by _replay.latest is the one Python's loop finds."""
-    trace, _, _, _ = case
+    own time leaves the same gaps by _replay.covered as by polars; and each window's span
+    found by _replay.spans is the one Python's loop finds."""
     from polars.testing import assert_frame_equal
 
-    from trace_analyzer.questions.critical.graph import build
-    from trace_analyzer.questions.critical.link import _replay
     from trace_analyzer.questions.critical.own import own_time
     from trace_analyzer.questions.critical.replay import Times, replay, windows
     from trace_analyzer.questions.critical.scenarios import host_time
 
-    if _replay is None:
-        pytest.skip("the replay was not compiled on this machine")
-    window = "[param|pytorch.model.alex_net|0|0|0]" if "critical_path" in trace else None
-    profile = ta.load(CORPUS / trace, cache=False)
-    g = build(profile, glob_regex(window) if window else None)
+    profile, regex, g = compiled(case[0])
     threads = g.table.filter(pl.col("kind") == "call").select("pid", "tid").unique()
-    regex = glob_regex(window) if window else None
     own = own_time(profile.keyed, threads, regex)
     assert_frame_equal(own, own_time(profile.keyed, threads, regex, native=False))
     held = own.group_by("label").agg(t=(pl.col("end_ns") - pl.col("start_ns")).sum())

@@ -14,16 +14,20 @@
  * segment in time order within each window: the window's index, start, end, kind (the codes
  * of replay.KIND_CODES) and node.
  *
- * link(stream) links a graph's nodes, as graph.py's _linked does (its reference, held to the
+ * link(stream) links a graph's nodes, as link.py's _by_polars does (its reference, held to the
  * same graph by a test): the stream is polars' Arrow C stream of one frame of Int64 columns in
- * LINK_IN's order (graph.py), the nodes in their order. Returns (latency, arrays, table):
+ * LINK_IN's order (link.py), the nodes in their order. Returns (latency, arrays, table):
  * the launch latency, the graph's arrays (bytearrays of int64, in LINK_OUT's order, null as
  * -1 for a node and 0 for a time) and the (schema, array) capsule pair of the node table's
  * columns chain, gap, launch, wait and call, with their nulls.
  *
  * ints(stream) takes an Int64 column without nulls from polars as an Arrow C stream (its
  * Series.__arrow_c_stream__) and returns its values as a bytearray of int64: the graph's
- * arrays without a Python int per value (graph.py).
+ * arrays without a Python int per value (link.py).
+ *
+ * outer (graph.py's host calls), spans (replay.py's windows), own_pieces and covered (own.py,
+ * scenarios.py's host-time what-if) and put (replay.py's changed arrays): each said where it
+ * is defined below, each with its Python or polars reference.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -339,15 +343,15 @@ static PyObject *walk(PyObject *module, PyObject *args)
 }
 
 
-/* ---- link: the graph's dependencies, gaps, lags and delays (graph.py's _linked) ---- */
+/* ---- link: the graph's dependencies, gaps, lags and delays (link.py's _by_polars) ---- */
 
 #define NUL INT64_MIN
-/* The columns link reads (graph.LINK_IN) and the arrays it makes (graph.LINK_OUT). */
+/* The columns link reads (link.LINK_IN) and the arrays it makes (link.LINK_OUT). */
 enum { I_EVENT, I_CK0, I_CK1, I_CK2, I_KIND, I_START, I_END, I_TAIL, I_LAUNCH, I_WAIT, I_CALL,
        I_CROSS, NIN };
 enum { O_EVENT, O_START, O_DUR, O_CHAIN, O_GAP, O_LAUNCH, O_LAG, O_WAIT, O_CROSS, O_TAIL,
        O_DELAY, O_ANCHORED, O_CALL, O_OWN, NOUT };
-/* A node's kind (graph.KINDS): device work below N_CALL. */
+/* A node's kind (link.KINDS): device work below N_CALL. */
 enum { N_CALL = 3, N_MARK, N_RETURN };
 
 #define MAX_READ 16
@@ -567,7 +571,7 @@ static int64_t median(int64_t *v, Py_ssize_t n)
     ((in)[I_CK0][p] == (in)[I_CK0][i] && (in)[I_CK1][p] == (in)[I_CK1][i] &&                    \
      (in)[I_CK2][p] == (in)[I_CK2][i])
 
-/* Every array of link's, from its columns (module doc; graph.py's _linked says the same). */
+/* Every array of link's, from its columns (module doc; link.py's _by_polars says the same). */
 static int linked(int64_t *const *in, int64_t *const *out, uint8_t *gap_null, Py_ssize_t n,
                   int64_t *latency)
 {
@@ -947,59 +951,6 @@ done:
     return result;
 }
 
-/* latest(nodes, groups, ngroups, end): per group, the node of nodes (in their order) whose end
- * is latest, the first of equals; -1 for a group with none (a list). */
-static PyObject *latest(PyObject *module, PyObject *args)
-{
-    (void)module;
-    PyObject *nodes_o, *groups_o, *end_o;
-    Py_ssize_t ngroups;
-    if (!PyArg_ParseTuple(args, "OOnO", &nodes_o, &groups_o, &ngroups, &end_o))
-        return NULL;
-    Py_buffer nb, gb, eb;
-    if (PyObject_GetBuffer(nodes_o, &nb, PyBUF_C_CONTIGUOUS) != 0)
-        return NULL;
-    if (PyObject_GetBuffer(groups_o, &gb, PyBUF_C_CONTIGUOUS) != 0) {
-        PyBuffer_Release(&nb);
-        return NULL;
-    }
-    if (PyObject_GetBuffer(end_o, &eb, PyBUF_C_CONTIGUOUS) != 0) {
-        PyBuffer_Release(&nb), PyBuffer_Release(&gb);
-        return NULL;
-    }
-    PyObject *out = NULL;
-    Py_ssize_t n = nb.len / 8, size = eb.len / 8;
-    int64_t *best = malloc((size_t)(ngroups > 0 ? ngroups : 1) * sizeof(int64_t));
-    if (gb.len != nb.len || ngroups < 0) {
-        PyErr_SetString(PyExc_ValueError, "as many groups as nodes, int64");
-    } else if (best == NULL) {
-        PyErr_NoMemory();
-    } else {
-        const int64_t *node = nb.buf, *group = gb.buf, *end = eb.buf;
-        int bad = 0;
-        for (Py_ssize_t k = 0; k < ngroups; k++)
-            best[k] = NONE;
-        for (Py_ssize_t k = 0; k < n; k++) {
-            int64_t g = group[k], i = node[k];
-            if (g < 0)
-                continue;
-            if (g >= ngroups || i < 0 || i >= size) {
-                bad = 1;
-                break;
-            }
-            if (best[g] == NONE || end[i] > end[best[g]])
-                best[g] = i;
-        }
-        if (bad)
-            PyErr_SetString(PyExc_ValueError, "a group or a node out of range");
-        else
-            out = as_list(best, ngroups);
-    }
-    free(best);
-    PyBuffer_Release(&nb), PyBuffer_Release(&gb), PyBuffer_Release(&eb);
-    return out;
-}
-
 /* put(array, changed): each node's value of changed (a dict of int to int) written into
  * array (a writable buffer of int64, one value per node). */
 static PyObject *put(PyObject *module, PyObject *args)
@@ -1209,7 +1160,6 @@ static PyMethodDef methods[] = {
     {"spans", spans, METH_VARARGS, "Each window's start, end and the node that ends it."},
     {"outer", outer_calls, METH_VARARGS, "Each host call's outermost call on its thread."},
     {"put", put, METH_VARARGS, "Each node's changed value written into an array."},
-    {"latest", latest, METH_VARARGS, "Per group, the node that ends latest."},
     {"own_pieces", own_pieces, METH_VARARGS, "The host's own time, by the range holding it."},
     {"covered", covered, METH_VARARGS, "The time of each interval inside ranges."},
     {"link", link_nodes, METH_VARARGS, "A graph's dependencies, gaps, lags and delays (module doc)."},
