@@ -294,3 +294,27 @@ def test_one_step_is_measured_alone(result, tmp_path):
                      "sync:cudaMemcpy": 25 * US, "copy:Memcpy DtoH (Device -> Pageable)": 10 * US}
     code, out, err = run_cli("critical", str(path), "--step", "7")
     assert "no window 7 in this run (its windows: 1, 2)" in one_line_error(code, out, err)
+
+
+def test_gaps_opens_with_the_next_fix_when_asked(tmp_path):
+    """`traceana gaps --next` carries the critical path's verdict, the hand replay's (making
+    cudaMemcpy asynchronous saves 22.5 µs of the 150 µs step), under gaps' own verdict in the
+    table and the Markdown, and in the JSON (`next_fix`); without --next nothing of it; where
+    no fix saves time (the fused RMSNorm fixture) it says so."""
+    path = write_trace(tmp_path / "trace.json", kineto(two_steps()))
+    want = "make `cudaMemcpy` asynchronous saves ~22.5 µs per step (15 % of 150 µs)"
+    code, out, err = run_cli("gaps", str(path), "--next", "--no-cache")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.strip()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("1 device idle"))
+    assert lines[at + 1] == f"Next: {want}", out  # right under gaps' own verdict
+    code, out, err = run_cli("gaps", str(path), "--next", "--format", "markdown", "--no-cache")
+    assert "\n**Next:** make \\`cudaMemcpy\\` asynchronous saves \\~22.5 µs per step" in out
+    code, out, err = run_cli("gaps", str(path), "--next", "--format", "json", "--no-cache")
+    assert json.loads(out)["runs"][0]["next_fix"] == want
+    code, out, err = run_cli("gaps", str(path), "--format", "json", "--no-cache")
+    assert "next_fix" not in json.loads(out)["runs"][0] and "Next:" not in out
+    fused = Path(__file__).parents[2] / "fixtures" / "rmsnorm_fused"
+    code, out, err = run_cli("gaps", str(fused), "--next", "--format", "json", "--no-cache")
+    said = json.loads(out)["runs"][0]["next_fix"]
+    assert said == "no fix replayed here shortens the step: see the critical path"

@@ -147,6 +147,13 @@ def verdict(fixes: list[dict[str, Any]], windows: int, not_steps: bool) -> str:
     )
 
 
+def next_fix(profile: Profile, *, step: int | None = None) -> str | None:
+    """The run's verdict (``verdict``) where a fix replayed there saves time, else None: what
+    ``diff`` says under its verdict (with ``step``, that step's; docs/diff.md)."""
+    result = critical(profile, step=step)
+    return result.verdict if (result.fixes["saved_ns"] > 0).any() else None
+
+
 def critical(
     profile: Profile,
     *,

@@ -165,10 +165,9 @@ def side_of(label: str, pairs: list[tuple[Profile, GapsResult]], *, head: bool =
 def next_fix(profile: Profile) -> str | None:
     """The run's ``traceana critical`` verdict where a fix replayed there saves time, else
     None (docs/diff.md, "Next on head")."""
-    from trace_analyzer.questions.critical.analysis import critical
+    from trace_analyzer.questions.critical.analysis import next_fix as verdict_of
 
-    result = critical(profile)
-    return result.verdict if (result.fixes["saved_ns"] > 0).any() else None
+    return verdict_of(profile)
 
 
 @dataclass(frozen=True)

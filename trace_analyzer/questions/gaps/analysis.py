@@ -82,7 +82,8 @@ class GapsResult(RunResult):
     (``questions.chain.analysis.chain_table``). ``root``: the run. ``failed``: the ``--fail-on``
     conditions that held (``gate``). ``engines``: where the run has device-profile exports, per op
     and NEFF the NEFF's engines and roofline (``questions.engines.below``; ``gaps(device=...)`` sets
-    it), else None."""
+    it), else None. ``next_fix``: where asked for (``gaps --next``), the run's critical-path
+    verdict (``critical.analysis.next_fix``)."""
 
     window: Window | None
     lanes: pl.DataFrame
@@ -97,6 +98,7 @@ class GapsResult(RunResult):
     failed: tuple[str, ...] = ()
     hints: tuple[dict[str, Any], ...] = ()
     engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
+    next_fix: str | None = None  # with --next: the run's critical-path verdict
 
     csv_table = "gaps"
 
@@ -123,6 +125,7 @@ class GapsResult(RunResult):
             "hints": list(self.hints),
             "failed": list(self.failed),
             **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
+            **({} if self.next_fix is None else {"next_fix": self.next_fix}),
         }
 
     def main_frame(self) -> pl.DataFrame:

@@ -75,6 +75,13 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500' (the "
     "metric's unit is in its name: gap_max_us is in µs).",
 )
+@click.option(
+    "--next",
+    "next_fix",
+    is_flag=True,
+    help="Open with the fix that saves the most per step, replayed on the run's critical path "
+    "(traceana critical; it costs that analysis too).",
+)
 @run_command
 def gaps(
     path: Path,
@@ -86,6 +93,7 @@ def gaps(
     lane_glob: str | None,
     by: str,
     fail_on: tuple[str, ...],
+    next_fix: bool,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -103,6 +111,7 @@ def gaps(
         traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
     """
     from trace_analyzer.questions.gaps.analysis import METRICS, gaps_runs, gate
+    from trace_analyzer.questions.gaps.gate import with_next_fix
     from trace_analyzer.render import View
 
     conditions = [parse_condition(c, METRICS) for c in fail_on]
@@ -126,6 +135,8 @@ def gaps(
         )
         for p in profiles
     ]
+    if next_fix:
+        results = [with_next_fix(r, p, step=step) for r, p in zip(results, profiles, strict=True)]
     warned = [p.warnings for p in profiles]
     result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns, warnings=warned)
     emit(result, fmt, output, View(by=by, top=top))

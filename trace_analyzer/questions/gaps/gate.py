@@ -1,5 +1,5 @@
 """``--fail-on`` for ``traceana gaps``: the metrics a run's summary gives, and the conditions
-that hold on them (docs/gaps.md, "--fail-on")."""
+that hold on them (docs/gaps.md, "--fail-on"); and ``--next``, the run's next fix."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.units import Condition, failed
 
 if TYPE_CHECKING:
+    from trace_analyzer.loading.profile import Profile
     from trace_analyzer.questions.gaps.analysis import GapsResult
 
 # --fail-on metrics, read from a run's summary (µs for people, like the reports).
@@ -80,3 +81,11 @@ def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
 def _replace(result: GapsResult, **changes: Any) -> GapsResult:
     """``dataclasses.replace`` of ``result``, its tables not made yet passed on (``replaced``)."""
     return replaced(result, **changes)
+
+
+def with_next_fix(result: GapsResult, profile: Profile, *, step: int | None = None) -> GapsResult:
+    """Return ``result`` with ``next_fix``: the critical-path verdict of its run (of ``step``
+    where one is asked for; ``gaps --next``), also where no fix replayed there saves time."""
+    from trace_analyzer.questions.critical.analysis import critical
+
+    return _replace(result, next_fix=critical(profile, step=step).verdict)

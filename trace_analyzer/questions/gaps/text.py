@@ -198,6 +198,9 @@ def gaps_layout(result: GapsResult, style: Style, view: View) -> list[Block]:
         "",
         f"**{verdict}**" if style == MARKDOWN else verdict,
     ]
+    if result.next_fix:  # gaps --next: the fix that saves the most per step
+        fix = shown(result.next_fix, style)
+        blocks += ["", f"**Next:** {fix}" if style == MARKDOWN else f"Next: {fix}"]
     w = result.window
     if w is None or not result.summary["executions"]:  # no window: nothing ran on hardware
         return blocks
