@@ -318,3 +318,22 @@ def test_gaps_opens_with_the_next_fix_when_asked(tmp_path):
     code, out, err = run_cli("gaps", str(fused), "--next", "--format", "json", "--no-cache")
     said = json.loads(out)["runs"][0]["next_fix"]
     assert said == "no fix replayed here shortens the step: see the critical path"
+
+
+@pytest.mark.parametrize("where", ["hand", "rmsnorm_naive"])
+def test_without_a_compiler_the_answer_is_the_same(where, tmp_path, monkeypatch):
+    """A machine that could not build the compiled replay (setup.py: optional) runs the
+    Python and polars versions of every compiled part: the same path, steps and fixes."""
+    from polars.testing import assert_frame_equal
+
+    from trace_analyzer.questions.critical import graph, link, own, replay, scenarios
+
+    path = (write_trace(tmp_path / "trace.json", kineto(two_steps())) if where == "hand"
+            else Path(__file__).parents[2] / "fixtures" / where)  # fmt: skip
+    fast = ta.critical(ta.load(path, cache=False))
+    for module in (graph, link, own, replay, scenarios):
+        monkeypatch.setattr(module, "_replay", None)
+    slow = ta.critical(ta.load(path, cache=False))
+    for name in ("path", "steps", "kinds", "fixes"):
+        assert_frame_equal(getattr(fast, name), getattr(slow, name))
+    assert fast.verdict == slow.verdict and fast.latency_ns == slow.latency_ns
