@@ -249,7 +249,7 @@ def _kinds(segs: pl.DataFrame, spans: Spans) -> pl.DataFrame:
     return (
         out.join(sizes, on="step", how="left", nulls_equal=True)
         .with_columns(share_pct=pl.col("time_ns") / pl.col("window_ns") * 100)
-        .sort("step", "time_ns", descending=[False, True], nulls_last=True)
+        .sort("step", "time_ns", "kind", descending=[False, True, False], nulls_last=True)
     )
 
 
@@ -401,7 +401,7 @@ def _ranked(
         hit = segs.filter(pl.col("node").is_in(list(sc.touched)) & pl.col("kind").is_in(sc.kinds))
         if sc.change.skip:
             hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
-        examples = hit.sort("duration_ns", descending=True).head(3)
+        examples = hit.sort("duration_ns", descending=True, maintain_order=True).head(3)
         rows.append({
             "fix": sc.fix, "scenario": sc.key, "step_ns": round(base), "replayed_ns": round(after),
             "saved_ns": round(base - after),

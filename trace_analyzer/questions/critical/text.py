@@ -79,10 +79,10 @@ def _kinds(result: CriticalResult) -> Table:
 
 def _segments(result: CriticalResult, style: Style, top: int) -> Table:
     """The longest segments of the longest window's path."""
-    longest = result.steps.sort("window_ns", descending=True).head(1)
+    longest = result.steps.sort("window_ns", descending=True, maintain_order=True).head(1)
     step, w0 = longest["step"][0], longest["start_ns"][0]
     segs = result.path.filter(pl.col("step").eq_missing(step))
-    rows = segs.sort("duration_ns", descending=True).head(top)
+    rows = segs.sort("duration_ns", descending=True, maintain_order=True).head(top)
     cells = [
         [duration(r["start_ns"] - w0), duration(r["duration_ns"]), r["kind"],
          shown(r["name"] or "", style), shown(r["label"] or "", style),
