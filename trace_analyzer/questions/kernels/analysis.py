@@ -80,7 +80,7 @@ class KernelsResult(RunResult):
         return int(self.kinds["total_ns"].sum())
 
     def summary_rows(self) -> list[tuple[str, object]]:
-        top = self.kernels.sort("total_ns", descending=True).head(1).to_dicts()
+        top = self.kernels.sort("total_ns", descending=True, maintain_order=True).head(1).to_dicts()
         return [
             ("run", self.root),
             ("ranks", self.kinds.select(OWNER).n_unique() if self.kinds.height else 0),

@@ -17,7 +17,9 @@ QUEUE_LANES = 8  # the lanes whose queue a report draws: the longest queues firs
 def busiest(result: LaunchesResult) -> LaunchesResult:
     """Return ``result`` with the queue of its ``QUEUE_LANES`` lanes with the longest queues
     only (the page embeds each lane's queue; every lane keeps its row)."""
-    top = result.lanes.sort("queue_max", "launches", descending=True, nulls_last=True)
+    top = result.lanes.sort(
+        "queue_max", "launches", "lane", descending=[True, True, False], nulls_last=True
+    )
     keep = top.head(QUEUE_LANES)["lane"].implode()
     return replace(result, queue=result.queue.filter(pl.col("lane").is_in(keep)))
 

@@ -283,7 +283,7 @@ def _details(
     taken: list[tuple[int, int, list[Any]]] = []
     for s, e, d in (
         longest(device_gaps, DETAIL_WINDOWS)
-        .sort("duration_ns", descending=True)
+        .sort("duration_ns", descending=True, maintain_order=True)
         .select("start_ns", "end_ns", "duration_ns")
         .rows()
     ):
