@@ -869,7 +869,7 @@ static PyObject *covered(PyObject *module, PyObject *args)
     PyObject *nodes_o, *ranges_o;
     if (!PyArg_ParseTuple(args, "OO", &nodes_o, &ranges_o))
         return NULL;
-    int64_t *ms = NULL, *me = NULL, *before = NULL, *lo_of = NULL, *hi_of = NULL;
+    int64_t *ms = NULL, *me = NULL, *before = NULL, *lo_of = NULL, *hi_of = NULL, *at_of = NULL;
     Py_ssize_t nn = 0, nr = 0;
     PyObject *result = NULL, *got_node = NULL, *got_cut = NULL;
     Read read_c = {.ncol = 0}, read_u = {.ncol = 0};
@@ -880,9 +880,9 @@ static PyObject *covered(PyObject *module, PyObject *args)
         goto done;
     size_t bytes = (size_t)(nr ? nr : 1) * sizeof(int64_t);
     ms = malloc(bytes), me = malloc(bytes), before = malloc(bytes);
-    lo_of = malloc(bytes), hi_of = malloc(bytes);
+    lo_of = malloc(bytes), hi_of = malloc(bytes), at_of = malloc(bytes);
     got_node = PyList_New(0), got_cut = PyList_New(0);
-    if (ms == NULL || me == NULL || before == NULL || lo_of == NULL || hi_of == NULL ||
+    if (ms == NULL || me == NULL || before == NULL || lo_of == NULL || hi_of == NULL || at_of == NULL ||
         chains_init(&ch, 64) != 0) {
         PyErr_NoMemory();
         goto done;
@@ -898,7 +898,7 @@ static PyObject *covered(PyObject *module, PyObject *args)
             PyErr_NoMemory();
             goto done;
         }
-        lo_of[threads] = m;
+        lo_of[threads] = at_of[threads] = m;
         for (Py_ssize_t first = m; j < nr && u[U_PID][j] == pid && u[U_TID][j] == tid; j++) {
             if (m > first && u[U_START][j] <= me[m - 1]) {
                 if (u[U_END][j] > me[m - 1])
@@ -917,14 +917,21 @@ static PyObject *covered(PyObject *module, PyObject *args)
             continue; /* no range on its thread */
         int64_t at[2] = {c[C_A][i], c[C_B][i]}, upto[2];
         for (int k = 0; k < 2; k++) { /* the covered time before at[k] */
-            Py_ssize_t lo = lo_of[t], hi = hi_of[t], base = lo_of[t];
-            while (lo < hi) { /* the first merged range starting after it */
-                Py_ssize_t mid = (lo + hi) / 2;
+            Py_ssize_t lo = at_of[t], hi = hi_of[t], base = lo_of[t];
+            if (lo > base && ms[lo - 1] > at[k])
+                lo = base; /* before the thread's last answer: searched from its first */
+            /* the first merged range starting after it: a few steps on (a thread's gaps come
+             * in time order), then halving */
+            for (int step = 0; step < 8 && lo < hi && ms[lo] <= at[k]; step++)
+                lo++;
+            while (lo < hi && ms[lo] <= at[k]) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
                 if (ms[mid] <= at[k])
                     lo = mid + 1;
                 else
                     hi = mid;
             }
+            at_of[t] = lo;
             upto[k] = lo == base ? 0
                                  : before[lo - 1] + (at[k] < me[lo - 1] ? at[k] : me[lo - 1]) -
                                        ms[lo - 1];
@@ -947,7 +954,7 @@ done:
     Py_XDECREF(got_cut);
     read_free(&read_c);
     read_free(&read_u);
-    free(ms), free(me), free(before), free(lo_of), free(hi_of), free(ch.keys), free(ch.node);
+    free(ms), free(me), free(before), free(lo_of), free(hi_of), free(at_of), free(ch.keys), free(ch.node);
     return result;
 }
 

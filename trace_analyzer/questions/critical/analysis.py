@@ -309,12 +309,12 @@ def _graph_api(events: pl.DataFrame) -> str | None:
     replays no graph yet, else None."""
     from trace_analyzer.questions.gaps.analysis import REPLAYS
 
-    names = events["name"].unique().cast(pl.String)
-    if names.str.contains(REPLAYS).any():
-        return None  # it replays graphs already
     hardware = events.select("lane_kind", "source").filter(pl.col("lane_kind") == "hardware")
     sources = set(hardware["source"].cast(pl.String).unique())
-    return "CUDA" if "cuda" in sources else "HIP" if "rocm" in sources else None
+    api = "CUDA" if "cuda" in sources else "HIP" if "rocm" in sources else None
+    if api and events["name"].unique().cast(pl.String).str.contains(REPLAYS).any():
+        return None  # it replays graphs already
+    return api
 
 
 def _asked(g: Graph, profile: Profile, asked: Asked, notes: list[str]) -> list[what.Scenario]:
@@ -398,7 +398,8 @@ def _ranked(
     for sc in scenarios:
         times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))
         after = _period(g, times, spans, sc.change.skip)
-        hit = segs.filter(pl.col("node").is_in(list(sc.touched)) & pl.col("kind").is_in(sc.kinds))
+        touched = pl.Series(list(sc.touched), dtype=segs["node"].dtype)
+        hit = segs.filter(pl.col("node").is_in(touched.implode()) & pl.col("kind").is_in(sc.kinds))
         if sc.change.skip:
             hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
         examples = hit.sort("duration_ns", descending=True, maintain_order=True).head(3)

@@ -151,9 +151,14 @@ class Graph:
     def device_sums(self) -> dict[int | None, int]:
         """Per step, the recorded time of the device work launched in it, summed (found
         once)."""
-        if self._sums is None:
-            dur = self.dur
-            self._sums = {s: sum(dur[i] for i in nodes) for s, nodes in self.by_step().items()}
+        if self._sums is None:  # a device node's own time is its recorded time
+            nodes = self.table.select("kind", "step", dur=pl.col("end_ns") - pl.col("start_ns"))
+            sums = (
+                nodes.filter(~pl.col("kind").is_in(HOST_NODES))
+                .group_by("step")
+                .agg(pl.col("dur").sum())
+            )
+            self._sums = dict(zip(sums["step"].to_list(), sums["dur"].to_list(), strict=True))
         return self._sums
 
     def returns(self) -> list[int]:
@@ -380,16 +385,17 @@ def _graph(
     nodes: pl.DataFrame, latency: int, arrays: Mapping[str, Sequence[int]], table: pl.DataFrame
 ) -> Graph:
     """The graph of ``nodes`` from its linked ``arrays`` (``LINK_OUT``) and ``table``."""
-    marks: dict[int, tuple[list[int], list[int]]] = {}
-    found = nodes.filter(pl.col("kind") == "mark")
+    found = nodes.select("node", "kind", "step", "seq").filter(pl.col("kind") == "mark")
     first = pl.col("seq") == 2 * pl.col("step")  # _marks: a start's; an end's is one more
-    for node, step, is_start in found.select("node", "step", first).iter_rows():
-        starts, ends = marks.setdefault(int(step), ([], []))
-        (starts if is_start else ends).append(int(node))
+    node = pl.col("node").cast(pl.Int64)
+    per = found.group_by("step", maintain_order=True).agg(
+        a=node.filter(first), b=node.filter(~first)
+    )
+    marks = zip(per["step"].to_list(), per["a"].to_list(), per["b"].to_list(), strict=True)
     linked: dict[str, Any] = {k: arrays[k] for k in LINK_OUT}
     return Graph(
         **linked,
-        marks={s: (a, b) for s, (a, b) in marks.items() if a and b},
+        marks={s: (a, b) for s, a, b in marks if a and b},
         latency_ns=latency,
         table=table,
     )
