@@ -43,6 +43,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import X, kineto, one_line_error, run_cli, write_trace
 
 import trace_analyzer as ta
@@ -337,3 +339,20 @@ def test_without_a_compiler_the_answer_is_the_same(where, tmp_path, monkeypatch)
     for name in ("path", "steps", "kinds", "fixes"):
         assert_frame_equal(getattr(fast, name), getattr(slow, name))
     assert fast.verdict == slow.verdict and fast.latency_ns == slow.latency_ns
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(*[st.one_of(st.none(), st.integers(0, 3))] * 7), max_size=40))
+def test_the_nodes_order_is_the_sort_by_every_key(rows):
+    """``graph.ordered`` sorts by start, then only the ties by every key: the same order as a
+    sort by all of ``ORDER`` (nulls first), whatever the ties and nulls."""
+    import polars as pl
+
+    from trace_analyzer.questions.critical.graph import ORDER, ordered
+
+    keys = [k for k in ORDER if k != "start_ns"]
+    table = pl.DataFrame(
+        [(i % 3, *r) for i, r in enumerate(rows)], schema=["start_ns", *keys], orient="row"
+    ).with_columns(pl.all().cast(pl.Int64), extra=pl.int_range(pl.len()))
+    got, want = ordered(table), table.sort(ORDER)
+    assert got.drop("extra").equals(want.drop("extra"))
