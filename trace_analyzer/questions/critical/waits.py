@@ -24,11 +24,13 @@ LEVEL = {"mark": 0, "call": 1, "device": 2, "return": 3}
 def returns(nodes: pl.DataFrame) -> pl.DataFrame:
     """``nodes`` with a return node after each call that waited for the device (module doc):
     its ``call_event``, its ``wait_event`` (the device work), ``tail`` (the call's end less
-    that work's end: the call's own time in the graph)."""
-    needed = ("event_id", "name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "start_ns", "end_ns",
-              "launch_event")  # fmt: skip
-    device = nodes.filter(pl.col("level") == LEVEL["device"]).select(needed)
-    calls = nodes.select(*needed, "kind").filter(pl.col("kind") == "call")
+    that work's end: the call's own time in the graph). (Columns are selected before rows
+    are filtered, and the returns' own columns gathered by row at the end: a filter copies
+    every column it is given.)"""
+    rows = nodes.select("level", "kind", "event_id", "name", "pid", "start_ns", "end_ns",
+                        "launch_event").with_row_index("_row")  # fmt: skip
+    device = rows.filter(pl.col("level") == LEVEL["device"])
+    calls = rows.filter(pl.col("kind") == "call").drop("level", "kind", "launch_event")
     blocking = calls.filter(matching(calls["name"], BLOCKING) & ~matching(calls["name"], ASYNC))
     own = (
         device.select("launch_event", wait_event="event_id", w_end="end_ns")
@@ -42,9 +44,9 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
         .select(event_id="launch_event", wait_event="wait_event", w_end="w_end")
     )
     synced = _synchronized(calls, device).join(own.select("event_id"), on="event_id", how="anti")
-    waits = pl.concat([own, synced])
-    waited = calls.join(waits, on="event_id", how="inner")
-    returns = waited.select(
+    waited = calls.select("_row", "event_id").join(pl.concat([own, synced]), on="event_id")
+    call = nodes.select("name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "end_ns")[waited["_row"]]
+    returns = pl.concat([call, waited], how="horizontal").select(
         "name", "lane", "pid", "tid", "ck0", "ck1", "ck2",
         event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
         start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return", nodes["kind"].dtype),
