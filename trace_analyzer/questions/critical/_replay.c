@@ -729,8 +729,13 @@ static PyObject *link_nodes(PyObject *module, PyObject *args)
             goto done;
         out[k] = (int64_t *)PyByteArray_AS_STRING(arrays[k]);
     }
-    if ((gap_null = malloc((size_t)(n ? n : 1))) == NULL || linked(in, out, gap_null, n,
-                                                                     &latency) != 0) {
+    int failed = (gap_null = malloc((size_t)(n ? n : 1))) == NULL;
+    if (!failed) {
+        Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
+        failed = linked(in, out, gap_null, n, &latency) != 0;
+        Py_END_ALLOW_THREADS;
+    }
+    if (failed) {
         PyErr_NoMemory();
         goto done;
     }
@@ -839,14 +844,18 @@ static PyObject *own_pieces(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t lo = 0, hi; lo < rows; lo = hi) {
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
+    for (Py_ssize_t lo = 0, hi; lo < rows && !failed; lo = hi) {
         for (hi = lo + 1; hi < rows && r[R_PID][hi] == r[R_PID][lo] && r[R_TID][hi] == r[R_TID][lo];
              hi++)
             ;
-        if (pieces_of(r, lo, hi, out, &cap, &n, times, stack_end, stack_id) != 0) {
-            PyErr_NoMemory();
-            goto done;
-        }
+        failed = pieces_of(r, lo, hi, out, &cap, &n, times, stack_end, stack_id) != 0;
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
     }
     result = arrow_export(out, 5, n, names, formats);
 done:

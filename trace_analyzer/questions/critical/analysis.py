@@ -9,6 +9,7 @@ the mean step time they save.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
-from trace_analyzer.questions.critical.graph import Graph, build
+from trace_analyzer.questions.critical.graph import Graph, build, host_threads
 from trace_analyzer.questions.critical.link import OWN_CODES
 from trace_analyzer.questions.critical.own import LABELS, UNTRACED, labelled, own_time
 from trace_analyzer.questions.critical.replay import (
@@ -165,7 +166,11 @@ def critical(
     ``window`` names; with ``step``, of that one only, the fixes measured on it) and the fixes
     ranked by the step time they save (module doc)."""
     pattern, window = window, None if window is None else glob_regex(window)
-    g = build(profile, window)
+    events = profile.keyed
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the host's own time beside the graph
+        owned = pool.submit(own_time, events, host_threads(events), window)
+        g = build(profile, window)
+        own = owned.result()
     if window and not g.marks:
         raise UsageError(f"no annotation matches {{window}} {pattern!r}")
     # Replayed as recorded, through every node (a change that changes nothing): the windows
@@ -179,10 +184,6 @@ def critical(
         spans = {step: spans[step]}
     notes: list[str] = []
     segs = _path_table(g, base, spans)
-    frame = g.frame()
-    threads = frame.select("pid", "tid", "kind").filter(pl.col("kind") == "call")
-    threads = threads.select("pid", "tid").unique()
-    own = own_time(profile.keyed, threads, window)
     segs = labelled(segs, own)
     scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
     fixes = _ranked(g, scenarios, base, segs, spans)

@@ -298,10 +298,7 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
     calls before it is held, and belongs to the last call that was not; by the compiled
     ``_replay.outer`` where it was built (in the events' order, by start: no sort but of
     ties), else by polars, which gives the same."""
-    calls = events.select(DEVICE_COLUMNS)
-    calls = calls.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(calls)).select(
-        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns"
-    )
+    calls = _host_calls(events)
     if native and _replay is not None:
         columns = calls.select(pl.col("pid", "tid", "start_ns", "end_ns", "event_id").cast(I64))
         found = frame(_replay.outer(columns.rechunk().__arrow_c_stream__()))
@@ -326,6 +323,19 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
         ),
         inner,
     )
+
+
+def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
+    """Every host call (``HOST_KINDS``, not on a device): its id, name, lane, thread, times."""
+    calls = events.select(DEVICE_COLUMNS)
+    return calls.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(calls)).select(
+        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns"
+    )
+
+
+def host_threads(events: pl.DataFrame) -> pl.DataFrame:
+    """The threads (pid, tid) the graph's host calls are on: those of its call nodes."""
+    return _host_calls(events).select("pid", "tid").unique()
 
 
 def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
