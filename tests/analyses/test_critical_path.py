@@ -356,3 +356,38 @@ def test_the_nodes_order_is_the_sort_by_every_key(rows):
     ).with_columns(pl.all().cast(pl.Int64), extra=pl.int_range(pl.len()))
     got, want = ordered(table), table.sort(ORDER)
     assert got.drop("extra").equals(want.drop("extra"))
+
+
+NAMES = ["cudaMemcpy", "cudaMemcpyAsync", "cudaDeviceSynchronize", "cudaLaunchKernel", "nrt_wait"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 1), st.integers(0, 6), st.integers(0, 6)),
+             min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 13), st.integers(0, 2), st.integers(0, 9)), max_size=25),
+)  # fmt: skip
+def test_what_each_waiting_call_waited_for_compiled_is_the_reference(calls, work):
+    """``_replay.waited`` finds what polars finds (waits._waits): a blocking call's latest work
+    that ended inside it, else a synchronize's latest work of its pid launched before it,
+    among equal ends, launches and pids, calls that launched nothing and work launched by
+    nothing (ids past the calls')."""
+    import polars as pl
+
+    from trace_analyzer.questions.critical import waits
+
+    if waits._replay is None:
+        pytest.skip("no compiled replay here (setup.py: optional)")
+    n = len(calls)
+    call_rows = pl.DataFrame(
+        [(i, 100 + i, NAMES[name], pid, s, s + d) for i, (name, pid, s, d) in enumerate(calls)],
+        schema=["_row", "event_id", "name", "pid", "start_ns", "end_ns"], orient="row",
+    ).with_columns(pl.col("_row").cast(pl.UInt32))  # fmt: skip
+    device = pl.DataFrame(
+        [(n + j, 200 + j, 100 + launch, pid, end) for j, (launch, pid, end) in enumerate(work)],
+        schema={c: pl.Int64 for c in ("_row", "event_id", "launch_event", "pid", "end_ns")},
+        orient="row",
+    ).with_columns(pl.col("_row").cast(pl.UInt32))  # fmt: skip
+    got = waits._compiled(call_rows, device).sort("_row")
+    want = waits._waits(call_rows, device).select(got.columns).sort("_row")
+    assert got.equals(want), (got, want)

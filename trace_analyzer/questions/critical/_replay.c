@@ -1172,8 +1172,135 @@ done:
     return result;
 }
 
+/* ---- waited: the device work each call that waited for the device waited for ---- */
+
+enum { D_EVENT, D_LAUNCH, D_END, D_PID, ND };
+enum { C_EV, C_T0, C_T1, C_WPID, C_BLOCKING, C_SYNC, NCALL };
+
+typedef struct { /* a piece of device work launched by a call: by pid, launch, id */
+    int64_t pid, at, ev, end;
+} Work;
+
+static int by_work(const void *x, const void *y)
+{
+    const Work *a = x, *b = y;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    if (a->at != b->at)
+        return a->at < b->at ? -1 : 1;
+    return (a->ev > b->ev) - (a->ev < b->ev);
+}
+
+/* The index of the first of v[lo, hi) above x, by key (0: pid, 1: at). */
+static Py_ssize_t work_above(const Work *v, Py_ssize_t lo, Py_ssize_t hi, int key, int64_t x)
+{
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if ((key ? v[mid].at : v[mid].pid) <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* waited(device, calls): device (event_id, launch_event, end_ns, pid) and calls (event_id,
+ * start_ns, end_ns, pid, blocking, sync: 0 or 1; nulls as NUL) as waits.py's returns finds
+ * them: a blocking call waited for the latest-ending work it launched that ended inside it
+ * (of equal ends, the larger id); else a synchronize for the latest-ending work of its pid
+ * launched (by its launch call's start; in order of launch, then id, the last of equal ends)
+ * at or before its start, where that ended inside it. Returns the (schema, array) capsules of
+ * row (the call's index), wait_event, w_end, one row per waiting call, in the calls' order. */
+static PyObject *waited(PyObject *module, PyObject *args)
+{
+    (void)module;
+    static const char *const names[] = {"row", "wait_event", "w_end"};
+    static const char *const formats[] = {"l", "l", "l"};
+    PyObject *d_o, *k_o, *result = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &d_o, &k_o))
+        return NULL;
+    Read rd = {.ncol = 0}, rk = {.ncol = 0};
+    int64_t *const *d = rd.col, *const *k = rk.col;
+    Py_ssize_t nd = 0, nk = 0, nw = 0, n = 0, cap = 0;
+    int64_t *call_of = NULL, *best_ev = NULL, *best_end = NULL, *latest = NULL, *last = NULL;
+    Work *work = NULL;
+    Column out[3] = {{0}};
+    if (read_columns(d_o, ND, &rd, &nd) != 0 || read_columns(k_o, NCALL, &rk, &nk) != 0)
+        goto done;
+    int64_t size = 0;
+    for (Py_ssize_t c = 0; c < nk; c++)
+        if (k[C_EV][c] != NUL && k[C_EV][c] >= size)
+            size = k[C_EV][c] + 1;
+    size_t nk_bytes = (size_t)(nk ? nk : 1) * sizeof(int64_t);
+    size_t nd_bytes = (size_t)(nd ? nd : 1) * sizeof(int64_t);
+    call_of = malloc((size_t)(size ? size : 1) * sizeof(int64_t));
+    best_ev = malloc(nk_bytes), best_end = malloc(nk_bytes);
+    latest = malloc(nd_bytes), last = malloc(nd_bytes);
+    work = malloc((size_t)(nd ? nd : 1) * sizeof(Work));
+    if (call_of == NULL || best_ev == NULL || best_end == NULL || latest == NULL ||
+        last == NULL || work == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t e = 0; e < size; e++)
+        call_of[e] = NONE;
+    int syncs = 0; /* without a synchronize, no work need be put in order */
+    for (Py_ssize_t c = 0; c < nk; c++) {
+        syncs |= k[C_SYNC][c] == 1;
+        if (k[C_EV][c] != NUL && k[C_EV][c] >= 0)
+            call_of[k[C_EV][c]] = c;
+        best_ev[c] = NONE;
+    }
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        int64_t l = d[D_LAUNCH][i], c, end = d[D_END][i], ev = d[D_EVENT][i];
+        if (l == NUL || l < 0 || l >= size || (c = call_of[l]) == NONE || ev == NUL ||
+            end == NUL)
+            continue;
+        if (k[C_BLOCKING][c] == 1 && k[C_T0][c] < end && end <= k[C_T1][c] &&
+            (best_ev[c] == NONE || end > best_end[c] || (end == best_end[c] && ev > best_ev[c])))
+            best_ev[c] = ev, best_end[c] = end;
+        if (syncs && d[D_PID][i] != NUL && k[C_T0][c] != NUL)
+            work[nw++] = (Work){d[D_PID][i], k[C_T0][c], ev, end};
+    }
+    qsort(work, (size_t)nw, sizeof *work, by_work);
+    for (Py_ssize_t i = 0; i < nw; i++) { /* each pid's running latest end, and whose */
+        int first = i == 0 || work[i].pid != work[i - 1].pid;
+        if (first || work[i].end >= latest[i - 1])
+            latest[i] = work[i].end, last[i] = work[i].ev;
+        else
+            latest[i] = latest[i - 1], last[i] = last[i - 1];
+    }
+    for (Py_ssize_t c = 0; c < nk; c++) {
+        int64_t row[3] = {c, best_ev[c], best_end[c]};
+        if (best_ev[c] == NONE) {
+            int64_t pid = k[C_WPID][c], t = k[C_T0][c];
+            if (k[C_SYNC][c] != 1 || pid == NUL || t == NUL)
+                continue;
+            Py_ssize_t lo = work_above(work, 0, nw, 0, pid - 1);
+            Py_ssize_t j = work_above(work, lo, work_above(work, lo, nw, 0, pid), 1, t) - 1;
+            if (j < lo || !(latest[j] > t && latest[j] <= k[C_T1][c]))
+                continue;
+            row[1] = last[j], row[2] = latest[j];
+        }
+        if (columns_push(out, 3, &cap, n, row) != 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        n++;
+    }
+    result = arrow_export(out, 3, n, names, formats);
+done:
+    for (int j = 0; j < 3; j++) /* moved into the result where it was made */
+        free(out[j].vals);
+    read_free(&rd);
+    read_free(&rk);
+    free(call_of), free(best_ev), free(best_end), free(latest), free(last), free(work);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"spans", spans, METH_VARARGS, "Each window's start, end and the node that ends it."},
+    {"waited", waited, METH_VARARGS, "The device work each waiting call waited for."},
     {"outer", outer_calls, METH_VARARGS, "Each host call's outermost call on its thread."},
     {"put", put, METH_VARARGS, "Each node's changed value written into an array."},
     {"own_pieces", own_pieces, METH_VARARGS, "The host's own time, by the range holding it."},

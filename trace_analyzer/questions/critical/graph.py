@@ -219,9 +219,9 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     marks = _marks(events, window)
     device = _device(events, edges, marks)
     host, inner = _host(events, native)
-    nodes = pl.concat([host, marks, device], how="diagonal_relaxed")
-    nodes = _launches(nodes, events, edges, inner)
-    nodes = returns(nodes)
+    host, device = _launches([host, device], events, edges, inner)
+    back = returns(host, device, native=native)
+    nodes = pl.concat([host, marks, device, back], how="diagonal_relaxed")
     nodes = ordered(nodes).with_row_index("node")
     return _graph(nodes, *linked(nodes, native=native))
 
@@ -327,15 +327,19 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
 
 def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
     """Every host call (``HOST_KINDS``, not on a device): its id, name, lane, thread, times."""
-    calls = events.select(DEVICE_COLUMNS)
-    return calls.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(calls)).select(
-        "event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns"
-    )
+    calls = events.select("event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns",
+                          "lane_kind", "source")  # fmt: skip
+    return calls.filter(_is_host(calls)).drop("lane_kind", "source")
+
+
+def _is_host(events: pl.DataFrame) -> pl.Expr:
+    return pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(events)
 
 
 def host_threads(events: pl.DataFrame) -> pl.DataFrame:
     """The threads (pid, tid) the graph's host calls are on: those of its call nodes."""
-    return _host_calls(events).select("pid", "tid").unique()
+    rows = events.select("lane_kind", "source", "pid", "tid")
+    return rows.filter(_is_host(rows)).select("pid", "tid").unique()
 
 
 def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
@@ -376,24 +380,24 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
 
 
 def _launches(
-    nodes: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame, inner: pl.DataFrame
-) -> pl.DataFrame:
-    """``nodes`` with, per linked event, the outermost call its link names (``launch_event``):
-    a device node's launch, or, for a call, the call on another thread that its link names.
-    Where each event is its row and has one link at most (every profile's table), found by
-    position; else joined."""
+    parts: list[pl.DataFrame], events: pl.DataFrame, edges: pl.DataFrame, inner: pl.DataFrame
+) -> list[pl.DataFrame]:
+    """Each of ``parts`` (nodes) with, per linked event, the outermost call its link names
+    (``launch_event``): a device node's launch, or, for a call, the call on another thread
+    that its link names. Where each event is its row and has one link at most (every
+    profile's table), found by position; else joined."""
     if by_row(events) and edges["dst"].n_unique() == edges.height:
         outer = pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
         outer = outer.scatter(inner["event_id"], inner["outer"].cast(pl.Int64))
         src = pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
         src = src.scatter(edges["dst"], edges["src"])
-        return nodes.with_columns(launch_event=outer.gather(src.gather(nodes["event_id"])))
+        return [p.with_columns(launch_event=outer.gather(src.gather(p["event_id"]))) for p in parts]
     launch = (
         edges.select(event_id="dst", src="src")
         .join(inner.rename({"event_id": "src"}), on="src", how="inner")
         .select("event_id", launch_event="outer")
     )
-    return nodes.join(launch, on="event_id", how="left")
+    return [p.join(launch, on="event_id", how="left", maintain_order="left") for p in parts]
 
 
 def _at(events: pl.DataFrame, column: str, ids: pl.Series) -> pl.Series:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from trace_analyzer.model.arrow import frame
 from trace_analyzer.model.schema import matching
+from trace_analyzer.questions.critical.link import _replay
 
 SYNC_NAMES = r"(?i)synchroni[sz]e"
 # Calls that return when the device work they launched is done: a synchronous copy or set
@@ -21,16 +23,55 @@ ASYNC = r"(?i)async"
 LEVEL = {"mark": 0, "call": 1, "device": 2, "return": 3}
 
 
-def returns(nodes: pl.DataFrame) -> pl.DataFrame:
-    """``nodes`` with a return node after each call that waited for the device (module doc):
+def returns(calls: pl.DataFrame, device: pl.DataFrame, *, native: bool = True) -> pl.DataFrame:
+    """The return nodes (module doc): one after each of the ``calls`` (the host's call nodes)
+    that waited for the ``device`` work (its nodes, with the ``launch_event`` of each), with
     its ``call_event``, its ``wait_event`` (the device work), ``tail`` (the call's end less
-    that work's end: the call's own time in the graph). (Columns are selected before rows
-    are filtered, and the returns' own columns gathered by row at the end: a filter copies
-    every column it is given.)"""
-    rows = nodes.select("level", "kind", "event_id", "name", "pid", "start_ns", "end_ns",
-                        "launch_event").with_row_index("_row")  # fmt: skip
-    device = rows.filter(pl.col("level") == LEVEL["device"])
-    calls = rows.filter(pl.col("kind") == "call").drop("level", "kind", "launch_event")
+    that work's end: the call's own time in the graph). What each waited for is found by the
+    compiled ``_replay.waited`` where it was built, else by polars (``_waits``), which gives
+    the same. (Columns are selected before rows are filtered, and the returns' own columns
+    gathered by row at the end: a filter copies every column it is given.)"""
+    rows = calls.select("event_id", "name", "pid", "start_ns", "end_ns").with_row_index("_row")
+    work = device.select("event_id", "launch_event", "end_ns", "pid")
+    waits = _compiled(rows, work) if native and _replay is not None else _waits(rows, work)
+    call = calls.select("name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "end_ns")[waits["_row"]]
+    return pl.concat([call, waits.drop("_row")], how="horizontal").select(
+        "name", "lane", "pid", "tid", "ck0", "ck1", "ck2",
+        event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
+        start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return", calls["kind"].dtype),
+        level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
+        tail=pl.col("end_ns") - pl.col("w_end"),
+    )  # fmt: skip
+
+
+def _compiled(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
+    """``_waits``' answer by ``_replay.waited`` (its rows in the calls' order)."""
+    assert _replay is not None
+    flags = {
+        "blocking": matching(calls["name"], BLOCKING) & ~matching(calls["name"], ASYNC),
+        "sync": matching(calls["name"], SYNC_NAMES),
+    }
+    found = frame(
+        _replay.waited(
+            device.select(pl.col("event_id", "launch_event", "end_ns", "pid").cast(pl.Int64))
+            .rechunk()
+            .__arrow_c_stream__(),
+            calls.select(
+                pl.col("event_id", "start_ns", "end_ns", "pid").cast(pl.Int64),
+                *(f.fill_null(False).cast(pl.Int64).alias(k) for k, f in flags.items()),
+            )
+            .rechunk()
+            .__arrow_c_stream__(),
+        )
+    )
+    picked = calls.select("_row", "event_id")[found["row"]]
+    return pl.concat([picked, found.drop("row")], how="horizontal")
+
+
+def _waits(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
+    """Per call that waited for the device: its ``_row`` and ``event_id``, the work it waited
+    for (``wait_event``) and that work's end (``w_end``): a blocking call's own latest-ending
+    work (of equal ends, the larger id), else a synchronize's (``_synchronized``)."""
     blocking = calls.filter(matching(calls["name"], BLOCKING) & ~matching(calls["name"], ASYNC))
     own = (
         device.select("launch_event", wait_event="event_id", w_end="end_ns")
@@ -38,22 +79,13 @@ def returns(nodes: pl.DataFrame) -> pl.DataFrame:
             blocking.select(launch_event="event_id", c0="start_ns", c1="end_ns"), on="launch_event"
         )  # fmt: skip
         .filter((pl.col("w_end") > pl.col("c0")) & (pl.col("w_end") <= pl.col("c1")))
-        .sort("w_end")
+        .sort("w_end", "wait_event")
         .group_by("launch_event")
         .last()
         .select(event_id="launch_event", wait_event="wait_event", w_end="w_end")
     )
     synced = _synchronized(calls, device).join(own.select("event_id"), on="event_id", how="anti")
-    waited = calls.select("_row", "event_id").join(pl.concat([own, synced]), on="event_id")
-    call = nodes.select("name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "end_ns")[waited["_row"]]
-    returns = pl.concat([call, waited], how="horizontal").select(
-        "name", "lane", "pid", "tid", "ck0", "ck1", "ck2",
-        event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
-        start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return", nodes["kind"].dtype),
-        level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
-        tail=pl.col("end_ns") - pl.col("w_end"),
-    )  # fmt: skip
-    return pl.concat([nodes, returns], how="diagonal_relaxed")
+    return calls.select("_row", "event_id").join(pl.concat([own, synced]), on="event_id")
 
 
 def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
@@ -66,7 +98,7 @@ def _synchronized(calls: pl.DataFrame, device: pl.DataFrame) -> pl.DataFrame:
     starts = calls.select(launch_event="event_id", launched_ns="start_ns")
     work = (
         device.join(starts, on="launch_event", how="inner")
-        .sort("launched_ns")
+        .sort("launched_ns", "event_id")
         .with_columns(latest=pl.col("end_ns").cum_max().over("pid"))
         .with_columns(
             last_id=pl.when(pl.col("end_ns") == pl.col("latest")).then(pl.col("event_id"))
