@@ -20,7 +20,7 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.questions.critical import scenarios as what
-from trace_analyzer.questions.critical.graph import Graph, build, host_threads
+from trace_analyzer.questions.critical.graph import Graph, build
 from trace_analyzer.questions.critical.link import OWN_CODES
 from trace_analyzer.questions.critical.own import LABELS, UNTRACED, labelled, own_time
 from trace_analyzer.questions.critical.replay import (
@@ -168,7 +168,8 @@ def critical(
     pattern, window = window, None if window is None else glob_regex(window)
     events = profile.keyed
     with ThreadPoolExecutor(max_workers=1) as pool:  # the host's own time beside the graph
-        owned = pool.submit(own_time, events, host_threads(events), window)
+        # on every thread: a label is looked up on a call's thread only, the rest go unused
+        owned = pool.submit(own_time, events, None, window)
         g = build(profile, window)
         own = owned.result()
     if window and not g.marks:

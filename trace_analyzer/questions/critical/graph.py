@@ -329,17 +329,9 @@ def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
     """Every host call (``HOST_KINDS``, not on a device): its id, name, lane, thread, times."""
     calls = events.select("event_id", "name", "lane", "pid", "tid", "start_ns", "end_ns",
                           "lane_kind", "source")  # fmt: skip
-    return calls.filter(_is_host(calls)).drop("lane_kind", "source")
-
-
-def _is_host(events: pl.DataFrame) -> pl.Expr:
-    return pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(events)
-
-
-def host_threads(events: pl.DataFrame) -> pl.DataFrame:
-    """The threads (pid, tid) the graph's host calls are on: those of its call nodes."""
-    rows = events.select("lane_kind", "source", "pid", "tid")
-    return rows.filter(_is_host(rows)).select("pid", "tid").unique()
+    return calls.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(calls)).drop(
+        "lane_kind", "source"
+    )
 
 
 def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:

@@ -24,17 +24,21 @@ I64 = pl.Int64
 
 
 def own_time(
-    events: pl.DataFrame, threads: pl.DataFrame, window: str | None, *, native: bool = True
+    events: pl.DataFrame,
+    threads: pl.DataFrame | None,
+    window: str | None,
+    *,
+    native: bool = True,
 ) -> pl.DataFrame:
-    """The host threads' time (``threads``: pid, tid) cut where an op or annotation starts or
-    ends, each piece with ``label``, the innermost one holding its middle (as
-    ``intervals.enclosing`` finds it; pieces no range holds are left out): pid, tid, label,
-    start_ns, end_ns, by thread and time. A step's own mark (or the ``window`` annotation)
-    is not a label."""
+    """The host threads' time (``threads``: pid, tid; None: every thread's) cut where an op
+    or annotation starts or ends, each piece with ``label``, the innermost one holding its
+    middle (as ``intervals.enclosing`` finds it; pieces no range holds are left out): pid,
+    tid, label, start_ns, end_ns, by thread and time. A step's own mark (or the ``window``
+    annotation) is not a label."""
     pieces = events.select("event_id", "name", "lane_kind", "pid", "tid", "start_ns", "end_ns")
-    pieces = pieces.filter(pl.col("lane_kind").is_in(LABELS)).join(
-        threads, on=["pid", "tid"], how="semi"
-    )
+    pieces = pieces.filter(pl.col("lane_kind").is_in(LABELS))
+    if threads is not None:
+        pieces = pieces.join(threads, on=["pid", "tid"], how="semi")
     keep = ~matching(pieces["name"], STEP_MARK)
     if window:
         keep &= ~matching(pieces["name"], window)
