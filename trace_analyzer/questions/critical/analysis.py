@@ -386,8 +386,9 @@ def _device_time(g: Graph, change: Change, spans: Spans) -> int:
         return 0
     per_step = g.device_sums()
     total = sum(per_step.get(s, 0) for s in kept)
-    step, dur, own, call = g.step, g.dur, g.own, OWN_CODES["call"]
-    total -= sum(dur[i] - v for i, v in change.dur.items() if own[i] < call and step[i] in kept)
+    if change.dur:  # (each node's step, a list, made only where a duration changes)
+        step, dur, own, call = g.step, g.dur, g.own, OWN_CODES["call"]
+        total -= sum(dur[i] - v for i, v in change.dur.items() if own[i] < call and step[i] in kept)
     return round(total / len(kept))
 
 
