@@ -347,7 +347,7 @@ static PyObject *walk(PyObject *module, PyObject *args)
 
 #define NUL INT64_MIN
 /* The columns link reads (link.LINK_IN) and the arrays it makes (link.LINK_OUT). */
-enum { I_EVENT, I_CK0, I_CK1, I_CK2, I_KIND, I_START, I_END, I_TAIL, I_LAUNCH, I_WAIT, I_CALL,
+enum { I_EVENT, I_KIND, I_PID, I_TID, I_LANE, I_START, I_END, I_TAIL, I_LAUNCH, I_WAIT, I_CALL,
        I_CROSS, NIN };
 enum { O_EVENT, O_START, O_DUR, O_CHAIN, O_GAP, O_LAUNCH, O_LAG, O_WAIT, O_CROSS, O_TAIL,
        O_DELAY, O_ANCHORED, O_CALL, O_OWN, NOUT };
@@ -566,10 +566,13 @@ static int64_t median(int64_t *v, Py_ssize_t n)
     return m > 0 ? (int64_t)m : 0;
 }
 
-/* A key differs: ne_missing (a null equals a null). */
+/* A node's chain (link.CHAIN): its device lane (1, the lane, 0) for device work, else its
+ * thread (0, pid, tid); a null is NUL, equal to a null. */
+#define CK0(in, i) ((in)[I_KIND][i] < N_CALL ? 1 : 0)
+#define CK1(in, i) ((in)[I_KIND][i] < N_CALL ? (in)[I_LANE][i] : (in)[I_PID][i])
+#define CK2(in, i) ((in)[I_KIND][i] < N_CALL ? 0 : (in)[I_TID][i])
 #define SAME_CHAIN(in, p, i)                                                                     \
-    ((in)[I_CK0][p] == (in)[I_CK0][i] && (in)[I_CK1][p] == (in)[I_CK1][i] &&                    \
-     (in)[I_CK2][p] == (in)[I_CK2][i])
+    (CK0(in, p) == CK0(in, i) && CK1(in, p) == CK1(in, i) && CK2(in, p) == CK2(in, i))
 
 /* Every array of link's, from its columns (module doc; link.py's _by_polars says the same). */
 static int linked(int64_t *const *in, int64_t *const *out, uint8_t *gap_null, Py_ssize_t n,
@@ -607,7 +610,7 @@ static int linked(int64_t *const *in, int64_t *const *out, uint8_t *gap_null, Py
     }
     Py_ssize_t free_ = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        chain[i] = chains_swap(&ch, in[I_CK0][i], in[I_CK1][i], in[I_CK2][i], i);
+        chain[i] = chains_swap(&ch, CK0(in, i), CK1(in, i), CK2(in, i), i);
         if (chain[i] == -2) {
             free(node_of), free(since), free(ch.keys), free(ch.node);
             return -1;

@@ -283,9 +283,6 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
         .join(waits, on="event_id", how="left")
         .with_columns(
             level=pl.lit(LEVEL["device"]),
-            ck0=pl.lit(1, pl.Int64),
-            ck1=pl.col("lane").to_physical().cast(pl.Int64),
-            ck2=pl.lit(0, pl.Int64),
             seq=pl.lit(0, pl.Int64),
         )
     )
@@ -316,9 +313,6 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
         outer.with_columns(
             kind=pl.lit("call", KIND),
             level=pl.lit(LEVEL["call"]),
-            ck0=pl.lit(0, pl.Int64),
-            ck1="pid",
-            ck2="tid",
             seq=pl.lit(0, pl.Int64),
         ),
         inner,
@@ -355,9 +349,6 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
         "event_id": pl.lit(None, pl.Int64),
         "kind": pl.lit("mark", KIND),
         "level": pl.lit(LEVEL["mark"]),
-        "ck0": pl.lit(0, pl.Int64),
-        "ck1": "pid",
-        "ck2": "tid",
         "lane": "lane",
     }
     first = steps.select(

@@ -45,17 +45,18 @@ TABLE = (
     "node", "event_id", "kind", "name", "lane", "pid", "tid", "start_ns", "end_ns", "chain",
     "gap", "launch", "wait", "call", "step",
 )  # fmt: skip
-# The columns the link reads (_replay.c's I_ order; a node's chain is the thread or the lane
-# its ``ck0``-``ck2`` name: 0, pid, tid for a thread; 1, the lane, 0 for a device's lane) and
+# The columns the link reads (_replay.c's I_ order; the kind and the lane as their codes) and
 # the arrays it makes (O_ order).
 LINK_IN = (
-    "event_id", "ck0", "ck1", "ck2", "kind", "start_ns", "end_ns", "tail",
+    "event_id", "kind", "pid", "tid", "lane", "start_ns", "end_ns", "tail",
     "launch_event", "wait_event", "call_event", "cross_event",
 )  # fmt: skip
 LINK_OUT = (
     "event", "start", "dur", "chain", "gap", "launch", "lag", "wait", "cross", "tail",
     "delay", "anchored", "call", "own",
 )  # fmt: skip
+# A node's chain, the thread or the lane it runs on one piece at a time: 0, pid, tid for a
+# host node's thread; 1, the lane, 0 for device work's lane (_replay.c's CK0-CK2).
 CHAIN = ("ck0", "ck1", "ck2")
 # What linking gives: the launch latency, the graph's arrays (``LINK_OUT``) and its table.
 Linked = tuple[int, dict[str, Sequence[int]], pl.DataFrame]
@@ -72,7 +73,7 @@ def linked(nodes: pl.DataFrame, *, native: bool = True) -> Linked:
 def _compiled(nodes: pl.DataFrame) -> Linked:
     """``nodes`` linked by the compiled link (_replay.c): what ``_by_polars`` gives."""
     assert _replay is not None
-    codes = {"kind": pl.col("kind").to_physical()}
+    codes = {"kind": pl.col("kind").to_physical(), "lane": pl.col("lane").to_physical()}
     columns = nodes.select(codes.get(c, pl.col(c)).cast(pl.Int64) for c in LINK_IN).rechunk()
     latency, arrays, linked = _replay.link(columns.__arrow_c_stream__())
     got: dict[str, Sequence[int]] = {
@@ -87,6 +88,12 @@ def _compiled(nodes: pl.DataFrame) -> Linked:
 
 def _by_polars(nodes: pl.DataFrame) -> Linked:
     """``nodes`` linked by polars (the compiled link's reference)."""
+    device = ~pl.col("kind").is_in(HOST_NODES)
+    nodes = nodes.with_columns(
+        ck0=device.cast(pl.Int64),
+        ck1=pl.when(device).then(pl.col("lane").to_physical().cast(pl.Int64)).otherwise("pid"),
+        ck2=pl.when(device).then(0).otherwise("tid"),
+    )
     nodes = nodes.with_columns(
         dur=pl.col("end_ns") - pl.col("start_ns"),
         chain=pl.col("node").cast(pl.Int64).shift(1).over(CHAIN),

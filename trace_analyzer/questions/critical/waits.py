@@ -34,9 +34,9 @@ def returns(calls: pl.DataFrame, device: pl.DataFrame, *, native: bool = True) -
     rows = calls.select("event_id", "name", "pid", "start_ns", "end_ns").with_row_index("_row")
     work = device.select("event_id", "launch_event", "end_ns", "pid")
     waits = _compiled(rows, work) if native and _replay is not None else _waits(rows, work)
-    call = calls.select("name", "lane", "pid", "tid", "ck0", "ck1", "ck2", "end_ns")[waits["_row"]]
+    call = calls.select("name", "lane", "pid", "tid", "end_ns")[waits["_row"]]
     return pl.concat([call, waits.drop("_row")], how="horizontal").select(
-        "name", "lane", "pid", "tid", "ck0", "ck1", "ck2",
+        "name", "lane", "pid", "tid",
         event_id=pl.lit(None, pl.Int64), call_event="event_id", wait_event="wait_event",
         start_ns="end_ns", end_ns="end_ns", kind=pl.lit("return", calls["kind"].dtype),
         level=pl.lit(LEVEL["return"]), seq=pl.lit(0, pl.Int64),
