@@ -1,12 +1,13 @@
 /* The replay of a critical-path graph (questions/critical/replay.py), compiled.
  *
- * replay(first, anchored, pin, recorded, dur, gap, lag, delay, tail, chain, launch, wait, cross)
- * walks the nodes in their order and starts each at the latest of its dependencies plus its
- * delay, exactly as replay.py's loop does (which stays the fallback and the reference: a test
- * holds the two to the same times). Every array is a buffer of int64 ("q"), one value per
- * node (anchored too: non-zero, the node keeps its recorded start); pin is a buffer of bytes
- * (non-zero: the same). The nodes before ``first`` keep their recorded times. Returns (start,
- * end) as bytearrays of int64, which replay.py views as memoryviews.
+ * replay(first, out, anchored, pin, recorded, dur, gap, lag, delay, tail, chain, launch, wait,
+ * cross) walks the nodes in their order and starts each at the latest of its dependencies plus
+ * its delay, exactly as replay.py's loop does (which stays the fallback and the reference: a
+ * test holds the two to the same times). Every array is a buffer of int64 ("q"), one value
+ * per node (anchored too: non-zero, the node keeps its recorded start); pin is a buffer of
+ * bytes (non-zero: the same). The nodes before ``first`` keep their recorded times. Writes
+ * every node's start, then every node's end, into out (a writable buffer of two int64 a
+ * node), which replay.py views as two memoryviews.
  *
  * walk(w0s, lasts, start, end, gap, lag, tail, chain, launch, wait, cross, anchored, own) walks
  * each window's critical path back from its last node, as replay.py's path() does (its
@@ -14,12 +15,13 @@
  * segment in time order within each window: the window's index, start, end, kind (the codes
  * of replay.KIND_CODES) and node.
  *
- * link(stream) links a graph's nodes, as link.py's _by_polars does (its reference, held to the
- * same graph by a test): the stream is polars' Arrow C stream of one frame of Int64 columns in
- * LINK_IN's order (link.py), the nodes in their order. Returns (latency, arrays, table):
- * the launch latency, the graph's arrays (bytearrays of int64, in LINK_OUT's order, null as
- * -1 for a node and 0 for a time) and the (schema, array) capsule pair of the node table's
- * columns chain, gap, launch, wait and call, with their nulls.
+ * link(stream, out) links a graph's nodes, as link.py's _by_polars does (its reference, held
+ * to the same graph by a test): the stream is polars' Arrow C stream of one frame of Int64
+ * columns in LINK_IN's order (link.py), the nodes in their order; out, a writable buffer of
+ * len(LINK_OUT) int64 arrays of one value per node, one after another, receives the graph's
+ * arrays (in LINK_OUT's order, null as -1 for a node and 0 for a time). Returns (latency,
+ * table): the launch latency and the (schema, array) capsule pair of the node table's columns
+ * chain, gap, launch, wait and call, with their nulls.
  *
  * ints(stream) takes an Int64 column without nulls from polars as an Arrow C stream (its
  * Series.__arrow_c_stream__) and returns its values as a bytearray of int64: the graph's
@@ -104,12 +106,12 @@ static PyObject *replay(PyObject *module, PyObject *args)
 {
     (void)module;
     Py_ssize_t first;
-    PyObject *pin_o, *arr_o[NARR];
-    if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOO", &first, &arr_o[ANCHORED], &pin_o,
+    PyObject *out_o, *pin_o, *arr_o[NARR];
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOOOOOO", &first, &out_o, &arr_o[ANCHORED], &pin_o,
                           &arr_o[RECORDED], &arr_o[DUR], &arr_o[GAP], &arr_o[LAG], &arr_o[DELAY],
                           &arr_o[TAIL], &arr_o[CHAIN], &arr_o[LAUNCH], &arr_o[WAIT], &arr_o[CROSS]))
         return NULL;
-    Py_buffer pin_b, arr_b[NARR];
+    Py_buffer pin_b, out_b, arr_b[NARR];
     if (PyObject_GetBuffer(pin_o, &pin_b, PyBUF_C_CONTIGUOUS) != 0)
         return NULL;
     Py_ssize_t n = pin_b.len;
@@ -118,22 +120,22 @@ static PyObject *replay(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "first: out of range");
         return NULL;
     }
-    int got = 0;
-    for (; got < NARR; got++)
+    if (PyObject_GetBuffer(out_o, &out_b, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+        PyBuffer_Release(&pin_b);
+        return NULL;
+    }
+    int got = 0, ok = out_b.len == 2 * n * 8;
+    if (!ok)
+        PyErr_Format(PyExc_ValueError, "out: %zd bytes, not %zd", out_b.len, 2 * n * 8);
+    for (; ok && got < NARR; got++)
         if (view(arr_o[got], &arr_b[got], n, 8, "an array") != 0)
             break;
-    PyObject *start_o = NULL, *end_o = NULL;
-    if (got == NARR) {
-        start_o = PyByteArray_FromStringAndSize(NULL, n * 8);
-        end_o = start_o ? PyByteArray_FromStringAndSize(NULL, n * 8) : NULL;
-    }
-    if (end_o != NULL) {
+    if (ok && got == NARR) {
         const uint8_t *pin = pin_b.buf;
         const int64_t *a[NARR];
         for (int k = 0; k < NARR; k++)
             a[k] = arr_b[k].buf;
-        int64_t *start = (int64_t *)PyByteArray_AS_STRING(start_o);
-        int64_t *end = (int64_t *)PyByteArray_AS_STRING(end_o);
+        int64_t *start = (int64_t *)out_b.buf, *end = start + n;
         Py_BEGIN_ALLOW_THREADS;
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t t;
@@ -161,15 +163,11 @@ static PyObject *replay(PyObject *module, PyObject *args)
     }
     for (int k = 0; k < got; k++)
         PyBuffer_Release(&arr_b[k]);
+    PyBuffer_Release(&out_b);
     PyBuffer_Release(&pin_b);
-    if (end_o == NULL) {
-        Py_XDECREF(start_o);
+    if (!ok || got < NARR)
         return NULL;
-    }
-    PyObject *pair = PyTuple_Pack(2, start_o, end_o);
-    Py_DECREF(start_o);
-    Py_DECREF(end_o);
-    return pair;
+    Py_RETURN_NONE;
 }
 
 /* The kinds of a path's segments: replay.KIND_CODES in Python. */
@@ -391,9 +389,21 @@ static int append_chunk(Read *r, const struct ArrowArray *chunk, Py_ssize_t *n)
         int64_t at = c->offset + chunk->offset;
         const int64_t *v = (const int64_t *)c->buffers[1] + at;
         const uint8_t *bits = c->null_count ? c->buffers[0] : NULL;
-        for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t *to = grown + *n;
+        if (m)
+            memcpy(to, v, (size_t)m * sizeof(int64_t));
+        for (Py_ssize_t i = 0; bits && i < m;) { /* the nulls put in, eight rows a byte */
             int64_t b = at + i;
-            grown[*n + i] = bits && !(bits[b >> 3] >> (b & 7) & 1) ? NUL : v[i];
+            if ((b & 7) == 0 && i + 8 <= m && (bits[b >> 3] == 0xFF || bits[b >> 3] == 0)) {
+                if (bits[b >> 3] == 0)
+                    for (int j = 0; j < 8; j++)
+                        to[i + j] = NUL;
+                i += 8;
+                continue;
+            }
+            if (!(bits[b >> 3] >> (b & 7) & 1))
+                to[i] = NUL;
+            i++;
         }
     }
     *n += m;
@@ -714,24 +724,29 @@ static PyObject *table_columns(int64_t *const *out, const uint8_t *gap_null, Py_
 static PyObject *link_nodes(PyObject *module, PyObject *args)
 {
     (void)module;
-    PyObject *cap;
-    if (!PyArg_ParseTuple(args, "O", &cap))
+    PyObject *cap, *out_o;
+    if (!PyArg_ParseTuple(args, "OO", &cap, &out_o))
         return NULL;
     int64_t *out[NOUT] = {NULL};
-    PyObject *arrays[NOUT] = {NULL}, *result = NULL;
+    PyObject *result = NULL;
     uint8_t *gap_null = NULL;
     Py_ssize_t n = 0;
     int64_t latency = 0;
     Read read;
     int64_t *const *in = read.col;
+    Py_buffer ob = {0};
     if (read_columns(cap, NIN, &read, &n) != 0)
         goto done;
-    int k = 0;
-    for (; k < NOUT; k++) {
-        if ((arrays[k] = PyByteArray_FromStringAndSize(NULL, n * 8)) == NULL)
-            goto done;
-        out[k] = (int64_t *)PyByteArray_AS_STRING(arrays[k]);
+    if (PyObject_GetBuffer(out_o, &ob, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+        ob.obj = NULL;
+        goto done;
     }
+    if (ob.len != (Py_ssize_t)NOUT * n * 8) {
+        PyErr_Format(PyExc_ValueError, "out: %zd bytes, not %zd", ob.len, (Py_ssize_t)NOUT * n * 8);
+        goto done;
+    }
+    for (int k = 0; k < NOUT; k++)
+        out[k] = (int64_t *)ob.buf + (Py_ssize_t)k * n;
     int failed = (gap_null = malloc((size_t)(n ? n : 1))) == NULL;
     if (!failed) {
         Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
@@ -743,22 +758,12 @@ static PyObject *link_nodes(PyObject *module, PyObject *args)
         goto done;
     }
     PyObject *table = table_columns(out, gap_null, n);
-    if (table == NULL)
-        goto done;
-    PyObject *tuple = PyTuple_New(NOUT);
-    if (tuple == NULL) {
-        Py_DECREF(table);
-        goto done;
-    }
-    for (k = 0; k < NOUT; k++) {
-        PyTuple_SET_ITEM(tuple, k, arrays[k]);
-        arrays[k] = NULL;
-    }
-    result = Py_BuildValue("LNN", (long long)latency, tuple, table);
+    if (table != NULL)
+        result = Py_BuildValue("LN", (long long)latency, table);
 done:
+    if (ob.obj != NULL)
+        PyBuffer_Release(&ob);
     read_free(&read);
-    for (k = 0; k < NOUT; k++)
-        Py_XDECREF(arrays[k]);
     free(gap_null);
     return result;
 }

@@ -336,8 +336,8 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
     named = named.filter(
         pl.col("lane_kind").is_in(["annotation", "framework_op"])  # Kineto until 2021: ops
         & (pl.col("source") == "framework")  # the host's: a GPU's copy is not a step
-        & matching(events["name"], window or STEP_MARK)
-    ).sort("start_ns", "event_id")
+    )
+    named = named.filter(matching(named["name"], window or STEP_MARK)).sort("start_ns", "event_id")
     number = (
         pl.int_range(pl.len(), dtype=pl.Int64).over("pid")
         if window

@@ -13,6 +13,7 @@ from types import ModuleType
 import polars as pl
 
 from trace_analyzer.model.arrow import frame
+from trace_analyzer.model.pages import zeroed
 
 # The kinds of the nodes that are not device work.
 HOST_NODES = ("call", "mark", "return")
@@ -75,9 +76,11 @@ def _compiled(nodes: pl.DataFrame) -> Linked:
     assert _replay is not None
     codes = {"kind": pl.col("kind").to_physical(), "lane": pl.col("lane").to_physical()}
     columns = nodes.select(codes.get(c, pl.col(c)).cast(pl.Int64) for c in LINK_IN).rechunk()
-    latency, arrays, linked = _replay.link(columns.__arrow_c_stream__())
+    size = 8 * nodes.height
+    out = zeroed(len(LINK_OUT) * size)  # every array in one buffer, in huge pages where it can
+    latency, linked = _replay.link(columns.__arrow_c_stream__(), out)
     got: dict[str, Sequence[int]] = {
-        k: memoryview(a).cast("q") for k, a in zip(LINK_OUT, arrays, strict=True)
+        k: out[i * size : (i + 1) * size].cast("q") for i, k in enumerate(LINK_OUT)
     }
     table = pl.concat(
         [nodes.select(TABLE[:9]), frame(linked), nodes.select("step")],

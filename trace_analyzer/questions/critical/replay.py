@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from trace_analyzer.model.arrow import frame
+from trace_analyzer.model.pages import zeroed
 from trace_analyzer.questions.critical.graph import Graph
 from trace_analyzer.questions.critical.link import NONE, OWN_CODES, _replay
 
@@ -71,7 +72,8 @@ def _with(values: Sequence[int], changed: dict[int, int]) -> Sequence[int]:
     if not changed:
         return values
     if isinstance(values, memoryview) and _replay is not None:
-        copied = memoryview(bytearray(values)).cast("q")
+        copied = zeroed(values.nbytes).cast("q")
+        copied[:] = values
         _replay.put(copied, changed)  # what the loop below does, in C
         return copied
     out = list(values)
@@ -109,13 +111,14 @@ def _compiled(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:
     for i in pin:
         pinned[i] = 1
     assert _replay is not None
-    s, e = _replay.replay(
-        first, g.anchored, pinned, g.start, dur, gap, lag, delay, g.tail, g.chain, launch,
+    size = 8 * g.n
+    out = zeroed(2 * size)  # the starts, then the ends
+    _replay.replay(
+        first, out, g.anchored, pinned, g.start, dur, gap, lag, delay, g.tail, g.chain, launch,
         wait, g.cross,
     )  # fmt: skip
-    return Times(
-        memoryview(s).cast("q"), memoryview(e).cast("q"), dur, gap, lag, delay, launch, wait
-    )
+    start, end = out[:size].cast("q"), out[size:].cast("q")
+    return Times(start, end, dur, gap, lag, delay, launch, wait)
 
 
 def _walked(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:
