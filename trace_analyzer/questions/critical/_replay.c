@@ -878,8 +878,8 @@ enum { C_PID, C_TID, C_A, C_B, C_NODE, NC };
 enum { U_PID, U_TID, U_START, U_END, NU };
 
 /* The time of each interval [a, b] of nodes inside the union of ranges, on its thread (pid,
- * tid): the ranges sorted by thread and start, the nodes in any order. Returns (node, b - a
- * less that time) for each node with some inside, as two lists. */
+ * tid): the ranges sorted by thread and start, the nodes in any order. Returns a dict of node
+ * to b - a less that time, for each node with some inside. */
 static PyObject *covered(PyObject *module, PyObject *args)
 {
     (void)module;
@@ -888,7 +888,9 @@ static PyObject *covered(PyObject *module, PyObject *args)
         return NULL;
     int64_t *ms = NULL, *me = NULL, *before = NULL, *lo_of = NULL, *hi_of = NULL, *at_of = NULL;
     Py_ssize_t nn = 0, nr = 0;
-    PyObject *result = NULL, *got_node = NULL, *got_cut = NULL;
+    PyObject *result = NULL;
+    int64_t *got_node = NULL, *got_left = NULL;
+    Py_ssize_t got = 0;
     Read read_c = {.ncol = 0}, read_u = {.ncol = 0};
     Chains ch = {NULL, NULL, 0, 0};
     int64_t *const *c = read_c.col, *const *u = read_u.col;
@@ -898,14 +900,13 @@ static PyObject *covered(PyObject *module, PyObject *args)
     size_t bytes = (size_t)(nr ? nr : 1) * sizeof(int64_t);
     ms = malloc(bytes), me = malloc(bytes), before = malloc(bytes);
     lo_of = malloc(bytes), hi_of = malloc(bytes), at_of = malloc(bytes);
-    got_node = PyList_New(0), got_cut = PyList_New(0);
-    if (ms == NULL || me == NULL || before == NULL || lo_of == NULL || hi_of == NULL || at_of == NULL ||
-        chains_init(&ch, 64) != 0) {
+    size_t nbytes = (size_t)(nn ? nn : 1) * sizeof(int64_t);
+    got_node = malloc(nbytes), got_left = malloc(nbytes);
+    if (ms == NULL || me == NULL || before == NULL || lo_of == NULL || hi_of == NULL ||
+        at_of == NULL || got_node == NULL || got_left == NULL || chains_init(&ch, 64) != 0) {
         PyErr_NoMemory();
         goto done;
     }
-    if (got_node == NULL || got_cut == NULL)
-        goto done;
     /* each thread's ranges merged, each with the time covered before it; the thread's
      * number (in the chains table) gives where its merged ranges lie, [lo_of, hi_of) */
     Py_ssize_t m = 0, threads = 0;
@@ -928,6 +929,7 @@ static PyObject *covered(PyObject *module, PyObject *args)
         }
         hi_of[threads++] = m;
     }
+    Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
     for (Py_ssize_t i = 0; i < nn; i++) {
         int64_t t = ch.node[chains_slot(&ch, c[C_PID][i], c[C_TID][i], 0)];
         if (t == NONE)
@@ -954,21 +956,20 @@ static PyObject *covered(PyObject *module, PyObject *args)
                                        ms[lo - 1];
         }
         int64_t cut = upto[1] - upto[0];
-        if (cut > 0) { /* the node, and the time [a, b] keeps outside the ranges */
-            PyObject *a = PyLong_FromLongLong(c[C_NODE][i]),
-                     *b = PyLong_FromLongLong(c[C_B][i] - c[C_A][i] - cut);
-            int bad = a == NULL || b == NULL || PyList_Append(got_node, a) != 0 ||
-                      PyList_Append(got_cut, b) != 0;
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            if (bad)
-                goto done;
-        }
+        if (cut > 0) /* the node, and the time [a, b] keeps outside the ranges */
+            got_node[got] = c[C_NODE][i], got_left[got++] = c[C_B][i] - c[C_A][i] - cut;
     }
-    result = PyTuple_Pack(2, got_node, got_cut);
+    Py_END_ALLOW_THREADS;
+    result = PyDict_New();
+    for (Py_ssize_t j = 0; result != NULL && j < got; j++) {
+        PyObject *a = PyLong_FromLongLong(got_node[j]), *b = PyLong_FromLongLong(got_left[j]);
+        if (a == NULL || b == NULL || PyDict_SetItem(result, a, b) != 0)
+            Py_CLEAR(result);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    }
 done:
-    Py_XDECREF(got_node);
-    Py_XDECREF(got_cut);
+    free(got_node), free(got_left);
     read_free(&read_c);
     read_free(&read_u);
     free(ms), free(me), free(before), free(lo_of), free(hi_of), free(at_of), free(ch.keys), free(ch.node);

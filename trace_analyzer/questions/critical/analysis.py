@@ -8,10 +8,12 @@ the mean step time they save.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -33,6 +35,8 @@ from trace_analyzer.questions.critical.replay import (
 )
 from trace_analyzer.units import glob_regex
 
+T = TypeVar("T")
+R = TypeVar("R")
 # A window's key (its step; None: the whole run) to its start, end and the node that ends it.
 Spans = dict[int | None, tuple[int, int, int]]
 # A first step is told apart from the rest only among this many steps (of two, the second is
@@ -268,10 +272,13 @@ def _candidates(
     and copies on it; graphs on CUDA/ROCm; warm-up) and those asked for. A host range found
     on the path loses its own time only (``own``: not the time of the ranges inside it)."""
     events = profile.keyed
-    out: list[what.Scenario] = []
-    for label in _top(segs.filter(pl.col("label") != UNTRACED), "label", "host"):
+    g.host_gaps()  # (found once, before the threads ask)
+
+    def host(label: str) -> what.Scenario:
         mine = own.filter(pl.col("label") == label)
-        out.append(what.host_time(g, mine, f"`{label}` (its own time)", f"host:{label}"))
+        return what.host_time(g, mine, f"`{label}` (its own time)", f"host:{label}")
+
+    out = _each(host, _top(segs.filter(pl.col("label") != UNTRACED), "label", "host"))
     for name in _top(segs, "name", "sync"):
         calls = set(_named(g, "return", f"^{re.escape(name)}$")["call"].to_list())
         out.append(what.asynchronous(g, calls, f"`{name}`", f"sync:{name}"))
@@ -287,6 +294,16 @@ def _candidates(
     ):
         out.append(what.warmup(steps[0]))  # the first of three or more steps is the longest
     return out + _asked(g, profile, asked, notes)
+
+
+def _each(f: Callable[[T], R], items: list[T]) -> list[R]:
+    """``f`` of each of ``items``, in their order, on as many threads as there are cores (the
+    compiled parts under each let the others run)."""
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers <= 1:
+        return [f(x) for x in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(f, items))
 
 
 def _top(segs: pl.DataFrame, by: str, kind: str) -> list[str]:
@@ -397,8 +414,9 @@ def _ranked(
 ) -> pl.DataFrame:
     """Each what-if replayed: the mean window it leaves, what it saves, its evidence."""
     base = _period(g, recorded, spans, frozenset())
-    rows = []
-    for sc in scenarios:
+    g.device_sums()  # (found once, before the threads ask)
+
+    def row(sc: what.Scenario) -> dict[str, Any]:
         times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))
         after = _period(g, times, spans, sc.change.skip)
         touched = pl.Series(list(sc.touched), dtype=segs["node"].dtype)
@@ -406,7 +424,7 @@ def _ranked(
         if sc.change.skip:
             hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
         examples = hit.sort("duration_ns", descending=True, maintain_order=True).head(3)
-        rows.append({
+        return {
             "fix": sc.fix, "scenario": sc.key, "step_ns": round(base), "replayed_ns": round(after),
             "saved_ns": round(base - after),
             "saved_pct": (base - after) / base * 100 if base else None,
@@ -415,7 +433,9 @@ def _ranked(
             "evidence": examples.select("step", "kind", "name", "label", "start_ns", "duration_ns",
                                         "event_id").to_dicts(),
             "assumption": sc.assumption,
-        })  # fmt: skip
+        }  # fmt: skip
+
+    rows = _each(row, scenarios)
     schema: dict[str, pl.DataType | type[pl.DataType]] = {
         "fix": pl.String, "scenario": pl.String, "step_ns": pl.Int64, "replayed_ns": pl.Int64,
         "saved_ns": pl.Int64, "saved_pct": pl.Float64, "device_ns": pl.Int64,

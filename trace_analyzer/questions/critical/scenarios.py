@@ -44,8 +44,7 @@ def host_time(
             pl.col("pid", "tid", "start_ns", "end_ns").cast(pl.Int64)
         )
         ordered = ordered.sort("pid", "tid", "start_ns").rechunk()
-        nodes, left = _replay.covered(gaps.__arrow_c_stream__(), ordered.__arrow_c_stream__())
-        gap = dict(zip(nodes, left, strict=True))
+        gap = _replay.covered(gaps.__arrow_c_stream__(), ordered.__arrow_c_stream__())
     else:
         threads = ranges.select("pid", "tid").unique()
         on = gaps.join(threads, on=["pid", "tid"], how="semi")  # the threads the ranges are on
