@@ -253,7 +253,7 @@ def _device(events: pl.DataFrame, edges: pl.DataFrame, marks: pl.DataFrame) -> p
     )
     rows = rows.join(launch, on="event_id", how="left")
     rows = (
-        rows.with_columns(launched_ns=_at(events, "start_ns", rows["launch"]))
+        rows.with_columns(launched_ns=of_events(events, "start_ns", rows["launch"]))
         .with_columns(launched_ns=pl.coalesce("launched_ns", "start_ns"))
         .drop("launch")
     )
@@ -383,7 +383,7 @@ def _launches(
     return [p.join(launch, on="event_id", how="left", maintain_order="left") for p in parts]
 
 
-def _at(events: pl.DataFrame, column: str, ids: pl.Series) -> pl.Series:
+def of_events(events: pl.DataFrame, column: str, ids: pl.Series) -> pl.Series:
     """``column`` of the events ``ids`` names (null for none): by position where each event
     is its row (every profile's table)."""
     if by_row(events):

@@ -14,7 +14,7 @@ import polars as pl
 from trace_analyzer.model.arrow import frame
 from trace_analyzer.model.intervals import innermost
 from trace_analyzer.model.schema import matching
-from trace_analyzer.questions.critical.graph import STEP_MARK, _at
+from trace_analyzer.questions.critical.graph import STEP_MARK, of_events
 from trace_analyzer.questions.critical.link import _replay
 
 # Ranges a host segment is named after: framework ops and annotations (frames, user ranges).
@@ -44,7 +44,7 @@ def own_time(
         keep &= ~matching(pieces["name"], window)
     ranges = pieces.filter(keep).select("pid", "tid", start="start_ns", end="end_ns", id="event_id")
     found = _compiled(ranges) if native and _replay is not None else _by_polars(ranges)
-    label = _at(events, "name", found["parent"]).cast(pl.String).alias("label")
+    label = of_events(events, "name", found["parent"]).cast(pl.String).alias("label")
     return found.select("pid", "tid", label, "start_ns", "end_ns")
 
 
