@@ -704,14 +704,16 @@ static PyObject *table_columns(int64_t *const *out, const uint8_t *gap_null, Py_
         }
         const int64_t *v = out[from[k]];
         memcpy(col[k].vals, v, (size_t)n * 8);
-        int64_t nulls = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int null = k == 1 ? gap_null[i] : v[i] == NONE;
-            nulls += null;
-            if (!null)
-                col[k].bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        int64_t valid = 0;
+        for (Py_ssize_t i = 0; i < n; i += 8) { /* a byte of validity at a time */
+            unsigned byte = 0;
+            for (Py_ssize_t j = i; j < i + 8 && j < n; j++) {
+                unsigned bit = k == 1 ? !gap_null[j] : v[j] != NONE;
+                byte |= bit << (j - i), valid += bit;
+            }
+            col[k].bits[i >> 3] = (uint8_t)byte;
         }
-        col[k].nulls = nulls;
+        col[k].nulls = n - valid;
     }
     if (k < 5) {
         for (int j = 0; j < k; j++)
