@@ -18,6 +18,7 @@ from trace_analyzer.model.pages import zeroed
 # The kinds of the nodes that are not device work.
 HOST_NODES = ("call", "mark", "return")
 NONE = -1
+NUL = -(1 << 63)  # a null, as the compiled parts read one (_replay.c's NUL)
 
 _replay: ModuleType | None
 try:  # the compiled replay, where a compiler built it (setup.py: optional)
@@ -75,7 +76,11 @@ def _compiled(nodes: pl.DataFrame) -> Linked:
     """``nodes`` linked by the compiled link (_replay.c): what ``_by_polars`` gives."""
     assert _replay is not None
     codes = {"kind": pl.col("kind").to_physical(), "lane": pl.col("lane").to_physical()}
-    columns = nodes.select(codes.get(c, pl.col(c)).cast(pl.Int64) for c in LINK_IN).rechunk()
+    # nulls as _replay.c's NUL, by polars across the columns at once (the link then reads every
+    # column where it lies, none copied value by value)
+    columns = nodes.select(
+        codes.get(c, pl.col(c)).cast(pl.Int64).fill_null(NUL) for c in LINK_IN
+    ).rechunk()
     size = 8 * nodes.height
     out = zeroed(len(LINK_OUT) * size)  # every array in one buffer, in huge pages where it can
     latency, linked = _replay.link(columns.__arrow_c_stream__(), out)
