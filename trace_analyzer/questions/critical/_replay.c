@@ -1309,8 +1309,69 @@ done:
     return result;
 }
 
+/* ---- launched: each node's launch, the outermost call its link names (graph.py) ---- */
+
+/* launched(size, inner, edges, ids): inner (event_id, outer: each host call's outermost call),
+ * edges (dst, src: each link, one at most per dst) and ids (event ids, null as NUL), events
+ * numbered below size. Returns the (schema, array) capsules of one Int64 column, launch_event:
+ * per id, the outer call of the event linked to it, null where there is none. */
+static PyObject *launched(PyObject *module, PyObject *args)
+{
+    (void)module;
+    static const char *const names[] = {"launch_event"};
+    static const char *const formats[] = {"l"};
+    Py_ssize_t size, ni = 0, ne = 0, nd = 0;
+    PyObject *inner_o, *edges_o, *ids_o, *result = NULL;
+    if (!PyArg_ParseTuple(args, "nOOO", &size, &inner_o, &edges_o, &ids_o))
+        return NULL;
+    Read ri = {.ncol = 0}, re = {.ncol = 0}, rd = {.ncol = 0};
+    int64_t *outer_of = NULL, *src_of = NULL;
+    Column col = {NULL, NULL, 0};
+    if (size < 0 || read_columns(inner_o, 2, &ri, &ni) != 0 ||
+        read_columns(edges_o, 2, &re, &ne) != 0 || read_columns(ids_o, 1, &rd, &nd) != 0)
+        goto done;
+    size_t bytes = (size_t)(size ? size : 1) * sizeof(int64_t);
+    outer_of = malloc(bytes), src_of = malloc(bytes);
+    col.vals = malloc((size_t)(nd ? nd : 1) * 8);
+    col.bits = calloc((size_t)(nd + 7) / 8 + 1, 1);
+    if (outer_of == NULL || src_of == NULL || col.vals == NULL || col.bits == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+#define IN_RANGE(e) ((e) != NUL && (e) >= 0 && (e) < size)
+    for (Py_ssize_t e = 0; e < size; e++)
+        outer_of[e] = src_of[e] = NONE;
+    for (Py_ssize_t i = 0; i < ni; i++)
+        if (IN_RANGE(ri.col[0][i]) && ri.col[1][i] != NUL)
+            outer_of[ri.col[0][i]] = ri.col[1][i];
+    for (Py_ssize_t i = 0; i < ne; i++)
+        if (IN_RANGE(re.col[0][i]) && re.col[1][i] != NUL)
+            src_of[re.col[0][i]] = re.col[1][i];
+    int64_t nulls = 0;
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        int64_t id = rd.col[0][i], src = IN_RANGE(id) ? src_of[id] : NONE;
+        int64_t got = src != NONE && IN_RANGE(src) ? outer_of[src] : NONE;
+        col.vals[i] = (uint64_t)(got == NONE ? 0 : got);
+        if (got == NONE)
+            nulls++;
+        else
+            col.bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    }
+#undef IN_RANGE
+    col.nulls = nulls;
+    result = arrow_export(&col, 1, nd, names, formats);
+done:
+    free(col.vals), free(col.bits); /* moved into the result where it was made */
+    free(outer_of), free(src_of);
+    read_free(&ri);
+    read_free(&re);
+    read_free(&rd);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"spans", spans, METH_VARARGS, "Each window's start, end and the node that ends it."},
+    {"launched", launched, METH_VARARGS, "Each node's launch: the outer call linked to it."},
     {"waited", waited, METH_VARARGS, "The device work each waiting call waited for."},
     {"outer", outer_calls, METH_VARARGS, "Each host call's outermost call on its thread."},
     {"put", put, METH_VARARGS, "Each node's changed value written into an array."},

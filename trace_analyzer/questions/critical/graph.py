@@ -28,6 +28,7 @@ every node its recorded times exactly. A dependency that would end after the nod
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -219,7 +220,7 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     marks = _marks(events, window)
     device = _device(events, edges, marks)
     host, inner = _host(events, native)
-    host, device = _launches([host, device], events, edges, inner)
+    host, device = _launches([host, device], events, edges, inner, native)
     back = returns(host, device, native=native)
     nodes = pl.concat([host, marks, device, back], how="diagonal_relaxed")
     nodes = ordered(nodes).with_row_index("node")
@@ -363,12 +364,32 @@ def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
 
 
 def _launches(
-    parts: list[pl.DataFrame], events: pl.DataFrame, edges: pl.DataFrame, inner: pl.DataFrame
+    parts: list[pl.DataFrame],
+    events: pl.DataFrame,
+    edges: pl.DataFrame,
+    inner: pl.DataFrame,
+    native: bool = True,
 ) -> list[pl.DataFrame]:
     """Each of ``parts`` (nodes) with, per linked event, the outermost call its link names
     (``launch_event``): a device node's launch, or, for a call, the call on another thread
     that its link names. Where each event is its row and has one link at most (every
-    profile's table), found by position; else joined."""
+    profile's table), found by position (by the compiled ``_replay.launched`` where it was
+    built, else by polars, which gives the same); else joined."""
+    if by_row(events) and edges["dst"].n_unique() == edges.height and native and _replay:
+        ids = pl.concat([p.select(pl.col("event_id").cast(I64)) for p in parts]).rechunk()
+        found = frame(
+            _replay.launched(
+                events.height,
+                inner.select(pl.col("event_id", "outer").cast(I64)).rechunk().__arrow_c_stream__(),
+                edges.select(pl.col("dst", "src").cast(I64)).rechunk().__arrow_c_stream__(),
+                ids.__arrow_c_stream__(),
+            )
+        )["launch_event"]
+        bounds = [0, *itertools.accumulate(p.height for p in parts)]
+        return [
+            p.with_columns(launch_event=found.slice(a, b - a))
+            for p, a, b in zip(parts, bounds, bounds[1:], strict=False)
+        ]
     if by_row(events) and edges["dst"].n_unique() == edges.height:
         outer = pl.repeat(None, events.height, dtype=pl.Int64, eager=True)
         outer = outer.scatter(inner["event_id"], inner["outer"].cast(pl.Int64))
