@@ -391,3 +391,33 @@ def test_what_each_waiting_call_waited_for_compiled_is_the_reference(calls, work
     got = waits._compiled(call_rows, device).sort("_row")
     want = waits._waits(call_rows, device).select(got.columns).sort("_row")
     assert got.equals(want), (got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.integers(0, 9),
+                          st.integers(0, 5)), max_size=40),
+       st.randoms(use_true_random=False))  # fmt: skip
+def test_each_calls_outermost_call_compiled_is_the_reference(calls, rng):
+    """``_replay.outer`` (in any order: sorted in C, without the GIL) finds each host call's
+    outermost call on its thread as graph._host's polars version does, among equal starts,
+    equal ends and nesting."""
+    import polars as pl
+
+    from trace_analyzer.model.arrow import frame
+    from trace_analyzer.questions.critical import graph
+
+    if graph._replay is None:
+        pytest.skip("no compiled replay here (setup.py: optional)")
+    rows = [(pid, tid, s, s + d, i) for i, (pid, tid, s, d) in enumerate(calls)]
+    rng.shuffle(rows)
+    table = pl.DataFrame(rows, schema={c: pl.Int64 for c in
+                                       ("pid", "tid", "start_ns", "end_ns", "event_id")},
+                         orient="row")  # fmt: skip
+    got = table.with_columns(frame(graph._replay.outer(table.__arrow_c_stream__()))["outer"])
+    order = ("pid", "tid", "start_ns", "end_ns", "event_id")
+    want = table.sort(order, descending=[False, False, False, True, False])
+    cum = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
+    want = want.with_columns(
+        outer=pl.when(~(pl.col("start_ns") < cum).fill_null(False)).then(pl.col("event_id"))
+    ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
+    assert got.sort("event_id").equals(want.sort("event_id"))

@@ -1013,17 +1013,44 @@ static PyObject *put(PyObject *module, PyObject *args)
 
 enum { H_PID, H_TID, H_START, H_END, H_ID, NH };
 
-static const int64_t *sort_start, *sort_end, *sort_id; /* what by_call compares */
+/* A thread's calls in order: by start, the longer first, then by id (no state outside: the
+ * sort runs without the GIL, beside other threads). */
+typedef struct {
+    const int64_t *start, *end, *id;
+} CallKey;
 
-/* A thread's calls in order: by start, the longer first, then by id. */
-static int by_call(const void *x, const void *y)
+static int call_before(const CallKey *c, int64_t a, int64_t b)
 {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    if (sort_start[a] != sort_start[b])
-        return sort_start[a] < sort_start[b] ? -1 : 1;
-    if (sort_end[a] != sort_end[b])
-        return sort_end[a] > sort_end[b] ? -1 : 1;
-    return (sort_id[a] > sort_id[b]) - (sort_id[a] < sort_id[b]);
+    if (c->start[a] != c->start[b])
+        return c->start[a] < c->start[b];
+    if (c->end[a] != c->end[b])
+        return c->end[a] > c->end[b];
+    return c->id[a] < c->id[b];
+}
+
+/* rows[0, m) sorted by call_before: a merge sort through tmp (m values), insertion below 16. */
+static void sort_calls(int64_t *rows, Py_ssize_t m, const CallKey *c, int64_t *tmp)
+{
+    if (m < 16) {
+        for (Py_ssize_t i = 1; i < m; i++) {
+            int64_t x = rows[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && call_before(c, x, rows[j - 1]); j--)
+                rows[j] = rows[j - 1];
+            rows[j] = x;
+        }
+        return;
+    }
+    Py_ssize_t h = m / 2, i = 0, j = h, k = 0;
+    sort_calls(rows, h, c, tmp);
+    sort_calls(rows + h, m - h, c, tmp);
+    while (i < h && j < m)
+        tmp[k++] = call_before(c, rows[j], rows[i]) ? rows[j++] : rows[i++];
+    while (i < h)
+        tmp[k++] = rows[i++];
+    while (j < m)
+        tmp[k++] = rows[j++];
+    memcpy(rows, tmp, (size_t)m * sizeof *rows);
 }
 
 /* outer(stream): the stream's rows (pid, tid, start, end, id; in any order, fastest by start)
@@ -1080,21 +1107,22 @@ static PyObject *outer_calls(PyObject *module, PyObject *args)
     }
     for (Py_ssize_t i = 0; i < n; i++) /* the rows of each thread, in their order */
         order[count[thread[i]]++] = i;
-    sort_start = h[H_START], sort_end = h[H_END], sort_id = h[H_ID];
+    const CallKey key = {h[H_START], h[H_END], h[H_ID]};
+    Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
     for (Py_ssize_t t = 0; t < threads; t++) {
         int64_t *rows = order + first[t];
         Py_ssize_t m = first[t + 1] - first[t];
         int sorted = 1; /* by start already (the events table is): then only ties are put right */
         for (Py_ssize_t k = 1; k < m && sorted; k++)
-            sorted = sort_start[rows[k - 1]] <= sort_start[rows[k]];
+            sorted = key.start[rows[k - 1]] <= key.start[rows[k]];
         if (!sorted) {
-            qsort(rows, (size_t)m, sizeof *rows, by_call);
+            sort_calls(rows, m, &key, thread); /* (thread: each row's number, no longer needed) */
         } else {
             for (Py_ssize_t k = 0, j; k < m; k = j) {
-                for (j = k + 1; j < m && sort_start[rows[j]] == sort_start[rows[k]]; j++)
+                for (j = k + 1; j < m && key.start[rows[j]] == key.start[rows[k]]; j++)
                     ;
                 if (j - k > 1)
-                    qsort(rows + k, (size_t)(j - k), sizeof *rows, by_call);
+                    sort_calls(rows + k, j - k, &key, thread);
             }
         }
         int64_t reach = 0, holder = NONE;
@@ -1107,6 +1135,7 @@ static PyObject *outer_calls(PyObject *module, PyObject *args)
                 reach = h[H_END][i];
         }
     }
+    Py_END_ALLOW_THREADS;
     result = arrow_export(&col, 1, n, names, formats);
 done:
     if (result == NULL)
