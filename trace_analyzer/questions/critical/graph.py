@@ -222,7 +222,8 @@ def build(profile: Profile, window: str | None = None, *, native: bool = True) -
     host, inner = _host(events, native)
     host, device = _launches([host, device], events, edges, inner, native)
     back = returns(host, device, native=native)
-    nodes = pl.concat([host, marks, device, back], how="diagonal_relaxed")
+    # one chunk each: a gather from several chunks costs more than the copy that joins them
+    nodes = pl.concat([host, marks, device, back], how="diagonal_relaxed", rechunk=True)
     nodes = ordered(nodes).with_row_index("node")
     return _graph(nodes, *linked(nodes, native=native))
 
