@@ -129,24 +129,39 @@ class Graph:
         (for a run without steps: every node, and every node again from the last, so that of
         equal ends the last node is found) (found once)."""
         if self._groups is None:
-            parts: list[list[int]] = [[], [], [], [], [], []]
+            i64 = pl.Int64
             if not self.marks:
-                every, zeros = list(range(self.n)), [0] * self.n
+                every = pl.int_range(self.n, dtype=i64, eager=True)
+                zeros = pl.zeros(self.n, dtype=i64, eager=True)
+                none = pl.Series(dtype=i64)
                 keys: list[int | None] = [None]
-                parts = [every, zeros, [], [], every[::-1], zeros]
+                series: tuple[pl.Series, ...] = (every, zeros, none, none, every.reverse(), zeros)
             else:
                 steps = sorted(self.marks)
                 keys = list(steps)
-                index: dict[int | None, int] = {s: k for k, s in enumerate(steps)}
-                for s in steps:
+                marks: list[list[int]] = [
+                    [],
+                    [],
+                    [],
+                    [],
+                ]  # start marks, windows, end marks, windows
+                for k, s in enumerate(steps):
                     for side, nodes in enumerate(self.marks[s]):
-                        parts[2 * side] += nodes
-                        parts[2 * side + 1] += [index[s]] * len(nodes)
-                for key, nodes in self.by_step().items():
-                    parts[4] += nodes
-                    parts[5] += [index.get(key, NONE)] * len(nodes)
-            arrays = tuple(int64s(pl.Series(p, dtype=pl.Int64)) for p in parts)
-            self._groups = keys, arrays
+                        marks[2 * side] += nodes
+                        marks[2 * side + 1] += [k] * len(nodes)
+                device = self.table.select("node", "kind", "step").filter(
+                    ~pl.col("kind").is_in(HOST_NODES)
+                )  # in node order: of equal ends, the first is found
+                window = pl.col("step").replace_strict(
+                    steps, list(range(len(steps))), default=NONE, return_dtype=i64
+                )
+                device = device.select(pl.col("node").cast(i64), window.fill_null(NONE))
+                series = (
+                    *(pl.Series(m, dtype=i64) for m in marks),
+                    device["node"],
+                    device["step"],
+                )
+            self._groups = keys, tuple(int64s(x) for x in series)
         return self._groups
 
     def device_sums(self) -> dict[int | None, int]:
