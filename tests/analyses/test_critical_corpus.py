@@ -218,6 +218,9 @@ def test_the_compiled_link_gives_the_graph_polars_gives(case):
         assert list(getattr(fast, name)) == list(getattr(slow, name)), name
     assert (fast.latency_ns, fast.step, fast.marks) == (slow.latency_ns, slow.step, slow.marks)
     assert_frame_equal(fast.table, slow.table)
+    for name in ("chain", "launch", "wait", "call", "cross", "gap"):  # -1 a null, as columns
+        column = fast.links(name)[0]
+        assert column.to_list() == [None if v == -1 else v for v in getattr(fast, name)], name
 
 
 def test_the_compiled_host_time_and_windows_give_what_polars_and_python_give(case):

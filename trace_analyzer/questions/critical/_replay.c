@@ -19,9 +19,8 @@
  * to the same graph by a test): the stream is polars' Arrow C stream of one frame of Int64
  * columns in LINK_IN's order (link.py), the nodes in their order; out, a writable buffer of
  * len(LINK_OUT) int64 arrays of one value per node, one after another, receives the graph's
- * arrays (in LINK_OUT's order, null as -1 for a node and 0 for a time). Returns (latency,
- * table): the launch latency and the (schema, array) capsule pair of the node table's columns
- * chain, gap, launch, wait and call, with their nulls.
+ * arrays (in LINK_OUT's order, null as -1 for a node and 0 for a time). Returns the launch
+ * latency.
  *
  * ints(stream) takes an Int64 column without nulls from polars as an Arrow C stream (its
  * Series.__arrow_c_stream__) and returns its values as a bytearray of int64: the graph's
@@ -686,41 +685,42 @@ static int linked(int64_t *const *in, int64_t *const *out, uint8_t *gap_null, Py
     return 0;
 }
 
-/* The node table's linked columns (chain, gap, launch, wait, call) as Arrow, with nulls. */
-static PyObject *table_columns(int64_t *const *out, const uint8_t *gap_null, Py_ssize_t n)
+/* nullable(array): an int64 buffer (a graph's array: a node, or -1 for none) as the (schema,
+ * array) capsule pair of one Int64 column, "values", -1 a null. */
+static PyObject *nullable(PyObject *module, PyObject *args)
 {
-    static const char *const names[] = {"chain", "gap", "launch", "wait", "call"};
-    static const char *const formats[] = {"l", "l", "l", "l", "l"};
-    const int from[] = {O_CHAIN, O_GAP, O_LAUNCH, O_WAIT, O_CALL};
-    Column col[5] = {{0}};
-    size_t bytes = (size_t)(n ? n : 1) * 8, nbits = (size_t)(n + 7) / 8 + 1;
-    int k = 0;
-    for (; k < 5; k++) {
-        col[k].vals = malloc(bytes);
-        col[k].bits = calloc(nbits, 1);
-        if (col[k].vals == NULL || col[k].bits == NULL) {
-            free(col[k].vals), free(col[k].bits);
-            break;
-        }
-        const int64_t *v = out[from[k]];
-        memcpy(col[k].vals, v, (size_t)n * 8);
+    (void)module;
+    static const char *const names[] = {"values"};
+    static const char *const formats[] = {"l"};
+    PyObject *o;
+    if (!PyArg_ParseTuple(args, "O", &o))
+        return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(o, &b, PyBUF_C_CONTIGUOUS) != 0)
+        return NULL;
+    Py_ssize_t n = b.len / 8;
+    Column col = {malloc((size_t)(n ? n : 1) * 8), calloc((size_t)(n + 7) / 8 + 1, 1), 0};
+    PyObject *result = NULL;
+    if (col.vals == NULL || col.bits == NULL) {
+        PyErr_NoMemory();
+    } else {
+        const int64_t *v = b.buf;
+        memcpy(col.vals, v, (size_t)n * 8);
         int64_t valid = 0;
         for (Py_ssize_t i = 0; i < n; i += 8) { /* a byte of validity at a time */
             unsigned byte = 0;
             for (Py_ssize_t j = i; j < i + 8 && j < n; j++) {
-                unsigned bit = k == 1 ? !gap_null[j] : v[j] != NONE;
+                unsigned bit = v[j] != NONE;
                 byte |= bit << (j - i), valid += bit;
             }
-            col[k].bits[i >> 3] = (uint8_t)byte;
+            col.bits[i >> 3] = (uint8_t)byte;
         }
-        col[k].nulls = n - valid;
+        col.nulls = n - valid;
+        result = arrow_export(&col, 1, n, names, formats);
     }
-    if (k < 5) {
-        for (int j = 0; j < k; j++)
-            free(col[j].vals), free(col[j].bits);
-        return PyErr_NoMemory();
-    }
-    return arrow_export(col, 5, n, names, formats);
+    free(col.vals), free(col.bits); /* moved into the result where it was made */
+    PyBuffer_Release(&b);
+    return result;
 }
 
 static PyObject *link_nodes(PyObject *module, PyObject *args)
@@ -759,9 +759,7 @@ static PyObject *link_nodes(PyObject *module, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    PyObject *table = table_columns(out, gap_null, n);
-    if (table != NULL)
-        result = Py_BuildValue("LN", (long long)latency, table);
+    result = PyLong_FromLongLong((long long)latency);
 done:
     if (ob.obj != NULL)
         PyBuffer_Release(&ob);
@@ -1406,6 +1404,7 @@ static PyMethodDef methods[] = {
     {"put", put, METH_VARARGS, "Each node's changed value written into an array."},
     {"own_pieces", own_pieces, METH_VARARGS, "The host's own time, by the range holding it."},
     {"covered", covered, METH_VARARGS, "The time of each interval inside ranges."},
+    {"nullable", nullable, METH_VARARGS, "A graph's array as an Int64 column, -1 a null."},
     {"link", link_nodes, METH_VARARGS, "A graph's dependencies, gaps, lags and delays (module doc)."},
     {"replay", replay, METH_VARARGS, "The replay's start and end of every node (module doc)."},
     {"ints", ints, METH_VARARGS, "An Int64 column's values from its Arrow C stream."},

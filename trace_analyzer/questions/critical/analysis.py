@@ -365,7 +365,7 @@ def _named(g: Graph, kind: str, regex: str) -> pl.DataFrame:
     """The nodes of ``kind`` whose name matches ``regex``."""
     from trace_analyzer.model.schema import matching
 
-    nodes = g.table.select("node", "kind", "name", "call")
+    nodes = g.table.select("node", "kind", "name").with_columns(g.links("call"))
     return nodes.filter((pl.col("kind") == kind) & matching(nodes["name"], regex))
 
 

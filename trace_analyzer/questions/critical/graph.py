@@ -184,12 +184,28 @@ class Graph:
             self._returns = nodes.filter(pl.col("kind") == "return")["node"].to_list()
         return self._returns
 
+    def links(self, *names: str) -> list[pl.Series]:
+        """The arrays ``names`` (``chain``, ``launch``, ``wait``, ``call``, ``cross``, ``gap``:
+        a node, or a time) as Int64 columns beside the table's rows, -1 a null (by the
+        compiled ``_replay.nullable`` where the arrays are its, else by polars)."""
+        out = []
+        for name in names:
+            values = getattr(self, name)
+            if _replay is not None and isinstance(values, memoryview):
+                column = frame(_replay.nullable(values))["values"]
+            else:
+                column = pl.Series(values=list(values), dtype=pl.Int64)
+                column = pl.select(pl.when(column != NONE).then(column)).to_series()
+            out.append(column.alias(name))
+        return out
+
     def host_gaps(self) -> pl.DataFrame:
         """The host nodes with time before them on their thread (``gap``): pid, tid, a (where
         the gap starts), b (the node's start), node; Int64, in node order (found once)."""
         if self._gaps is None:
             self._gaps = (
-                self.table.select("pid", "tid", "start_ns", "gap", "node", "kind", "chain")
+                self.table.select("pid", "tid", "start_ns", "node", "kind")
+                .with_columns(self.links("gap", "chain"))
                 .filter(
                     pl.col("kind").is_in(HOST_NODES)
                     & pl.col("chain").is_not_null()

@@ -12,7 +12,6 @@ from types import ModuleType
 
 import polars as pl
 
-from trace_analyzer.model.arrow import frame
 from trace_analyzer.model.pages import zeroed
 
 # The kinds of the nodes that are not device work.
@@ -42,11 +41,8 @@ def int64s(column: pl.Series) -> Sequence[int]:
 KINDS = ("compute", "communication", "memory", "call", "mark", "return")
 OWN_CODES = {"compute": 0, "communication": 1, "memory": 2, "call": 3}
 
-# The node table's columns (Graph.table).
-TABLE = (
-    "node", "event_id", "kind", "name", "lane", "pid", "tid", "start_ns", "end_ns", "chain",
-    "gap", "launch", "wait", "call", "step",
-)  # fmt: skip
+# The node table's columns (Graph.table; its links, as columns, from Graph.links).
+TABLE = ("node", "event_id", "kind", "name", "lane", "pid", "tid", "start_ns", "end_ns", "step")
 # The columns the link reads (_replay.c's I_ order; the kind and the lane as their codes) and
 # the arrays it makes (O_ order).
 LINK_IN = (
@@ -83,15 +79,15 @@ def _compiled(nodes: pl.DataFrame) -> Linked:
     ).rechunk()
     size = 8 * nodes.height
     out = zeroed(len(LINK_OUT) * size)  # every array in one buffer, in huge pages where it can
-    latency, linked = _replay.link(columns.__arrow_c_stream__(), out)
+    latency = _replay.link(columns.__arrow_c_stream__(), out)
     got: dict[str, Sequence[int]] = {
         k: out[i * size : (i + 1) * size].cast("q") for i, k in enumerate(LINK_OUT)
     }
-    table = pl.concat(
-        [nodes.select(TABLE[:9]), frame(linked), nodes.select("step")],
-        how="horizontal",
-    ).with_columns(pl.col("node").cast(pl.Int64))
-    return latency, got, table
+    return latency, got, _table(nodes)
+
+
+def _table(nodes: pl.DataFrame) -> pl.DataFrame:
+    return nodes.select(TABLE).with_columns(pl.col("node").cast(pl.Int64))
 
 
 def _by_polars(nodes: pl.DataFrame) -> Linked:
@@ -142,8 +138,7 @@ def _by_polars(nodes: pl.DataFrame) -> Linked:
     got |= {k: ints(k) for k in ("event_id", "chain", "launch", "wait", "cross", "call")}
     got |= {"start": got.pop("start_ns"), "event": got.pop("event_id")}
     got["own"] = int64s(nodes.select(own_code.cast(pl.Int64)).to_series())
-    table = nodes.select(*TABLE[:9], *(pl.col(c).cast(pl.Int64) for c in TABLE[9:14]), "step")
-    return latency, got, table.with_columns(pl.col("node").cast(pl.Int64))
+    return latency, got, _table(nodes)
 
 
 def _with_preds(nodes: pl.DataFrame) -> pl.DataFrame:

@@ -104,7 +104,7 @@ def graphs(g: Graph, api: str) -> Scenario:
     """Every step's device work launched as one CUDA/HIP graph (``api``), per process: each
     piece waits for the first launch of its process's step (the earliest call, in node
     order), not its own."""
-    device = g.table.select("node", "kind", "launch", "pid", "step")
+    device = g.table.select("node", "kind", "pid", "step").with_columns(g.links("launch"))
     device = device.filter(~pl.col("kind").is_in(HOST_NODES) & pl.col("launch").is_not_null())
     device = device.with_columns(head=pl.col("launch").min().over("pid", "step"))
     relinked = device.filter(pl.col("launch") != pl.col("head"))
