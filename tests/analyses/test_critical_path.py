@@ -414,10 +414,5 @@ def test_each_calls_outermost_call_compiled_is_the_reference(calls, rng):
                                        ("pid", "tid", "start_ns", "end_ns", "event_id")},
                          orient="row")  # fmt: skip
     got = table.with_columns(frame(graph._replay.outer(table.__arrow_c_stream__()))["outer"])
-    order = ("pid", "tid", "start_ns", "end_ns", "event_id")
-    want = table.sort(order, descending=[False, False, False, True, False])
-    cum = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
-    want = want.with_columns(
-        outer=pl.when(~(pl.col("start_ns") < cum).fill_null(False)).then(pl.col("event_id"))
-    ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
+    want = graph.outer_by_polars(table)
     assert got.sort("event_id").equals(want.sort("event_id"))

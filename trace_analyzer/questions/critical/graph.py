@@ -334,12 +334,7 @@ def _host(events: pl.DataFrame, native: bool = True) -> tuple[pl.DataFrame, pl.D
         found = frame(_replay.outer(columns.rechunk().__arrow_c_stream__()))
         calls = calls.with_columns(outer=found["outer"])
     else:
-        order = ("pid", "tid", "start_ns", "end_ns", "event_id")
-        calls = calls.sort(order, descending=[False, False, False, True, False])
-        cum = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
-        calls = calls.with_columns(
-            outer=pl.when(~(pl.col("start_ns") < cum).fill_null(False)).then(pl.col("event_id"))
-        ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
+        calls = outer_by_polars(calls)
     inner = calls.select("event_id", "outer")
     outer = calls.filter(pl.col("event_id") == pl.col("outer")).drop("outer")
     return (
@@ -359,6 +354,17 @@ def _host_calls(events: pl.DataFrame) -> pl.DataFrame:
     return calls.filter(pl.col("lane_kind").is_in(HOST_KINDS) & ~on_device(calls)).drop(
         "lane_kind", "source"
     )
+
+
+def outer_by_polars(calls: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` (pid, tid, start_ns, end_ns, event_id) with each one's outermost call on its
+    thread (``outer``), by polars: ``_replay.outer``'s reference (``_host``)."""
+    order = ("pid", "tid", "start_ns", "end_ns", "event_id")
+    calls = calls.sort(order, descending=[False, False, False, True, False])
+    cum = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
+    return calls.with_columns(
+        outer=pl.when(~(pl.col("start_ns") < cum).fill_null(False)).then(pl.col("event_id"))
+    ).with_columns(pl.col("outer").forward_fill().over("pid", "tid"))
 
 
 def _marks(events: pl.DataFrame, window: str | None) -> pl.DataFrame:
