@@ -226,7 +226,8 @@ def test_the_compiled_link_gives_the_graph_polars_gives(case):
 def test_the_compiled_host_time_and_windows_give_what_polars_and_python_give(case):
     """On each real trace, the compiled pieces of the host's own time (_replay.own_pieces)
     are polars' pieces; the host-time what-if of each of the three labels holding the most
-    own time leaves the same gaps by _replay.covered as by polars; and each window's span
+    own time leaves the same gaps by _replay.covered as by polars, and replays to the same
+    times; and each window's span
     found by _replay.spans is the one Python's loop finds."""
     from polars.testing import assert_frame_equal
 
@@ -243,6 +244,10 @@ def test_the_compiled_host_time_and_windows_give_what_polars_and_python_give(cas
         mine = own.filter(pl.col("label") == label)
         fast, slow = (host_time(g, mine, label, label, native=n) for n in (True, False))
         assert fast.change.gap == slow.change.gap, label
+        # the compiled answer (a frame of nodes and values) replays as polars' dict does
+        a, b = replay(g, fast.change), replay(g, slow.change)
+        assert (list(a.start), list(a.end)) == (list(b.start), list(b.end)), label
+        assert sorted(fast.nodes().to_list()) == sorted(slow.touched), label
     times = replay(g)
     as_lists = Times(*(list(v) for v in vars(times).values()))
     assert windows(g, times) == windows(g, as_lists)

@@ -416,3 +416,25 @@ def test_each_calls_outermost_call_compiled_is_the_reference(calls, rng):
     got = table.with_columns(frame(graph._replay.outer(table.__arrow_c_stream__()))["outer"])
     want = graph.outer_by_polars(table)
     assert got.sort("event_id").equals(want.sort("event_id"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, 1), st.integers(0, 9),
+                          st.integers(0, 5)), max_size=40),
+       st.randoms(use_true_random=False))  # fmt: skip
+def test_the_hosts_own_time_compiled_is_the_reference(ranges, rng):
+    """``_replay.own_pieces`` (ranges in any order: each thread's put in order in C) cuts each
+    thread's time into the pieces polars cuts (own._by_polars), each named after the same
+    innermost range, threads in the same order, among equal starts, equal ends, points and
+    nesting."""
+    import polars as pl
+
+    from trace_analyzer.questions.critical import own
+
+    if own._replay is None:
+        pytest.skip("no compiled replay here (setup.py: optional)")
+    rows = [(pid, tid, s, s + d, i) for i, (pid, tid, s, d) in enumerate(ranges)]
+    rng.shuffle(rows)
+    table = pl.DataFrame(rows, schema={c: pl.Int64 for c in ("pid", "tid", "start", "end", "id")},
+                         orient="row")  # fmt: skip
+    assert own._compiled(table).equals(own._by_polars(table))

@@ -57,6 +57,20 @@ class Rows(Sequence[dict[str, Any]]):
         return self.frame.sort(by, descending=True, maintain_order=True).head(n).to_dicts()
 
 
+def longest(frame: pl.DataFrame, n: int, by: str) -> pl.DataFrame:
+    """Return the ``n`` rows of ``frame`` with the largest ``by`` (never null), largest
+    first and in table order at equal values: the rows are chosen on that one column
+    (``top_k``), so only they are gathered, not the whole table sorted (800 thousand gaps at
+    1 GB of trace)."""
+    chosen = (
+        frame.select(by)
+        .with_row_index("row")
+        .top_k(n, by=[by, "row"], reverse=[False, True])
+        .sort([by, "row"], descending=[True, False])
+    )
+    return frame[chosen["row"]]
+
+
 def as_frame(rows: Rows | Sequence[dict[str, Any]]) -> pl.DataFrame:
     """Return a result table ``rows`` as a DataFrame, whether Rows or a list of dicts."""
     return rows.frame if isinstance(rows, Rows) else pl.DataFrame(rows, infer_schema_length=None)

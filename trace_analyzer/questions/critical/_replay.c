@@ -794,86 +794,6 @@ static int columns_push(Column *c, int ncol, Py_ssize_t *cap, Py_ssize_t n, cons
     return 0;
 }
 
-enum { R_PID, R_TID, R_START, R_END, R_ID, NR };
-
-/* The pieces of one thread's ranges [lo, hi) (sorted by start, then the longer first, then
- * id): between each two of their distinct start and end times, the innermost range holding
- * the middle, as intervals.enclosing finds it (a stack: a range pops those that end before
- * it ends; a point those that end before it). */
-static int pieces_of(int64_t *const *r, Py_ssize_t lo, Py_ssize_t hi, Column *out,
-                     Py_ssize_t *cap, Py_ssize_t *n, int64_t *times, int64_t *stack_end,
-                     int64_t *stack_id)
-{
-    Py_ssize_t m = 0, top = 0, j = lo;
-    for (Py_ssize_t i = lo; i < hi; i++)
-        times[m++] = r[R_START][i], times[m++] = r[R_END][i];
-    qsort(times, (size_t)m, sizeof *times, by_value);
-    for (Py_ssize_t k = 0; k + 1 < m; k++) {
-        int64_t t = times[k], u = times[k + 1];
-        if (u <= t)
-            continue;
-        int64_t mid = floor_half(t, u);
-        for (; j < hi && r[R_START][j] <= mid; j++) {
-            while (top && stack_end[top - 1] < r[R_END][j])
-                top--;
-            stack_end[top] = r[R_END][j], stack_id[top++] = r[R_ID][j];
-        }
-        while (top && stack_end[top - 1] < mid)
-            top--;
-        if (!top)
-            continue;
-        int64_t row[5] = {r[R_PID][lo], r[R_TID][lo], t, u, stack_id[top - 1]};
-        if (columns_push(out, 5, cap, *n, row) != 0)
-            return -1;
-        ++*n;
-    }
-    return 0;
-}
-
-static PyObject *own_pieces(PyObject *module, PyObject *args)
-{
-    (void)module;
-    static const char *const names[] = {"pid", "tid", "start_ns", "end_ns", "parent"};
-    static const char *const formats[] = {"l", "l", "l", "l", "l"};
-    PyObject *cap_o;
-    if (!PyArg_ParseTuple(args, "O", &cap_o))
-        return NULL;
-    int64_t *times = NULL, *stack_end = NULL, *stack_id = NULL;
-    Column out[5] = {{0}};
-    Py_ssize_t n = 0, cap = 0, rows = 0;
-    PyObject *result = NULL;
-    Read read;
-    int64_t *const *r = read.col;
-    if (read_columns(cap_o, NR, &read, &rows) != 0)
-        goto done;
-    size_t bytes = (size_t)(rows ? rows : 1) * sizeof(int64_t);
-    times = malloc(2 * bytes), stack_end = malloc(bytes), stack_id = malloc(bytes);
-    if (times == NULL || stack_end == NULL || stack_id == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int failed = 0;
-    Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
-    for (Py_ssize_t lo = 0, hi; lo < rows && !failed; lo = hi) {
-        for (hi = lo + 1; hi < rows && r[R_PID][hi] == r[R_PID][lo] && r[R_TID][hi] == r[R_TID][lo];
-             hi++)
-            ;
-        failed = pieces_of(r, lo, hi, out, &cap, &n, times, stack_end, stack_id) != 0;
-    }
-    Py_END_ALLOW_THREADS;
-    if (failed) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    result = arrow_export(out, 5, n, names, formats);
-done:
-    for (int k = 0; k < 5; k++)
-        free(out[k].vals);
-    read_free(&read);
-    free(times), free(stack_end), free(stack_id);
-    return result;
-}
-
 enum { C_PID, C_TID, C_A, C_B, C_NODE, NC };
 enum { U_PID, U_TID, U_START, U_END, NU };
 
@@ -883,6 +803,8 @@ enum { U_PID, U_TID, U_START, U_END, NU };
 static PyObject *covered(PyObject *module, PyObject *args)
 {
     (void)module;
+    static const char *const names[] = {"node", "value"};
+    static const char *const formats[] = {"l", "l"};
     PyObject *nodes_o, *ranges_o;
     if (!PyArg_ParseTuple(args, "OO", &nodes_o, &ranges_o))
         return NULL;
@@ -960,14 +882,10 @@ static PyObject *covered(PyObject *module, PyObject *args)
             got_node[got] = c[C_NODE][i], got_left[got++] = c[C_B][i] - c[C_A][i] - cut;
     }
     Py_END_ALLOW_THREADS;
-    result = PyDict_New();
-    for (Py_ssize_t j = 0; result != NULL && j < got; j++) {
-        PyObject *a = PyLong_FromLongLong(got_node[j]), *b = PyLong_FromLongLong(got_left[j]);
-        if (a == NULL || b == NULL || PyDict_SetItem(result, a, b) != 0)
-            Py_CLEAR(result);
-        Py_XDECREF(a);
-        Py_XDECREF(b);
-    }
+    Column out[2] = {{(uint64_t *)got_node, NULL, 0}, {(uint64_t *)got_left, NULL, 0}};
+    result = arrow_export(out, 2, got, names, formats);
+    got_node = out[0].vals == NULL ? NULL : got_node; /* moved into the result where made */
+    got_left = out[1].vals == NULL ? NULL : got_left;
 done:
     free(got_node), free(got_left);
     read_free(&read_c);
@@ -1004,6 +922,42 @@ static PyObject *put(PyObject *module, PyObject *args)
     PyBuffer_Release(&b);
     if (bad)
         return NULL;
+    Py_RETURN_NONE;
+}
+
+/* put_frame(array, stream): each node's value of the stream's frame (Int64 columns node,
+ * value, as covered gives them) written into array (as put's). */
+static PyObject *put_frame(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *array_o, *cap;
+    if (!PyArg_ParseTuple(args, "OO", &array_o, &cap))
+        return NULL;
+    Read read;
+    Py_ssize_t rows = 0;
+    if (read_columns(cap, 2, &read, &rows) != 0) {
+        read_free(&read);
+        return NULL;
+    }
+    Py_buffer b;
+    if (PyObject_GetBuffer(array_o, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) {
+        read_free(&read);
+        return NULL;
+    }
+    int64_t *v = b.buf, *node = read.col[0], *value = read.col[1];
+    Py_ssize_t n = b.len / 8, bad = 0;
+    for (Py_ssize_t j = 0; j < rows; j++) {
+        if (node[j] < 0 || node[j] >= n)
+            bad = 1;
+        else
+            v[node[j]] = value[j];
+    }
+    PyBuffer_Release(&b);
+    read_free(&read);
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "a node out of range");
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -1051,6 +1005,79 @@ static void sort_calls(int64_t *rows, Py_ssize_t m, const CallKey *c, int64_t *t
     memcpy(rows, tmp, (size_t)m * sizeof *rows);
 }
 
+/* The rows of (pid, tid, start, end, id) columns (H_*) by thread: each thread's rows in
+ * call_before's order at order[first[t], first[t + 1]), the threads numbered as first seen.
+ * Touches no Python object (it runs without the GIL); -1 when memory ran out. */
+typedef struct {
+    int64_t *order, *first;
+    Py_ssize_t threads;
+} Threads;
+
+static void threads_free(Threads *t)
+{
+    free(t->order), free(t->first);
+    t->order = t->first = NULL;
+}
+
+static int by_thread(int64_t *const *h, Py_ssize_t n, Threads *out)
+{
+    size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
+    int64_t *thread = malloc(bytes), *count = NULL;
+    Chains ch = {NULL, NULL, 0, 0};
+    *out = (Threads){malloc(bytes), NULL, 0};
+    int failed = thread == NULL || out->order == NULL || chains_init(&ch, 64) != 0;
+    Py_ssize_t threads = 0; /* each row's thread, numbered as first seen */
+    for (Py_ssize_t i = 0; !failed && i < n; i++) {
+        int64_t was = chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, threads);
+        failed = was == -2;
+        if (was >= 0) /* seen: put its number back (the key is there: nothing grows) */
+            chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, was);
+        thread[i] = was >= 0 ? was : threads++;
+    }
+    if (!failed) {
+        count = calloc((size_t)threads + 1, sizeof(int64_t));
+        out->first = malloc(((size_t)threads + 1) * sizeof(int64_t));
+        failed = count == NULL || out->first == NULL;
+    }
+    if (!failed) {
+        int64_t *first = out->first, *order = out->order;
+        for (Py_ssize_t i = 0; i < n; i++)
+            count[thread[i]]++;
+        for (Py_ssize_t t = 0, at = 0; t <= threads; t++) {
+            first[t] = at;
+            at += count[t];
+            count[t] = first[t];
+        }
+        for (Py_ssize_t i = 0; i < n; i++) /* the rows of each thread, in their order */
+            order[count[thread[i]]++] = i;
+        const CallKey key = {h[H_START], h[H_END], h[H_ID]};
+        for (Py_ssize_t t = 0; t < threads; t++) {
+            int64_t *rows = order + first[t];
+            Py_ssize_t m = first[t + 1] - first[t];
+            int sorted = 1; /* by start already (the events table is): only ties put right */
+            for (Py_ssize_t k = 1; k < m && sorted; k++)
+                sorted = key.start[rows[k - 1]] <= key.start[rows[k]];
+            if (!sorted) {
+                sort_calls(rows, m, &key, thread); /* (thread: a row's number, done with) */
+                continue;
+            }
+            for (Py_ssize_t k = 0, j; k < m; k = j) {
+                for (j = k + 1; j < m && key.start[rows[j]] == key.start[rows[k]]; j++)
+                    ;
+                if (j - k > 1)
+                    sort_calls(rows + k, j - k, &key, thread);
+            }
+        }
+    }
+    free(thread), free(count), free(ch.keys), free(ch.node);
+    if (failed) {
+        threads_free(out);
+        return -1;
+    }
+    out->threads = threads;
+    return 0;
+}
+
 /* outer(stream): the stream's rows (pid, tid, start, end, id; in any order, fastest by start)
  * are calls; returns the (schema, array) capsule pair of one Int64 column, "outer": each
  * call's outermost call on its thread (its own id where nothing holds it), as _host finds it
@@ -1068,78 +1095,144 @@ static PyObject *outer_calls(PyObject *module, PyObject *args)
     int64_t *const *h = read.col;
     Py_ssize_t n = 0;
     PyObject *result = NULL;
-    int64_t *thread = NULL, *first = NULL, *order = NULL, *count = NULL;
-    Chains ch = {NULL, NULL, 0, 0};
+    Threads th = {NULL, NULL, 0};
     Column col = {NULL, NULL, 0};
     if (read_columns(cap, NH, &read, &n) != 0)
         goto done;
-    size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
-    thread = malloc(bytes), order = malloc(bytes), col.vals = malloc(bytes);
-    if (thread == NULL || order == NULL || col.vals == NULL || chains_init(&ch, 64) != 0) {
+    if ((col.vals = malloc((size_t)(n ? n : 1) * sizeof(int64_t))) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t threads = 0; /* each row's thread, numbered as first seen */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t was = chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, threads);
-        if (was == -2) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        if (was != NONE) /* seen: put its number back */
-            chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, was);
-        thread[i] = was != NONE ? was : threads++;
-    }
-    count = calloc((size_t)threads + 1, sizeof(int64_t));
-    first = malloc(((size_t)threads + 1) * sizeof(int64_t));
-    if (count == NULL || first == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        count[thread[i]]++;
-    for (Py_ssize_t t = 0, at = 0; t <= threads; t++) {
-        first[t] = at;
-        at += count[t];
-        count[t] = first[t];
-    }
-    for (Py_ssize_t i = 0; i < n; i++) /* the rows of each thread, in their order */
-        order[count[thread[i]]++] = i;
-    const CallKey key = {h[H_START], h[H_END], h[H_ID]};
+    int failed;
     Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
-    for (Py_ssize_t t = 0; t < threads; t++) {
-        int64_t *rows = order + first[t];
-        Py_ssize_t m = first[t + 1] - first[t];
-        int sorted = 1; /* by start already (the events table is): then only ties are put right */
-        for (Py_ssize_t k = 1; k < m && sorted; k++)
-            sorted = key.start[rows[k - 1]] <= key.start[rows[k]];
-        if (!sorted) {
-            sort_calls(rows, m, &key, thread); /* (thread: each row's number, no longer needed) */
-        } else {
-            for (Py_ssize_t k = 0, j; k < m; k = j) {
-                for (j = k + 1; j < m && key.start[rows[j]] == key.start[rows[k]]; j++)
-                    ;
-                if (j - k > 1)
-                    sort_calls(rows + k, j - k, &key, thread);
-            }
-        }
+    failed = by_thread(h, n, &th) != 0;
+    for (Py_ssize_t t = 0; !failed && t < th.threads; t++) {
         int64_t reach = 0, holder = NONE;
-        for (Py_ssize_t k = 0; k < m; k++) {
-            int64_t i = rows[k];
-            if (k == 0 || !(h[H_START][i] < reach))
+        for (Py_ssize_t k = th.first[t]; k < th.first[t + 1]; k++) {
+            int64_t i = th.order[k];
+            if (k == th.first[t] || !(h[H_START][i] < reach))
                 holder = h[H_ID][i];
             col.vals[i] = (uint64_t)holder;
-            if (k == 0 || h[H_END][i] > reach)
+            if (k == th.first[t] || h[H_END][i] > reach)
                 reach = h[H_END][i];
         }
     }
     Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
     result = arrow_export(&col, 1, n, names, formats);
 done:
     if (result == NULL)
         free(col.vals);
     read_free(&read);
-    free(thread), free(first), free(order), free(count), free(ch.keys), free(ch.node);
+    threads_free(&th);
+    return result;
+}
+
+/* The pieces of one thread's ranges, the rows[0, nrows) of r (in call_before's order):
+ * between each two of their distinct start and end times, the innermost range holding the
+ * middle, as intervals.enclosing finds it (a stack: a range pops those that end before it
+ * ends; a point those that end before it). */
+static int pieces_of(int64_t *const *r, const int64_t *rows, Py_ssize_t nrows, Column *out,
+                     Py_ssize_t *cap, Py_ssize_t *n, int64_t *times, int64_t *stack_end,
+                     int64_t *stack_id)
+{
+    Py_ssize_t m = 0, top = 0, j = 0;
+    for (Py_ssize_t i = 0; i < nrows; i++)
+        times[m++] = r[H_START][rows[i]], times[m++] = r[H_END][rows[i]];
+    qsort(times, (size_t)m, sizeof *times, by_value);
+    for (Py_ssize_t k = 0; k + 1 < m; k++) {
+        int64_t t = times[k], u = times[k + 1];
+        if (u <= t)
+            continue;
+        int64_t mid = floor_half(t, u);
+        for (; j < nrows && r[H_START][rows[j]] <= mid; j++) {
+            int64_t i = rows[j];
+            while (top && stack_end[top - 1] < r[H_END][i])
+                top--;
+            stack_end[top] = r[H_END][i], stack_id[top++] = r[H_ID][i];
+        }
+        while (top && stack_end[top - 1] < mid)
+            top--;
+        if (!top)
+            continue;
+        int64_t row[5] = {r[H_PID][rows[0]], r[H_TID][rows[0]], t, u, stack_id[top - 1]};
+        if (columns_push(out, 5, cap, *n, row) != 0)
+            return -1;
+        ++*n;
+    }
+    return 0;
+}
+
+/* A thread: its pid and tid, its number (by_thread's). */
+typedef struct {
+    int64_t pid, tid, t;
+} ThreadKey;
+
+static int by_key(const void *x, const void *y)
+{
+    const ThreadKey *a = x, *b = y;
+    if (a->pid != b->pid)
+        return (a->pid > b->pid) - (a->pid < b->pid);
+    return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+/* own_pieces(stream): the stream's rows (pid, tid, start, end, id; in any order, fastest by
+ * start) are ranges; returns the (schema, array) capsule pair of own.py's pieces (pid, tid,
+ * start_ns, end_ns, parent), by thread (pid, then tid) and time. */
+static PyObject *own_pieces(PyObject *module, PyObject *args)
+{
+    (void)module;
+    static const char *const names[] = {"pid", "tid", "start_ns", "end_ns", "parent"};
+    static const char *const formats[] = {"l", "l", "l", "l", "l"};
+    PyObject *cap_o;
+    if (!PyArg_ParseTuple(args, "O", &cap_o))
+        return NULL;
+    int64_t *times = NULL, *stack_end = NULL, *stack_id = NULL;
+    Column out[5] = {{0}};
+    Py_ssize_t n = 0, cap = 0, rows = 0;
+    PyObject *result = NULL;
+    Read read;
+    Threads th = {NULL, NULL, 0};
+    ThreadKey *keys = NULL;
+    int64_t *const *r = read.col;
+    if (read_columns(cap_o, NH, &read, &rows) != 0)
+        goto done;
+    size_t bytes = (size_t)(rows ? rows : 1) * sizeof(int64_t);
+    times = malloc(2 * bytes), stack_end = malloc(bytes), stack_id = malloc(bytes);
+    if (times == NULL || stack_end == NULL || stack_id == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
+    failed = by_thread(r, rows, &th) != 0 ||
+             (keys = malloc(((size_t)th.threads + 1) * sizeof *keys)) == NULL;
+    for (Py_ssize_t t = 0; !failed && t < th.threads; t++) {
+        int64_t i = th.order[th.first[t]];
+        keys[t] = (ThreadKey){r[H_PID][i], r[H_TID][i], t};
+    }
+    if (!failed)
+        qsort(keys, (size_t)th.threads, sizeof *keys, by_key);
+    for (Py_ssize_t k = 0; !failed && k < th.threads; k++) {
+        int64_t t = keys[k].t;
+        failed = pieces_of(r, th.order + th.first[t], th.first[t + 1] - th.first[t], out, &cap,
+                           &n, times, stack_end, stack_id) != 0;
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = arrow_export(out, 5, n, names, formats);
+done:
+    for (int k = 0; k < 5; k++)
+        free(out[k].vals);
+    read_free(&read);
+    threads_free(&th);
+    free(keys), free(times), free(stack_end), free(stack_id);
     return result;
 }
 
@@ -1404,6 +1497,7 @@ static PyMethodDef methods[] = {
     {"put", put, METH_VARARGS, "Each node's changed value written into an array."},
     {"own_pieces", own_pieces, METH_VARARGS, "The host's own time, by the range holding it."},
     {"covered", covered, METH_VARARGS, "The time of each interval inside ranges."},
+    {"put_frame", put_frame, METH_VARARGS, "Each node's value of a frame put in."},
     {"nullable", nullable, METH_VARARGS, "A graph's array as an Int64 column, -1 a null."},
     {"link", link_nodes, METH_VARARGS, "A graph's dependencies, gaps, lags and delays (module doc)."},
     {"replay", replay, METH_VARARGS, "The replay's start and end of every node (module doc)."},

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, frame_repr
+from trace_analyzer.analyses.rows import longest
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.numbers import duration, percent
@@ -419,11 +420,12 @@ def _ranked(
     def row(sc: what.Scenario) -> dict[str, Any]:
         times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))
         after = _period(g, times, spans, sc.change.skip)
-        touched = pl.Series(list(sc.touched), dtype=segs["node"].dtype)
-        hit = segs.filter(pl.col("node").is_in(touched.implode()) & pl.col("kind").is_in(sc.kinds))
         if sc.change.skip:
             hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
-        examples = hit.sort("duration_ns", descending=True, maintain_order=True).head(3)
+        else:  # (by kind first: a few of the segments are looked up among the nodes)
+            touched = sc.nodes().cast(segs["node"].dtype).implode()
+            hit = segs.filter(pl.col("kind").is_in(sc.kinds)).filter(pl.col("node").is_in(touched))
+        examples = longest(hit, 3, "duration_ns")
         return {
             "fix": sc.fix, "scenario": sc.key, "step_ns": round(base), "replayed_ns": round(after),
             "saved_ns": round(base - after),

@@ -49,14 +49,14 @@ def own_time(
 
 
 def _compiled(ranges: pl.DataFrame) -> pl.DataFrame:
-    """``own_time``'s pieces (pid, tid, start_ns, end_ns, parent) by ``_replay.own_pieces``."""
+    """``own_time``'s pieces (pid, tid, start_ns, end_ns, parent) by ``_replay.own_pieces``
+    (which puts each thread's ranges in order itself: in the events' order, by start, only
+    ties are sorted)."""
     assert _replay is not None
-    ordered = (
-        ranges.drop_nulls(["pid", "tid"])
-        .select(pl.col("pid", "tid", "start", "end", "id").cast(I64))
-        .sort("pid", "tid", "start", "end", "id", descending=[False, False, False, True, False])
+    columns = ranges.drop_nulls(["pid", "tid"]).select(
+        pl.col("pid", "tid", "start", "end", "id").cast(I64)
     )
-    return frame(_replay.own_pieces(ordered.rechunk().__arrow_c_stream__()))
+    return frame(_replay.own_pieces(columns.rechunk().__arrow_c_stream__()))
 
 
 def _by_polars(ranges: pl.DataFrame) -> pl.DataFrame:

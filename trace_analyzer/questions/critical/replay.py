@@ -14,7 +14,7 @@ until the window's start. The segments tile the window: their times add up to it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -33,16 +33,45 @@ KIND_CODES = (
 )  # fmt: skip
 
 
+class Sparse(Mapping[int, int]):
+    """Per node a value, as a frame (``node``, ``value``: Int64, each node once, in any
+    order): a change to many nodes that the compiled replay puts in where it lies, without a
+    Python int per node (the compiled host-time what-if's); a mapping like any other where
+    Python asks."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+        self._dict: dict[int, int] | None = None
+
+    def _values(self) -> dict[int, int]:
+        if self._dict is None:
+            self._dict = dict(zip(self.frame["node"], self.frame["value"], strict=True))
+        return self._dict
+
+    def __getitem__(self, node: int) -> int:
+        return self._values()[node]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def nodes(self) -> pl.Series:
+        """The nodes, as a column."""
+        return self.frame["node"]
+
+
 @dataclass
 class Change:
     """A what-if: per node, what differs from the recorded graph (graph.Graph's fields)."""
 
-    dur: dict[int, int] = field(default_factory=dict)
-    gap: dict[int, int] = field(default_factory=dict)
-    lag: dict[int, int] = field(default_factory=dict)
-    delay: dict[int, int] = field(default_factory=dict)
-    launch: dict[int, int] = field(default_factory=dict)
-    wait: dict[int, int] = field(default_factory=dict)
+    dur: Mapping[int, int] = field(default_factory=dict)
+    gap: Mapping[int, int] = field(default_factory=dict)
+    lag: Mapping[int, int] = field(default_factory=dict)
+    delay: Mapping[int, int] = field(default_factory=dict)
+    launch: Mapping[int, int] = field(default_factory=dict)
+    wait: Mapping[int, int] = field(default_factory=dict)
     # The steps left out of the per-step mean (warm-up).
     skip: frozenset[int] = frozenset()
 
@@ -66,7 +95,7 @@ class Times:
     wait: Sequence[int]
 
 
-def _with(values: Sequence[int], changed: dict[int, int]) -> Sequence[int]:
+def _with(values: Sequence[int], changed: Mapping[int, int]) -> Sequence[int]:
     """``values`` with ``changed`` (node to value) put in: a copy of the same kind (an int64
     memoryview's bytes copied at once)."""
     if not changed:
@@ -74,7 +103,10 @@ def _with(values: Sequence[int], changed: dict[int, int]) -> Sequence[int]:
     if isinstance(values, memoryview) and _replay is not None:
         copied = zeroed(values.nbytes).cast("q")
         copied[:] = values
-        _replay.put(copied, changed)  # what the loop below does, in C
+        if isinstance(changed, Sparse):  # what the loop below does, in C
+            _replay.put_frame(copied, changed.frame.__arrow_c_stream__())
+        else:
+            _replay.put(copied, changed if isinstance(changed, dict) else dict(changed))
         return copied
     out = list(values)
     for i, v in changed.items():
@@ -96,11 +128,20 @@ def replay(
     back): the walk starts there. ``native``: by the compiled loop (_replay.c) where it was
     built, else (or with False) by this module's, which gives the same times."""
     c = change or Change()
-    touched = [*c.dur, *c.gap, *c.lag, *c.delay, *c.launch, *c.wait]
-    first = min(touched, default=g.n)
+    changed = (c.dur, c.gap, c.lag, c.delay, c.launch, c.wait)
+    first = min((_least(m) for m in changed if m), default=g.n)
     if native and _replay is not None and isinstance(g.start, memoryview):
         return _compiled(g, c, pin, first)
     return _walked(g, c, pin, first)
+
+
+def _least(changed: Mapping[int, int]) -> int:
+    """The first node ``changed`` changes (not empty)."""
+    if isinstance(changed, Sparse):
+        least = changed.nodes().min()
+        assert isinstance(least, int)
+        return least
+    return min(changed)
 
 
 def _compiled(g: Graph, c: Change, pin: frozenset[int], first: int) -> Times:

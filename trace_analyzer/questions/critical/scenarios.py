@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from trace_analyzer.model.arrow import frame
 from trace_analyzer.questions.critical.graph import Graph
 from trace_analyzer.questions.critical.link import HOST_NODES, NONE, _replay
-from trace_analyzer.questions.critical.replay import Change
+from trace_analyzer.questions.critical.replay import Change, Sparse
 from trace_analyzer.units import glob_regex
 
 
@@ -27,8 +28,14 @@ class Scenario:
     fix: str
     assumption: str
     change: Change
-    touched: frozenset[int]
+    touched: frozenset[int] | Sparse
     kinds: tuple[str, ...] = ()
+
+    def nodes(self) -> pl.Series:
+        """The nodes it touched, as an Int64 column."""
+        if isinstance(self.touched, Sparse):
+            return self.touched.nodes()
+        return pl.Series("node", list(self.touched), dtype=pl.Int64)
 
 
 def host_time(
@@ -44,7 +51,8 @@ def host_time(
             pl.col("pid", "tid", "start_ns", "end_ns").cast(pl.Int64)
         )
         ordered = ordered.sort("pid", "tid", "start_ns").rechunk()
-        gap = _replay.covered(gaps.__arrow_c_stream__(), ordered.__arrow_c_stream__())
+        found = _replay.covered(gaps.__arrow_c_stream__(), ordered.__arrow_c_stream__())
+        gap: Sparse | dict[int, int] = Sparse(frame(found))
     else:
         threads = ranges.select("pid", "tid").unique()
         on = gaps.join(threads, on=["pid", "tid"], how="semi")  # the threads the ranges are on
@@ -56,7 +64,7 @@ def host_time(
         f"the thread's time inside {label} between its calls is gone; the calls themselves "
         "and the work they launch are unchanged",
         Change(gap=gap),
-        frozenset(gap),
+        gap if isinstance(gap, Sparse) else frozenset(gap),
         ("host",),
     )
 

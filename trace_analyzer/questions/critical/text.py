@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from trace_analyzer.analyses.rows import longest
 from trace_analyzer.numbers import count, duration, percent
 from trace_analyzer.questions.critical.analysis import CriticalResult
 from trace_analyzer.render.blocks import (
@@ -79,10 +80,10 @@ def _kinds(result: CriticalResult) -> Table:
 
 def _segments(result: CriticalResult, style: Style, top: int) -> Table:
     """The longest segments of the longest window's path."""
-    longest = result.steps.sort("window_ns", descending=True, maintain_order=True).head(1)
-    step, w0 = longest["step"][0], longest["start_ns"][0]
+    widest = longest(result.steps, 1, "window_ns")
+    step, w0 = widest["step"][0], widest["start_ns"][0]
     segs = result.path.filter(pl.col("step").eq_missing(step))
-    rows = segs.sort("duration_ns", descending=True, maintain_order=True).head(top)
+    rows = longest(segs, top, "duration_ns")
     cells = [
         [duration(r["start_ns"] - w0), duration(r["duration_ns"]), r["kind"],
          shown(r["name"] or "", style), shown(r["label"] or "", style),

@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.rows import longest
 from trace_analyzer.numbers import DASH, count, duration, instant
 from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.gaps.causes import CAUSES
@@ -80,20 +81,6 @@ def _cause_columns() -> tuple[Column, ...]:
     drops them from the last cause (``other``) back."""
     n = len(CAUSES)
     return tuple(num_col(c, drop=2 + n - i, optional=True) for i, c in enumerate(CAUSES))
-
-
-def longest(frame: pl.DataFrame, n: int, by: str) -> pl.DataFrame:
-    """Return the ``n`` rows of ``frame`` with the largest ``by`` (never null), largest
-    first and in table order at equal values: the rows are chosen on that one column
-    (``top_k``), so only they are gathered, not the whole table sorted (800 thousand gaps at
-    1 GB of trace)."""
-    chosen = (
-        frame.select(by)
-        .with_row_index("row")
-        .top_k(n, by=[by, "row"], reverse=[False, True])
-        .sort([by, "row"], descending=[True, False])
-    )
-    return frame[chosen["row"]]
 
 
 def _ops_first(result: GapsResult, engines: pl.DataFrame, top: int) -> list[str]:
