@@ -1028,11 +1028,14 @@ static int by_thread(int64_t *const *h, Py_ssize_t n, Threads *out)
     int failed = thread == NULL || out->order == NULL || chains_init(&ch, 64) != 0;
     Py_ssize_t threads = 0; /* each row's thread, numbered as first seen */
     for (Py_ssize_t i = 0; !failed && i < n; i++) {
-        int64_t was = chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, threads);
-        failed = was == -2;
-        if (was >= 0) /* seen: put its number back (the key is there: nothing grows) */
-            chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, was);
-        thread[i] = was >= 0 ? was : threads++;
+        if (i > 0 && h[H_PID][i] == h[H_PID][i - 1] && h[H_TID][i] == h[H_TID][i - 1]) {
+            thread[i] = thread[i - 1]; /* the row before's thread (most rows): no lookup */
+            continue;
+        }
+        int64_t was = ch.node[chains_slot(&ch, h[H_PID][i], h[H_TID][i], 0)];
+        if (was == NONE) /* a new thread */
+            failed = chains_swap(&ch, h[H_PID][i], h[H_TID][i], 0, threads) == -2;
+        thread[i] = was != NONE ? was : threads++;
     }
     if (!failed) {
         count = calloc((size_t)threads + 1, sizeof(int64_t));
@@ -1078,6 +1081,77 @@ static int by_thread(int64_t *const *h, Py_ssize_t n, Threads *out)
     return 0;
 }
 
+/* outer's answer (each call's holder, into holder[i]) for rows by start: in one pass, each
+ * thread's reach and holder kept by its number, the rows of one start put in call_before's
+ * order first (a thread's ties: the longer first, then by id). -1 when memory ran out. */
+static int outer_in_order(int64_t *const *h, Py_ssize_t n, int64_t *holder)
+{
+    Chains ch = {NULL, NULL, 0, 0};
+    Py_ssize_t cap = 64, threads = 0;
+    int64_t *reach = malloc((size_t)cap * sizeof(int64_t)), *held = malloc((size_t)cap * 8);
+    int64_t *ties = NULL, *tmp = NULL;
+    Py_ssize_t tie_cap = 0;
+    int failed = reach == NULL || held == NULL || chains_init(&ch, 64) != 0;
+    const CallKey key = {h[H_START], h[H_END], h[H_ID]};
+    int64_t last_pid = 0, last_tid = 0, t = NONE;
+    for (Py_ssize_t i = 0, j; !failed && i < n; i = j) {
+        for (j = i + 1; j < n && h[H_START][j] == h[H_START][i]; j++)
+            ;
+        int64_t one = i, *rows = &one;
+        if (j - i > 1) { /* equal starts: in call_before's order */
+            if (j - i > tie_cap) {
+                tie_cap = 2 * (j - i);
+                free(ties), free(tmp);
+                ties = malloc((size_t)tie_cap * 8), tmp = malloc((size_t)tie_cap * 8);
+                if (ties == NULL || tmp == NULL) {
+                    failed = 1;
+                    break;
+                }
+            }
+            for (Py_ssize_t k = i; k < j; k++)
+                ties[k - i] = k;
+            sort_calls(ties, j - i, &key, tmp);
+            rows = ties;
+        }
+        for (Py_ssize_t k = 0; k < j - i; k++) {
+            int64_t r = rows[k], pid = h[H_PID][r], tid = h[H_TID][r];
+            if (t == NONE || pid != last_pid || tid != last_tid) {
+                t = ch.node[chains_slot(&ch, pid, tid, 0)];
+                if (t == NONE) { /* a new thread: its first call holds itself */
+                    if (threads == cap) {
+                        cap *= 2;
+                        int64_t *a = realloc(reach, (size_t)cap * 8);
+                        reach = a != NULL ? a : reach;
+                        int64_t *b = a != NULL ? realloc(held, (size_t)cap * 8) : NULL;
+                        held = b != NULL ? b : held;
+                        if (a == NULL || b == NULL) {
+                            failed = 1;
+                            break;
+                        }
+                    }
+                    t = threads++;
+                    if (chains_swap(&ch, pid, tid, 0, t) == -2) {
+                        failed = 1;
+                        break;
+                    }
+                    reach[t] = h[H_END][r], held[t] = h[H_ID][r];
+                    holder[r] = held[t];
+                    last_pid = pid, last_tid = tid;
+                    continue;
+                }
+                last_pid = pid, last_tid = tid;
+            }
+            if (!(h[H_START][r] < reach[t]))
+                held[t] = h[H_ID][r];
+            holder[r] = held[t];
+            if (h[H_END][r] > reach[t])
+                reach[t] = h[H_END][r];
+        }
+    }
+    free(reach), free(held), free(ties), free(tmp), free(ch.keys), free(ch.node);
+    return failed ? -1 : 0;
+}
+
 /* outer(stream): the stream's rows (pid, tid, start, end, id; in any order, fastest by start)
  * are calls; returns the (schema, array) capsule pair of one Int64 column, "outer": each
  * call's outermost call on its thread (its own id where nothing holds it), as _host finds it
@@ -1105,7 +1179,10 @@ static PyObject *outer_calls(PyObject *module, PyObject *args)
     }
     int failed;
     Py_BEGIN_ALLOW_THREADS; /* C arrays only: other threads run meanwhile */
-    failed = by_thread(h, n, &th) != 0;
+    int in_order = 1; /* by start (the events table is): one pass, in the rows' order */
+    for (Py_ssize_t i = 1; i < n && in_order; i++)
+        in_order = h[H_START][i - 1] <= h[H_START][i];
+    failed = in_order ? outer_in_order(h, n, (int64_t *)col.vals) != 0 : by_thread(h, n, &th) != 0;
     for (Py_ssize_t t = 0; !failed && t < th.threads; t++) {
         int64_t reach = 0, holder = NONE;
         for (Py_ssize_t k = th.first[t]; k < th.first[t + 1]; k++) {
