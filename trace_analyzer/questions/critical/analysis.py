@@ -421,11 +421,13 @@ def _ranked(
         times = replay(g, sc.change, _first_marks(g, spans, sc.change.skip))
         after = _period(g, times, spans, sc.change.skip)
         if sc.change.skip:
-            hit = segs.filter(pl.col("step").is_in(list(sc.change.skip)))
-        else:  # (by kind first: a few of the segments are looked up among the nodes)
+            on = pl.col("step").is_in(list(sc.change.skip))
+        else:
             touched = sc.nodes().cast(segs["node"].dtype).implode()
-            hit = segs.filter(pl.col("kind").is_in(sc.kinds)).filter(pl.col("node").is_in(touched))
-        examples = longest(hit, 3, "duration_ns")
+            on = pl.col("kind").is_in(sc.kinds) & pl.col("node").is_in(touched)
+        # the segments it changes, by row: only the three longest gathered whole
+        hit = segs.select("duration_ns", row=pl.int_range(pl.len()), on=on).filter("on")
+        examples = segs[longest(hit, 3, "duration_ns")["row"]]
         return {
             "fix": sc.fix, "scenario": sc.key, "step_ns": round(base), "replayed_ns": round(after),
             "saved_ns": round(base - after),
