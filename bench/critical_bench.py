@@ -69,7 +69,7 @@ def main() -> None:
         runs = [(command("gaps", path), command("critical", path)) for _ in range(RUNS)]
         (gw, gm), (cw, cm) = min(r[0] for r in runs), min(r[1] for r in runs)
         print(f"| {path.name} | {p.events.height:,} | {g.n:,} | {gaps_s:.2f} | {crit_s:.2f} | "
-              f"{crit_s / gaps_s:.1f} | {graph_s:.2f} | {replay_s:.2f} | {gw:.2f} ({gm:,}) | "
+              f"{crit_s / gaps_s:.2f} | {graph_s:.2f} | {replay_s:.2f} | {gw:.2f} ({gm:,}) | "
               f"{cw:.2f} ({cm:,}) | {cw / gw:.2f} |")  # fmt: skip
 
 
