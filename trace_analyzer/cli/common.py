@@ -11,6 +11,7 @@ command (``--top N``: how many rows; docs/output.md).
 from __future__ import annotations
 
 import functools
+import os
 import stat
 import sys
 import traceback
@@ -171,34 +172,43 @@ def inputs(*paths: object) -> None:
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return
-    kept: set[Path] = ctx.find_root().meta.setdefault("traceana.inputs", set())
+    kept: set[tuple[int, int]] = ctx.find_root().meta.setdefault("traceana.inputs", set())
     for path in paths:
         archive = getattr(path, "archive", None)  # an archive member: the archive itself
         local = Path(str(archive.path if archive is not None else path))
-        if local.is_dir():
-            kept.update(f.resolve() for f in local.rglob("*") if f.is_file())
-        elif local.exists():
-            kept.add(local.resolve())
+        files = [f for f in local.rglob("*") if f.is_file()] if local.is_dir() else [local]
+        kept.update(i for i in map(file_identity, files) if i is not None)
 
 
-def _named_inputs(ctx: click.Context) -> list[Path]:
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The file ``path`` names, as its device and inode (through links: a symbolic link, a
+    hard link and a bind mount of one file are the same file); None for none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def _named_inputs(ctx: click.Context) -> set[tuple[int, int]]:
     """The files a command was given to read: its Path arguments and options but the ones
     that name what it writes."""
     out: list[Path] = []
     for name, value in ctx.params.items():
         values = value if isinstance(value, tuple | list) else (value,)
         out += [v for v in values if isinstance(v, Path) and name not in WRITTEN]
-    return [v.resolve() for v in out if v.is_file()]
+    return {i for i in map(file_identity, out) if i is not None}
 
 
 def refuse_inputs(path: Path) -> None:
     """Raise a UsageError when writing ``path`` would replace a file this command reads: a
-    trace, an export, a summary or a table named or found in a run."""
+    trace, an export, a summary or a table named or found in a run, compared as files (device
+    and inode), not as names."""
     ctx = click.get_current_context(silent=True)
     if ctx is None:
         return
-    kept = ctx.find_root().meta.get("traceana.inputs", set()) | set(_named_inputs(ctx))
-    if path.resolve() in kept:
+    kept = ctx.find_root().meta.get("traceana.inputs", set()) | _named_inputs(ctx)
+    if (identity := file_identity(path)) is not None and identity in kept:
         raise UsageError(
             f"-o {path}: that file is an input of this command; traceana never replaces what "
             "it reads: name another file"

@@ -8,13 +8,11 @@ command's to say (``cli/messages.py``, ``cli/common.writing``); this module only
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from trace_analyzer.atomic import write_atomic
+from trace_analyzer.atomic import replace
 from trace_analyzer.render.json import Piece
 
 
@@ -36,30 +34,16 @@ def to_stream(stream: IO[Any], pieces: Iterable[Piece]) -> None:
 
 
 def to_file(path: Path, pieces: Iterable[Piece]) -> None:
-    """Write ``pieces`` as the file ``path``. A regular file (or a new one) is written beside
-    itself and renamed over (``atomic.write_atomic``, through a link to the file it names,
-    with the mode it had): a reader, a full disk or a Ctrl-C mid-way sees the old file or
-    the new one, never half a document. One that cannot be written now is refused as before
-    (PermissionError). Anything else (``/dev/stdout``, ``/dev/null``) is written in place."""
-    try:
-        st = os.stat(path)  # through links: /dev/stdout is a link to a pipe or a terminal
-    except FileNotFoundError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(path, "wb") as f:
-            _write_all(f, pieces)
-        return
-    target = Path(os.path.realpath(path))
-    if st is not None and not os.access(target, os.W_OK):
-        raise PermissionError(13, os.strerror(13), str(path))
+    """Write ``pieces`` as the file ``path``, whole or not at all (``atomic.replace``: beside
+    itself and renamed over, through a link to the file it names, with the mode it had; a
+    reader, a full disk or a Ctrl-C mid-way sees the old file or the new one, never half a
+    document)."""
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as f:
-            if st is not None:
-                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
             _write_all(f, pieces)
 
-    write_atomic(target, write)
+    replace(path, write)
 
 
 def _write_all(f: IO[bytes], pieces: Iterable[Piece]) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from trace_analyzer import atomic
 from trace_analyzer._version import __version__
 from trace_analyzer.cli.common import (
     PATH,
@@ -30,6 +31,7 @@ from trace_analyzer.cli.common import (
     cli,
     emit,
     exit_on_failures,
+    file_identity,
     handle_errors,
     load_options,
     output_file,
@@ -308,8 +310,8 @@ def save(
     from trace_analyzer.questions.diff.sides import summary_doc  # polars: only when it runs
     from trace_analyzer.render.json import dumps
 
-    given = {p.resolve() for p in expand(path, "PATH")}
-    if output.resolve() in given:
+    given = {file_identity(p) for p in expand(path, "PATH")} - {None}
+    if file_identity(output) in given:  # (as files: a link to it, or a mount, is it too)
         raise UsageError(f"-o {output} is the input itself: name another file")
     min_gap_ns = parse_duration(min_gap)
     side = load_side(path, "PATH", loading, step=step, min_gap_ns=min_gap_ns)
@@ -321,7 +323,7 @@ def save(
         )
     text = dumps(summary_doc(side, step=step, min_gap_ns=min_gap_ns, version=__version__))
     with writing(output):
-        output.write_text(text)
+        atomic.replace(output, text.encode())
     runs, size = len(side.samples), len(text.encode())
     click.echo(f"saved {runs} run{'s' * (runs != 1)} of {path} to {output} ({size:,} bytes)")
 

@@ -35,6 +35,7 @@ from typing import Any, TypeAlias, cast
 import orjson
 import polars as pl
 
+from trace_analyzer import atomic
 from trace_analyzer._version import __version__
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.questions.critical.analysis import CriticalResult
@@ -133,7 +134,7 @@ def write(doc: dict[str, Any], path: Path) -> None:
     """Write the document ``doc`` (``build``) to ``path``, gzip-compressed when the name ends
     in ``.gz``."""
     data = dumps(doc)
-    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+    atomic.replace(path, gzip.compress(data) if path.name.endswith(".gz") else data)
 
 
 def _base(events: pl.DataFrame) -> int:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import networkx as nx
 import orjson
 import polars as pl
 
+from trace_analyzer import atomic
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
@@ -78,17 +80,17 @@ def write(g: nx.DiGraph, path: Path) -> None:
         nx.write_graphml(_with_text(g, xml_text), buf)
         # ElementTree writes a carriage return in text as it is, which XML parsers read as a
         # line feed: a character reference keeps it (no other \r is in the file).
-        path.write_bytes(buf.getvalue().replace(b"\r", b"&#13;"))
+        atomic.replace(path, buf.getvalue().replace(b"\r", b"&#13;"))
     elif suffix == ".json":
-        path.write_bytes(
-            orjson.dumps(nx.node_link_data(g, edges="edges"), option=orjson.OPT_INDENT_2)
+        atomic.replace(
+            path, orjson.dumps(nx.node_link_data(g, edges="edges"), option=orjson.OPT_INDENT_2)
         )
     elif suffix == ".dot":
         try:
             import pydot  # noqa: F401  (networkx needs it for DOT)
         except ImportError as e:
             raise UsageError("writing DOT needs pydot: pip install 'traceana[graph]'") from e
-        nx.nx_pydot.write_dot(_with_text(g, _dot_value), path)
+        atomic.replace(path, partial(nx.nx_pydot.write_dot, _with_text(g, _dot_value)))
     else:
         known = ", ".join(f"{ext} ({what})" for ext, what in GRAPH_FORMATS.items())
         raise UsageError(f"{path}: unknown graph format; use one of {known}")

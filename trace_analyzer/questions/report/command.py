@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from trace_analyzer import atomic
 from trace_analyzer.cli.common import (
     Loading,
     cli,
@@ -69,7 +70,7 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
     )  # fmt: skip
     written = report_page.files(result, output, images=images)
     for target, content in written.items():
-        with writing(target):
-            target.write_bytes(content)
+        with writing(target):  # a plot beside it replaces a link there, not what it names
+            atomic.replace(target, content, through_links=target == output)
     beside = f" and {len(written) - 1} plots beside it" if len(written) > 1 else ""
     click.echo(f"wrote {plain(output)}{beside}", err=True)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from trace_analyzer import atomic
 from trace_analyzer.cli.common import (
     cli,
     emit,
@@ -87,7 +88,7 @@ def trend(
         image = trend_plot(parsed(result))
         for target in pngs:
             with writing(target):
-                target.write_bytes(image)
+                atomic.replace(target, image)
             click.echo(f"wrote {plain(target)}", err=True)
     if output is None or output.suffix.lower() != ".png":
         emit(result, fmt, output)
