@@ -12,8 +12,11 @@ Exit codes: 0 success, 1 a requested threshold failed, 2 bad usage or unusable i
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 from trace_analyzer.cli import answers
 from trace_analyzer.cli.fault import MEMORY_ADVICE, guard, out_of_memory
@@ -32,6 +35,7 @@ def main() -> None:
         # process (docs/reliability.md, "Batch under faults"); --debug keeps it.
         os.environ["RUST_BACKTRACE"] = "0"
         guard()
+    keep_out_of_home()
     asked = answers.question(sys.argv[1:])  # asked before: the answer, with no polars
     replayed = answers.replay(asked) if asked is not None else None
     if replayed is not None:
@@ -62,3 +66,16 @@ def main() -> None:
             f"{MEMORY_ADVICE}; else rerun with --debug for the traceback)\n"
         )
     sys.exit(2)
+
+
+def keep_out_of_home() -> None:
+    """Give matplotlib a folder of this process's own for its configuration and font cache
+    (``MPLCONFIGDIR``), removed as it exits, unless the user named one: a command writes
+    nothing in the user's home (matplotlib would create ``~/.config/matplotlib`` and
+    ``~/.cache/matplotlib``, and a missing home itself, and warn twice where it is read-only).
+    Batch workers inherit it."""
+    if os.environ.get("MPLCONFIGDIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="traceana-matplotlib-")
+    atexit.register(shutil.rmtree, folder, True)
+    os.environ["MPLCONFIGDIR"] = folder
