@@ -129,3 +129,15 @@ def test_the_options_that_take_a_value_are_the_commands_own():
     valued = {o for name in answers.COMMANDS for p in cli.get_command(ctx, name).params
               if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
     assert valued <= answers.VALUED, valued - answers.VALUED
+
+
+def test_a_stdout_that_cannot_encode_a_micro_sign_gets_the_bytes_uncached_and_cached(run):
+    """Under ``PYTHONIOENCODING=ascii`` the output is the same UTF-8 bytes as anywhere else,
+    kept and then replayed (issue 37: the replay was a traceback, exit 1; the first run, heard
+    as it was written, an internal error, exit 2)."""
+    plain = traceana("gaps", run, "--no-cache")
+    assert plain[0] == 0 and "µs" in plain[1]
+    first = traceana("gaps", run, PYTHONIOENCODING="ascii")
+    again = traceana("gaps", run, PYTHONIOENCODING="ascii")
+    assert first[:3] == again[:3] == plain[:3]
+    assert first[3] and again[3] is False  # analysed, then answered from what was kept

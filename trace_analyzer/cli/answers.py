@@ -247,9 +247,15 @@ def replay(q: Question) -> int | None:
         return None
     if sys.stdout is None:
         return None  # standard output closed: the command says so
-    try:
-        sys.stdout.write(out)
+    try:  # as the command writes it: UTF-8 bytes, whatever the stream's encoding
+        buffer = getattr(sys.stdout, "buffer", None)
         sys.stdout.flush()
+        if buffer is not None:
+            buffer.write(out.encode("utf-8", "surrogateescape"))
+            buffer.flush()
+        else:
+            sys.stdout.write(out)
+            sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
         return EXIT_PIPE
@@ -264,17 +270,24 @@ def replay(q: Question) -> int | None:
 
 class Heard:
     """A text stream that passes everything to ``stream`` and keeps a copy of it (what
-    click needs of a stream: ``write``, ``flush``, ``isatty``, ``fileno``, ``encoding``)."""
+    click needs of a stream: ``write``, ``flush``, ``isatty``, ``fileno``, ``encoding``).
+    ``raw``: written as UTF-8 bytes to the stream's binary buffer, as a command writes its
+    output (standard output), whatever the stream's encoding (``PYTHONIOENCODING=ascii``)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, raw: bool = False) -> None:
         self.stream, self.size = stream, 0
+        self.raw = getattr(stream, "buffer", None) if raw else None
         self.parts: list[str] = []
         self.encoding, self.errors = stream.encoding, stream.errors
 
     def write(self, text: Any) -> int:
         if not isinstance(text, str):
             raise TypeError("a text stream")  # click asks, writing b"": so it treats it as text
-        n = self.stream.write(text)
+        if self.raw is not None:
+            self.raw.write(text.encode("utf-8", "surrogateescape"))
+            n = len(text)
+        else:
+            n = self.stream.write(text)
         if self.size <= MAX_ANSWER:
             self.parts.append(text)
             self.size += len(text)
@@ -282,6 +295,8 @@ class Heard:
 
     def flush(self) -> None:
         self.stream.flush()
+        if self.raw is not None:
+            self.raw.flush()
 
     def isatty(self) -> bool:
         return self.stream.isatty()
@@ -298,7 +313,7 @@ def listen() -> tuple[Heard, Heard] | None:
     """Put ``Heard`` streams in place of standard output and error; None if either is closed."""
     if sys.stdout is None or sys.stderr is None:
         return None
-    heard = Heard(sys.stdout), Heard(sys.stderr)
+    heard = Heard(sys.stdout, raw=True), Heard(sys.stderr)
     sys.stdout, sys.stderr = heard
     return heard
 

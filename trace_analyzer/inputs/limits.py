@@ -192,6 +192,10 @@ def refuse_inflating_parquet(
         except (IndexError, ValueError) as e:
             problem = f"not a readable Parquet table (its footer: {e})"
             raise InputError(str(path), problem) from e
+        except IsADirectoryError as e:
+            raise InputError(str(path), "a folder named like a Parquet table, not one") from e
+        except OSError as e:
+            raise InputError(str(path), f"cannot read: {e.strerror or e}") from e
         if size > cap:
             raise InputError(str(path), too_large("the table", cap), param=PARAM)
 

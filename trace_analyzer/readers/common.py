@@ -71,8 +71,27 @@ def load_json(path: AnyPath, *, max_bytes: int | None = None) -> object:
         return orjson.loads(text)
     except orjson.JSONDecodeError as e:
         out_of_memory(e)
+        if (problem := not_utf8(data)) is not None:
+            raise InputError(str(path), problem) from e
         hint = " (truncated?)" if e.pos >= len(data.rstrip()) - 1 else ""
         raise InputError(str(path), f"not valid JSON{hint}: {e}") from e
+
+
+def not_utf8(data: bytes) -> str | None:
+    """What the bytes of a file that is not valid JSON are instead, where they say it: gzip
+    (a ``.json`` that is compressed), or UTF-16 or UTF-32 text (JSON is UTF-8); else None."""
+    if data[:2] == b"\x1f\x8b":
+        return "gzip-compressed, though not named .gz: name it .json.gz (or gunzip it)"
+    head = data[:64]
+    if head[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff"):
+        wide = "UTF-32"
+    elif head[:2] in (b"\xff\xfe", b"\xfe\xff") or (
+        len(head) > 1 and head.count(0) * 2 >= len(head)
+    ):
+        wide = "UTF-16"
+    else:
+        return None
+    return f"{wide} text; JSON is read as UTF-8: convert it (iconv -f {wide} -t UTF-8)"
 
 
 def out_of_memory(e: orjson.JSONDecodeError) -> None:
