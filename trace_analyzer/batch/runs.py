@@ -9,14 +9,13 @@ cache uses (``trace_analyzer.inputs.fingerprint``): the stat of its files, or wi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from trace_analyzer.errors import InputError, TraceanaError
 from trace_analyzer.inputs.archive import MemberPath, is_archive
-from trace_analyzer.inputs.discover import Run, discover
+from trace_analyzer.inputs.discover import Run, discover, folders
 from trace_analyzer.inputs.fingerprint import fingerprint
 
 
@@ -82,12 +81,10 @@ def _runs_of_folder(root: Path, max_bytes: int | None) -> list[Run]:
 
 def walk_archives(folder: Path) -> Iterator[Path]:
     """Yield the archives below ``folder``, in path order."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            if is_archive(p):
-                yield p
+    for here, names in folders(folder):
+        for name in names:
+            if is_archive(here / name):
+                yield here / name
 
 
 def _broken(archive: Path, error: str, max_bytes: int | None) -> RunSpec:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from trace_analyzer.inputs.discover import CACHEDIR_TAG
+from trace_analyzer.inputs.discover import CACHE_MARK, CACHEDIR_TAG
 
 if TYPE_CHECKING:  # imported where a table is read: cli/answers.py reads none, before polars
     import polars as pl
@@ -65,6 +65,7 @@ class Folder:
 
     def __init__(self, folder: Path, inside: Path | None, *, create: bool):
         self.folder, self.inside, self.create, self.fd = folder, inside, create, -1
+        self.made = False  # whether traceana made the folder (else the user's: no tag)
 
     def __enter__(self) -> Folder:
         self.fd = self._open()
@@ -77,8 +78,9 @@ class Folder:
 
     def _open(self) -> int:
         if self.inside is None:  # named by the user (--cache-dir): it may be, or lie under, a link
-            if self.create:
+            if self.create and not self.folder.exists():
                 self.folder.mkdir(parents=True, exist_ok=True)
+                self.made = True
             return os.open(self.folder, _DIR)
         parent = os.open(self.inside, _DIR)
         try:
@@ -92,11 +94,21 @@ class Folder:
             os.close(parent)
 
     def _tag(self) -> None:
-        """Write ``CACHEDIR.TAG`` unless the folder holds it (as a file, not a link)."""
-        with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISREG(os.stat(CACHEDIR_TAG, dir_fd=self.fd, follow_symlinks=False).st_mode):
-                return
-        self.write(CACHEDIR_TAG, lambda file: file.write(TAG.encode()))
+        """Mark the folder as traceana's cache (discovery leaves it out), unless it holds the
+        mark (as a file, not a link): a folder traceana made, or its own ``.traceana-cache``,
+        with ``CACHEDIR.TAG`` (backup tools skip it); a folder of the user's (an existing
+        ``--cache-dir``) with traceana's own mark only, so that backup tools still keep it."""
+        ours = self.made or self.inside is not None or self._holds(CACHEDIR_TAG)
+        name = CACHEDIR_TAG if ours else CACHE_MARK
+        if not self._holds(name):
+            self.write(name, lambda file: file.write(TAG.encode()))
+
+    def _holds(self, name: str) -> bool:
+        """Whether the folder holds the regular file ``name`` (not a link)."""
+        try:
+            return stat.S_ISREG(os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            return False
 
     @contextlib.contextmanager
     def _opened(self, name: str) -> Iterator[BinaryIO]:

@@ -10,13 +10,12 @@ module looks at names only; readers/device_profile.py reads the tables.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from trace_analyzer.errors import InputError
-from trace_analyzer.inputs.discover import CACHE_DIR_NAME, CACHEDIR_TAG, PID_DIR, discover
+from trace_analyzer.inputs.discover import PID_DIR, discover, folders
 from trace_analyzer.inputs.neff import SESSION_NTFF, device_export, neff_pairs, shell_word
 
 DEVICE_LIST = "DeviceProfileList"
@@ -39,30 +38,17 @@ def table_files(folder: Path, table: str) -> list[Path]:
     return [p for _, p in sorted(found, key=lambda x: -1 if x[0] is None else int(x[0]))]
 
 
-def _walk(top: Path) -> list[tuple[Path, list[str]]]:
-    """Every folder under ``top`` (itself included) with its file names, in path order;
-    traceana's cache folders are left out."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(top):
-        here = Path(dirpath)
-        dirnames[:] = sorted(
-            d for d in dirnames if d != CACHE_DIR_NAME and not (here / d / CACHEDIR_TAG).is_file()
-        )
-        out.append((here, sorted(filenames)))
-    return out
-
-
 def find_exports(top: Path) -> list[Path]:
     """Return the device-profile export folders under ``top`` (or ``top`` itself), in path
     order: each folder that holds an Instruction table."""
     instruction = table_pattern("Instruction")
-    return [d for d, names in _walk(top) if any(instruction.match(n) for n in names)]
+    return [d for d, names in folders(top) if any(instruction.match(n) for n in names)]
 
 
 def find_lists(top: Path) -> list[Path]:
     """Return the DeviceProfileList tables under ``top``, in path order."""
     pattern = table_pattern(DEVICE_LIST)
-    return [d / n for d, names in _walk(top) for n in names if pattern.match(n)]
+    return [d / n for d, names in folders(top) for n in names if pattern.match(n)]
 
 
 def parse_name(name: str) -> dict[str, str | int | None] | None:

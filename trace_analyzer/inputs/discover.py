@@ -184,25 +184,78 @@ def rank_from_names(path: AnyPath) -> tuple[int | None, str | None]:
 
 
 # traceana's own analysis cache (cache.py): never an input. Its folders are named so by
-# default and always hold a CACHEDIR.TAG (bford.info/cachedir), as any --cache-dir does.
+# default; a folder traceana made for --cache-dir holds its CACHEDIR.TAG (bford.info/cachedir),
+# and a user's folder it keeps the cache in holds its MARK instead (no tag: backup tools would
+# then skip the user's folder). A tag another program wrote is no reason to skip a folder.
 CACHE_DIR_NAME = ".traceana-cache"
 CACHEDIR_TAG = "CACHEDIR.TAG"
+CACHE_MARK = ".traceana-cache-mark"
+TAG_SAYS = b"traceana's analysis cache"  # in the tag traceana writes (cache/folder.TAG)
 
 
-def _is_cache(folder: Path, name: str) -> bool:
-    return name == CACHE_DIR_NAME or (folder / name / CACHEDIR_TAG).is_file()
+def is_cache(folder: Path) -> bool:
+    """Whether ``folder`` is traceana's analysis cache (above); one that cannot be read is
+    not (the walk then says it cannot read it)."""
+    if folder.name == CACHE_DIR_NAME:
+        return True
+    try:
+        if (folder / CACHE_MARK).is_file():
+            return True
+        with open(folder / CACHEDIR_TAG, "rb") as tag:
+            return TAG_SAYS in tag.read(512)
+    except OSError:
+        return False
 
 
-def _walk(top: AnyPath) -> Iterator[AnyPath]:
+def folders(
+    top: Path, odd: list[tuple[Path, str]] | None = None
+) -> Iterator[tuple[Path, list[str]]]:
+    """Every folder under ``top`` (itself included) with its file names, in path order (a
+    folder's files, then its folders, each in name order: as ``os.walk``), without
+    recursion (a tree thousands deep is walked). traceana's cache folders are left out; a
+    folder that is a symbolic link is followed once (a link back to a folder already walked
+    is not); what cannot be read, or is not followed, is said in ``odd`` (the run near it
+    warns of it)."""
+    seen: set[tuple[int, int]] = set()
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:
+                if odd is not None:
+                    odd.append((folder, "a link to a folder already read: not read again"))
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            if odd is not None:
+                odd.append((folder, f"a folder that cannot be read ({e.strerror or e}): skipped"))
+            continue
+        names, below = [], []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()  # through a link
+            except OSError:
+                is_folder = False
+            if not is_folder:
+                names.append(entry.name)
+            elif not is_cache(Path(entry.path)):
+                below.append(Path(entry.path))
+        yield folder, names
+        stack.extend(reversed(below))
+
+
+def _walk(top: AnyPath, odd: list[tuple[Path, str]]) -> Iterator[AnyPath]:
     if isinstance(top, MemberPath):
         for f in top.walk_files():
             if CACHE_DIR_NAME not in f.parts[:-1]:
                 yield f
         return
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if not _is_cache(Path(dirpath), d))
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
+    for folder, names in folders(top, odd):
+        for name in names:
+            yield folder / name
 
 
 def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
@@ -223,7 +276,7 @@ def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
     if top.is_file():
         return [_single_file(top)]
     finder = _Finder(top)
-    for f in _walk(top):
+    for f in _walk(top, finder.odd):
         finder.add(f)
     found = finder.runs()
     if not found:
