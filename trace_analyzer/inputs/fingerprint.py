@@ -56,7 +56,7 @@ def fingerprint(run: Run, *, content: bool = False, relative: bool = False) -> F
         newest = st.st_mtime_ns if newest is None else max(newest, st.st_mtime_ns)
         h.update(f"{named(f)}\0".encode())
         if content:
-            h.update(f.read_bytes())
+            _hash_bytes(h, f)  # in chunks: a 2 GiB NEFF is never held whole
         else:
             h.update(f"{size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0".encode())
     return Fingerprint(
@@ -152,12 +152,18 @@ def _digest(f: AnyPath) -> str | None:
     """Return the SHA-256 of a file's bytes, read in chunks; None when it cannot be read."""
     h = hashlib.sha256()
     try:
-        if isinstance(f, MemberPath):
-            h.update(f.read_bytes())
-        else:
-            with open(f, "rb") as fh:
-                while chunk := fh.read(HASH_CHUNK):
-                    h.update(chunk)
+        _hash_bytes(h, f)
     except (OSError, InputError):  # unreadable, or a member past its archive's cap
         return None
     return h.hexdigest()
+
+
+def _hash_bytes(h: hashlib._Hash, f: AnyPath) -> None:
+    """Feed ``h`` the bytes of ``f``, ``HASH_CHUNK`` at a time (an archive member, already
+    in memory, at once)."""
+    if isinstance(f, MemberPath):
+        h.update(f.read_bytes())
+        return
+    with open(f, "rb") as fh:
+        while chunk := fh.read(HASH_CHUNK):
+            h.update(chunk)
