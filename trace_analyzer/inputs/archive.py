@@ -59,7 +59,8 @@ class Archive:
     """The regular members of one archive: their names, and their bytes when asked for.
 
     ``cap`` bounds the bytes read from it: a tar's members as they are read in, a zip
-    member's declared size when it is asked for (zipfile reads no more than that).
+    member's declared size when it is asked for (zipfile reads no more than that), and the
+    zip's members read so far, all told, as a tar's are.
     """
 
     def __init__(self, path: Path, *, max_bytes: int | None = None):
@@ -69,7 +70,8 @@ class Archive:
         self._data: dict[str, bytes] = {}  # the members read when listed (tar)
         self._skipped: dict[str, tarfile.TarInfo] = {}  # the others, read only when asked
         self._refused: dict[str, str] = {}  # skipped members that cannot be read, and why
-        self._total = 0  # bytes inflated so far, against the cap (tar)
+        self._total = 0  # bytes inflated so far, against the cap (tar; zip members as read)
+        self._counted: set[str] = set()  # the zip members counted in it
         self._zip: zipfile.ZipFile | None = None
         # member -> the zip entry it is read by: the stored name may differ ("./x", "/x",
         # "a\\x"), and a later link of the same name must not shadow it
@@ -179,6 +181,11 @@ class Archive:
         if self.files[member] > self.cap:  # zipfile reads no more than the size declared
             problem = too_large("the member", self.cap)
             raise InputError(f"{self.path}{SEP}{member}", problem, param=PARAM)
+        if self._zip is not None and member not in self._counted:  # the archive's, all told
+            if self._total + self.files[member] > self.cap:
+                raise InputError(self.path, too_large("the archive", self.cap), param=PARAM)
+            self._total += self.files[member]
+            self._counted.add(member)
         try:
             if self._zip is None:
                 return self._read_skipped(self._skipped[member])
