@@ -22,6 +22,7 @@ from typing import Literal
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import (
+    ARCHIVE_SUFFIXES,
     AnyPath,
     MemberPath,
     is_archive,
@@ -276,11 +277,18 @@ def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
     if top.is_file():
         return [_single_file(top)]
     finder = _Finder(top)
+    inner: list[AnyPath] = []  # archives inside an archive: not opened
     for f in _walk(top, finder.odd):
         finder.add(f)
+        if isinstance(top, MemberPath) and f.name.lower().endswith(ARCHIVE_SUFFIXES):
+            inner.append(f)
     found = finder.runs()
     if not found:
         odd = "".join(f"; {p.name}: {why}" for p, why in finder.odd[:3])
+        if inner:
+            names = ", ".join("/".join(relative_parts(f, top)) for f in inner[:3])
+            odd += (f"; it holds {len(inner)} archive{'s' * (len(inner) > 1)} ({names}), and an "
+                    "archive inside an archive is not opened: extract the outer one")  # fmt: skip
         raise InputError(
             str(top), f"no profile found (no trace JSON, Explorer export or Neuron capture){odd}"
         )
