@@ -99,6 +99,7 @@ class GapsResult(RunResult):
     hints: tuple[dict[str, Any], ...] = ()
     engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
     next_fix: str | None = None  # with --next: the run's critical-path verdict
+    recorded: bool = True  # whether the run holds any event (an empty table or trace: not)
 
     csv_table = "gaps"
 
@@ -212,7 +213,7 @@ def _gaps(
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
-        return _empty(w, root)
+        return _empty(w, root, recorded=events.height > 0)
     edges = profile.edges if isinstance(profile, Profile) else link(events)
     if step is not None:  # to the end of the work the step launched, as ranks' windows run
         end = step_end(events, edges, step)
@@ -462,7 +463,7 @@ def _sum(values: pl.Series) -> int:
     return sum(v for v in values.to_list() if v is not None)
 
 
-def _empty(w: Window | None, root: str | None) -> GapsResult:
+def _empty(w: Window | None, root: str | None, *, recorded: bool = True) -> GapsResult:
     none = pl.DataFrame()
     summary: dict[str, Any] = dict.fromkeys(TOTALS, 0)  # the window × 0 devices
     summary.update(dict.fromkeys(("idle_pct", "active_idle_pct"), None))
@@ -480,6 +481,7 @@ def _empty(w: Window | None, root: str | None) -> GapsResult:
         steps=by_step(none, none),
         summary=summary,
         root=root,
+        recorded=recorded,
     )
 
 
