@@ -189,7 +189,7 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
     held = [events]
     del events  # numbered() holds the table alone, so it can let each column go
     events = numbered(held)
-    warnings = copies + [w for r in reads for w in r.warnings]
+    warnings = copies + [w for r in reads for w in r.warnings] + shared_ranks(reads)
     if dropped:
         detail = ", ".join(f"{n} with {why}" for why, n in dropped.items())
         warnings.append(f"{run.root}: malformed events dropped: {detail}")
@@ -277,6 +277,26 @@ def keep_files_apart(
         return events, []
     qualifier = pl.col("file").replace_strict(prefix, default="")
     return events.with_columns(lane=pl.concat_str(qualifier, pl.col("lane"))), sorted(prefix)
+
+
+def shared_ranks(reads: list[ReadResult]) -> list[str]:
+    """A warning per rank that several files of one format claim (two traces that both say
+    rank 0): ``--rank`` then takes them all, and ``ranks`` counts their processes as one
+    rank's. A trace and its Explorer export (two formats) claim one rank rightly."""
+    claims: dict[tuple[str, int], list[ReadResult]] = {}
+    for r in reads:
+        if r.read and r.rank is not None:
+            claims.setdefault((r.format, r.rank), []).append(r)
+    notes = []
+    for (fmt, rank), claimed in sorted(claims.items()):
+        if len(claimed) > 1:
+            files = ", ".join(sorted(str(r.source.path) for r in claimed))
+            said = claimed[0].rank_origin or "their names"
+            notes.append(
+                f"{len(claimed)} {fmt} files claim rank {rank} ({said}: {files}): --rank "
+                f"{rank} takes them all, and ranks counts them as one"
+            )
+    return notes
 
 
 def _in_run(file: str, reads: list[ReadResult], root: AnyPath) -> str:
