@@ -246,8 +246,8 @@ def test_b_and_e_pairs_read_as_the_complete_events_they_describe(tmp_path):
 
 
 def test_unmatched_b_and_e_are_dropped_and_counted(tmp_path):
-    """An E with nothing open and a B never closed: not events, counted by reason; the
-    pairs between them still read."""
+    """An E with nothing open and a B never closed: events lost, counted by reason (warned
+    with the malformed events dropped: issue 37); the pairs between them still read."""
     events = [
         {"ph": "E", "pid": 1, "tid": 1, "ts": 1},
         *span_events(SPANS[:2]),
@@ -256,9 +256,17 @@ def test_unmatched_b_and_e_are_dropped_and_counted(tmp_path):
     path = write_trace(tmp_path / "t.json", kineto(events, baseTimeNanoseconds=BASE))
     for got in both_paths(path):
         assert sorted(got.events["name"].to_list()) == ["aten::addmm", "aten::mm"]
-        assert (
-            "not events: 1 unmatched B (begin) records, 1 unmatched E (end) records" in got.notes
-        ), got.notes
+        assert got.dropped == {
+            "a begin (B) record and no end (E)": 1,
+            "an end (E) record and no begin (B)": 1,
+        }, got.dropped
+        assert not any("unmatched" in n for n in got.notes), got.notes
+    code, out, err = run_cli("gaps", str(path), "--no-cache")
+    assert code == 0, err
+    assert (
+        "malformed events dropped: 1 with a begin (B) record and no end (E), 1 with an end (E) "
+        "record and no begin (B)"
+    ) in out, out
 
 
 # --- out of memory ------------------------------------------------------------------------

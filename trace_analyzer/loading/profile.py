@@ -182,6 +182,9 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
     events, notes = deduplicate(reads)
     events, apart = keep_files_apart(events, reads, run.root, notes)
     events, dropped = check_events(events)
+    for r in reads:  # what the readers could not make an event of (a B without its E)
+        for why, n in r.dropped.items():
+            dropped[why] = dropped.get(why, 0) + n
     events, far, far_warnings = exclude_far(run.root, events)  # events far outside the run
     refuse_past_int64(run.root, events)  # totals polars would wrap
     for r in reads:  # the run's table holds their events now; each read keeps its count

@@ -35,6 +35,8 @@ class ReadResult:
     warnings: list[str] = field(default_factory=list)  # things that may make results wrong
     read: bool = True  # False when the source was recognised and deliberately not read
     n_events: int | None = None  # rows read, when events is not kept (a cached profile)
+    # events the reader could not make, by reason: warned with the malformed ones dropped
+    dropped: dict[str, int] = field(default_factory=dict)
 
     @property
     def count(self) -> int:

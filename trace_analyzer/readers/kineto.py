@@ -35,7 +35,13 @@ from trace_analyzer.readers.kineto_kinds import (
     kinds,
 )
 from trace_analyzer.readers.kineto_native import Binding, Records, scans
-from trace_analyzer.readers.kineto_records import LINK_COLUMNS, collect, pair_spans
+from trace_analyzer.readers.kineto_records import (
+    LINK_COLUMNS,
+    UNMATCHED_B,
+    UNMATCHED_E,
+    collect,
+    pair_spans,
+)
 from trace_analyzer.readers.kineto_stream import scan
 
 __all__ = ["FORMAT", "CATEGORIES", "read", "read_fast", "scan"]
@@ -47,6 +53,14 @@ DEVICE_FLOWS = {"ac2g", "async_gpu"}
 # A device flow's preference for the event it binds to, by lane kind (lower first; others 2).
 FLOW_RANK = {"runtime": 0, "framework_dispatch": 0, "hardware": 0, "transfer": 0, "sync": 1}
 DEVICE_WORD = {"cuda": "GPU", "rocm": "GPU", "mtia": "MTIA", "privateuse1": "Device"}
+
+
+# Duration events of which only one half was recorded (a B never closed, an E with nothing
+# open): events lost, warned as the malformed events dropped are (loading.profile).
+LOST_HALVES = {
+    UNMATCHED_B: "a begin (B) record and no end (E)",
+    UNMATCHED_E: "an end (E) record and no begin (B)",
+}
 
 
 def sniff(doc: dict[str, Any]) -> bool:
@@ -117,6 +131,9 @@ def _result(
         )
     result = ReadResult(source=src, format="kineto-json")
     rows, flows, binding, skipped = _events_of(held.pop(), meta, src, result)
+    for half, why in LOST_HALVES.items():  # an event lost, not a record that is none
+        if n := skipped.pop(half, 0):
+            result.dropped[why] = n
     counted = {"non-object records": non_objects, "metadata records": metadata}
     skipped.update({k: n for k, n in counted.items() if n})
     neuron = _any_neuron(rows) or (
