@@ -152,9 +152,14 @@ def _acquire(path: Path, table: Path, notes: list[str], stale_s: float) -> int |
             return taken
         except OSError:
             return None
-        # blocks only while another batch looks at the file it found just created
-        _flock(fd, fcntl.LOCK_EX)
-        _write_holder(fd)
+        try:  # (the lock is ours, just made: removed if it cannot be written, not left to
+            # make the next batch wait for a holder that never comes, as on a full disk)
+            # blocks only while another batch looks at the file it found just created
+            _flock(fd, fcntl.LOCK_EX)
+            _write_holder(fd)
+        except BaseException:
+            _release(path, fd)
+            raise
         return fd
     raise InputError(table, f"cannot take the lock {path}: it keeps changing; rerun the batch")
 

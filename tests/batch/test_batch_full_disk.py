@@ -1,0 +1,45 @@
+"""A batch stopped by a full disk leaves no lock behind (issue 37: its lock stayed, empty, and
+a rerun within 10 s was refused as "another traceana batch is writing this table"), as real
+processes on a real 2 MiB tmpfs filled to its last byte (root only): both runs say the disk is
+full, and nothing is left beside the table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import run_process
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a tmpfs of our own needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+                          capture_output=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"no tmpfs here: {done.stderr.decode().strip()}")
+    st = os.statvfs(disk)
+    (disk / "filler").write_bytes(b"\0" * (st.f_bavail * st.f_frsize))
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_disk_leaves_no_lock_and_a_rerun_says_the_same(full_disk):
+    table = full_disk / "runs.parquet"
+    for _ in range(2):  # at once: no lease to wait out
+        code, out, err, *_ = run_process("batch", FIXTURES / "rmsnorm_naive", "-o", table,
+                                         "--jobs", "1")  # fmt: skip
+        assert code == 2, (code, out, err)
+        assert err.strip().splitlines()[-1] == (
+            f"traceana: error: {table}: cannot write: No space left on device"
+        ), err
+        assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
