@@ -43,8 +43,9 @@ from trace_analyzer.cache.folder import TAG, Folder, Linked
 from trace_analyzer.cache.results import as_bytes, read_gaps, write_gaps
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
-from trace_analyzer.inputs.discover import Run, Source, discover
+from trace_analyzer.inputs.discover import Run, Source, discover, run_files
 from trace_analyzer.inputs.fingerprint import fingerprint
+from trace_analyzer.inputs.limits import effective
 from trace_analyzer.loading.profile import (
     Profile,
     ReadResult,
@@ -161,7 +162,7 @@ class Cache:
         A link where the cache should be is a miss, and a warning on the run (once per
         cache folder and command): the user should know the folder holds one.
         """
-        k = key(run, args) if folder is not None else None
+        k = key(run, args, max_bytes) if folder is not None else None
         if folder is None or k is None:
             return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
         inside = None if self.folder is not None else folder.parent
@@ -222,15 +223,18 @@ class Cache:
         return result
 
 
-def key(run: Run, args: bool) -> str | None:
+def key(run: Run, args: bool, max_bytes: int | None = None) -> str | None:
     """Return the digest of everything an entry depends on; None when it cannot be had.
 
     Computed before the run is read, so that a file changing during the read makes the
     entry's key stale rather than the entry. Runs inside archives are not cached. The same
     for every spelling of the run's path (``spelling.identity``: the root's real path, the
-    files relative to it).
+    files relative to it). A run with a compressed input is kept per cap on what it may
+    inflate to (``max_bytes``): an entry read under one cap answers no other, so a smaller
+    cap reads the run again and refuses it as an uncached read does.
     """
-    h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0".encode())
+    cap = effective(max_bytes) if any(_compressed(f) for f in run_files(run)) else None
+    h = hashlib.sha256(f"{FORMAT}\0{__version__}\0{args}\0{cap}\0".encode())
     h.update(spelling.identity(run).encode())
     try:
         fp = fingerprint(run, relative=True)
@@ -365,3 +369,9 @@ def as_cache(cache: Cache | bool | str | Path | None) -> Cache | None:
 
 
 __all__ = ["FORMAT", "TAG", "Cache", "Entry", "Linked", "as_cache", "key", "reads_meta"]
+
+
+def _compressed(path: object) -> bool:
+    """Whether a run's file is read under the cap on what it inflates to (a gzipped trace,
+    an Explorer Parquet table: inputs/limits.py)."""
+    return str(path).endswith((".gz", ".parquet"))
