@@ -162,6 +162,35 @@ def info_json(path: Path | str) -> dict:
 
 
 @pytest.fixture
+def small_disk(tmp_path):
+    """A real tmpfs of 2 MiB, empty, mounted for the test (root only: skipped elsewhere);
+    ``fill(disk)`` then leaves no byte free on it."""
+    import os
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a tmpfs of our own needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+                          capture_output=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"no tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def fill(disk: Path) -> None:
+    """Fill the file system of ``disk`` to its last byte (a file ``filler`` in it)."""
+    import os
+
+    st = os.statvfs(disk)
+    (disk / "filler").write_bytes(b"\0" * (st.f_bavail * st.f_frsize))
+
+
+@pytest.fixture
 def corpus() -> Path:
     """The shared HTA sample traces (tests/data), or a skip when ../shared/corpus is absent."""
     if not CORPUS_DATA.is_dir():

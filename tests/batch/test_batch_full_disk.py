@@ -5,36 +5,16 @@ full, and nothing is left beside the table."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
-import pytest
-from conftest import run_process
+from conftest import fill, run_process
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
-@pytest.fixture
-def full_disk(tmp_path):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("a tmpfs of our own needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
-                          capture_output=True)  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"no tmpfs here: {done.stderr.decode().strip()}")
-    st = os.statvfs(disk)
-    (disk / "filler").write_bytes(b"\0" * (st.f_bavail * st.f_frsize))
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
-
-
-def test_a_full_disk_leaves_no_lock_and_a_rerun_says_the_same(full_disk):
-    table = full_disk / "runs.parquet"
+def test_a_full_disk_leaves_no_lock_and_a_rerun_says_the_same(small_disk):
+    fill(small_disk)
+    table = small_disk / "runs.parquet"
     for _ in range(2):  # at once: no lease to wait out
         code, out, err, *_ = run_process("batch", FIXTURES / "rmsnorm_naive", "-o", table,
                                          "--jobs", "1")  # fmt: skip
@@ -42,4 +22,4 @@ def test_a_full_disk_leaves_no_lock_and_a_rerun_says_the_same(full_disk):
         assert err.strip().splitlines()[-1] == (
             f"traceana: error: {table}: cannot write: No space left on device"
         ), err
-        assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+        assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_process
+from conftest import fill, run_process
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -85,43 +85,19 @@ def test_an_output_that_is_an_input_under_another_name_is_refused(run, tmp_path,
             subprocess.run(["umount", str(tmp_path / "mounted")], check=True)
 
 
-@pytest.fixture
-def full_disk(tmp_path):
-    """A real tmpfs of 2 MiB (root only)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("a tmpfs of our own needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
-                          capture_output=True)  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"no tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
-
-
-def _fill(disk: Path, leave: int) -> None:
-    """Fill ``disk`` until ``leave`` bytes or fewer are free."""
-    st = os.statvfs(disk)
-    free = st.f_bavail * st.f_frsize
-    (disk / "filler").write_bytes(b"\0" * max(0, free - leave))
-
-
 @pytest.mark.parametrize("command", list(WRITERS))
-def test_a_full_disk_leaves_the_old_output_whole(run, full_disk, command):
+def test_a_small_disk_leaves_the_old_output_whole(run, small_disk, command):
     root, _, _ = run
     args, suffix = WRITERS[command]
-    old = full_disk / f"out{suffix}"
+    old = small_disk / f"out{suffix}"
     old.write_bytes(b"the old output\n" * 100)
     before = old.read_bytes()
-    _fill(full_disk, 0)
+    fill(small_disk)
     argv = [a.format(root=root) for a in args]
     line = one_line(*run_process(*argv, "-o", old, "--no-cache"))
     assert str(old) in line and "cannot write" in line, line
     assert old.read_bytes() == before
-    assert sorted(p.name for p in full_disk.iterdir()) == sorted(["filler", old.name])
+    assert sorted(p.name for p in small_disk.iterdir()) == sorted(["filler", old.name])
 
 
 def test_a_plot_beside_a_report_that_is_a_link_replaces_the_link_only(run, tmp_path):
