@@ -118,3 +118,43 @@ def test_a_cache_dir_of_the_users_gets_no_tag_and_is_never_a_run(tmp_path):
     code, _, err, *_ = run_process("gaps", top, "--cache-dir", made)
     assert code == 0, err
     assert (made / "CACHEDIR.TAG").is_file()
+
+
+def _passed_by(top: Path) -> list[Path]:
+    """Five runs under ``top``, and what discovery must pass by in them: two named pipes
+    called like traces, and three links back to a folder already read."""
+    for name in "abcde":
+        copy_run(top / name)
+    fifos = [top / "a" / "x.json", top / "b" / "y.json"]
+    for f in fifos:
+        os.mkfifo(f)
+    links = [top / n / "up" for n in "cde"]
+    for link in links:
+        link.symlink_to(top, target_is_directory=True)
+    return fifos + links
+
+
+@pytest.mark.parametrize("command", ["gaps", "batch"])
+def test_what_discovery_passed_by_is_one_line_a_kind_and_verbose_lists_it(tmp_path, command):
+    top = tmp_path / "top"
+    passed = _passed_by(top)
+    out = ["-o", tmp_path / "t.parquet"] if command == "batch" else ["--no-cache"]
+    code, _, err, *_ = run_process(command, top, *out)
+    assert code == 0, err
+    said = [line for line in err.splitlines() if line.startswith("traceana: warning:")]
+    assert len(said) == 2, err  # one line per kind, each with its count
+    fifo_line = next(line for line in said if "not regular files" in line)
+    link_line = next(line for line in said if "links to a folder" in line)
+    assert " 2 files named like a profile" in fifo_line and "--verbose" in fifo_line, err
+    assert " 3 links to a folder already read" in link_line and "--verbose" in link_line, err
+    out = ["-o", tmp_path / "t2.parquet"] if command == "batch" else ["--no-cache"]
+    code, _, err, *_ = run_process(command, top, *out, "--verbose")
+    assert code == 0, err
+    for path in passed:  # each one, on a line of its own
+        assert any(line.startswith(f"traceana: warning: {path}: ") for line in err.splitlines())
+    if command == "batch":  # every run is a row: none of them was passed by
+        import polars as pl
+
+        assert sorted(pl.read_parquet(tmp_path / "t.parquet")["run_id"]) == [
+            str(top / n) for n in "abcde"
+        ]

@@ -41,6 +41,7 @@ from trace_analyzer.batch.stops import pending
 from trace_analyzer.batch.table import read_table, remove_stale_temporaries, write_table
 from trace_analyzer.batch.workers import DASK_HINT, Analyse, Workers, dask, local
 from trace_analyzer.errors import InputError
+from trace_analyzer.inputs.archive import AnyPath
 
 __all__ = [
     "CHECKPOINT_S",
@@ -76,6 +77,8 @@ class BatchResult:
     failed: int
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. a stale lock of the table taken over
+    # what discovery passed by under the roots (a folder it cannot read, a FIFO): (path, why)
+    passed: list[tuple[AnyPath, str]] = field(default_factory=list)
 
 
 def run_batch(
@@ -242,6 +245,7 @@ def _result(
         failed=n_failed,
         failures=failures + sorted(skipped_failures),
         notes=notes,
+        passed=[item for s in specs if s.run is not None for item in s.run.not_regular],
     )
 
 

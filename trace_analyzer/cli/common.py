@@ -25,7 +25,7 @@ import click
 
 from trace_analyzer.cli.fault import analysing, out_of_memory, panicked
 from trace_analyzer.cli.group import cli as cli  # the commands register on it
-from trace_analyzer.cli.messages import MEMORY_ADVICE, plain, to_stdout, warn_dropped
+from trace_analyzer.cli.messages import MEMORY_ADVICE, plain, say_passed, to_stdout, warn_dropped
 from trace_analyzer.cli.terminal import MIN_WIDTH as MIN_WIDTH
 from trace_analyzer.cli.terminal import terminal_width
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
@@ -70,6 +70,7 @@ class Loading:
     strict: bool = False
     max_bytes: int | None = None
     ranks: str | None = None  # --rank N|GLOB: only those ranks' processes (loading/select.py)
+    verbose: bool = False  # --verbose: each thing discovery passed by, not a count per kind
 
     def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
         """Every run under ``path`` (their files kept as this command's inputs); with
@@ -81,6 +82,7 @@ class Loading:
                 path, args=args, strict=self.strict, max_bytes=self.max_bytes
             ),
         )
+        say_passed(path, [x for p in profiles for x in p.run.not_regular], self.verbose)
         for p in profiles:
             warn_dropped(read_from(p))
         if self.ranks is None:
@@ -105,6 +107,7 @@ class Loading:
             path,
             lambda: self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes),
         )
+        say_passed(path, profile.run.not_regular, self.verbose)
         return self.selected(warn_dropped(read_from(profile)))
 
     def selected(self, profile: Profile) -> Profile:
@@ -303,6 +306,7 @@ def load_options(fn: F) -> F:
         strict: bool,
         max_bytes: int | None,
         rank: str | None,
+        verbose: bool,
         **kwargs: Any,
     ) -> Any:
         if isinstance(path := kwargs.get("path"), Path):  # its trace scanned as polars loads
@@ -312,10 +316,17 @@ def load_options(fn: F) -> F:
         from trace_analyzer.cache import Cache
 
         cache = Cache(enabled=not no_cache, folder=cache_dir)
-        loading = Loading(cache, strict, max_bytes, rank)
+        loading = Loading(cache, strict, max_bytes, rank, verbose)
         return fn(*args, loading=loading, **kwargs)
 
     decorated = limit_options(wrapper)
+    decorated = click.option(
+        "--verbose",
+        "-v",
+        is_flag=True,
+        help="List each file or folder discovery passed by (a folder it cannot read, a FIFO), "
+        "not a count of each kind.",
+    )(decorated)
     decorated = click.option(
         "--rank",
         metavar="N|GLOB",

@@ -23,8 +23,9 @@ from trace_analyzer.cli.terminal import silence_stdout
 from trace_analyzer.errors import TraceanaError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
+    from trace_analyzer.inputs.archive import AnyPath
     from trace_analyzer.loading.profile import Profile
 
 
@@ -91,6 +92,20 @@ def warn_dropped(p: Profile) -> Profile:
     if line is not None:
         click.echo(f"traceana: warning: {plain(line)}", err=True)
     return p
+
+
+def say_passed(where: object, passed: Sequence[tuple[AnyPath, str]], verbose: bool) -> None:
+    """Say on stderr what discovery passed by under ``where`` (a folder it could not read, a
+    FIFO named trace.json): a line per kind, with a count; each one, ``verbose``. The runs'
+    warnings say it too, but in the body, which a pipe, a file or JSON output hides."""
+    from trace_analyzer.inputs.discover import passed_lines
+
+    if verbose:
+        lines = [f"{path}: {why}" for path, why in passed]
+    else:
+        lines = passed_lines(list(passed), where, listed=1, hint=" (--verbose lists them)")
+    for line in lines:
+        click.echo(f"traceana: warning: {plain(line)}", err=True)
 
 
 def to_stdout(text: str | Iterable[bytes | memoryview]) -> None:

@@ -208,6 +208,42 @@ def is_cache(folder: Path) -> bool:
         return False
 
 
+# What discovery passes by, by kind: the words of one (found in its line) -> of many. A run
+# lists a few of a kind, and says more as a count and the first few (``passed_lines``); the
+# CLI says it on stderr too, a line per kind, and each one under ``--verbose``.
+PASSED_KINDS = {
+    "not a regular file": "files named like a profile that are not regular files",
+    "a folder that cannot be read": "folders that cannot be read",
+    "a link to a folder already read": "links to a folder already read",
+}
+SHOWN = 3  # of the items of one kind, named in its line
+
+
+def passed_kind(why: str) -> str:
+    """Return the words for many of the kind ``why`` says (PASSED_KINDS)."""
+    return next((many for one, many in PASSED_KINDS.items() if one in why), "files passed by")
+
+
+def passed_lines(
+    passed: list[tuple[AnyPath, str]], where: object, *, listed: int = SHOWN, hint: str = ""
+) -> list[str]:
+    """Return what discovery passed by under ``where``, a kind at a time: each item's own
+    line where a kind has at most ``listed``, else one line of the count and the first
+    ``SHOWN`` of them (then ``hint``)."""
+    kinds: dict[str, list[tuple[AnyPath, str]]] = {}
+    for item in passed:
+        kinds.setdefault(passed_kind(item[1]), []).append(item)
+    lines = []
+    for many, items in kinds.items():
+        if len(items) <= listed:
+            lines += [f"{path}: {why}" for path, why in items]
+            continue
+        names = ", ".join(str(p) for p, _ in items[:SHOWN])
+        more = f" and {len(items) - SHOWN:,} more" if len(items) > SHOWN else ""
+        lines.append(f"{where}: {len(items):,} {many}, not read: {names}{more}{hint}")
+    return lines
+
+
 def folders(
     top: Path, odd: list[tuple[Path, str]] | None = None
 ) -> Iterator[tuple[Path, list[str]]]:

@@ -17,7 +17,7 @@ import polars as pl
 
 from trace_analyzer.errors import InputError, UsageError
 from trace_analyzer.inputs.archive import AnyPath, relative_parts
-from trace_analyzer.inputs.discover import Run, Source, discover
+from trace_analyzer.inputs.discover import Run, Source, discover, passed_lines
 from trace_analyzer.inputs.fingerprint import same_bytes, same_folders
 from trace_analyzer.inputs.neff import Pair, neff_pairs, raw_without_export, undecoded_hardware
 from trace_analyzer.loading.clocks import (
@@ -200,7 +200,7 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
     warnings += clock_warnings + far_warnings
     notes += clock_notes
     notes += [f"{path}: {why}" for path, why in run.skipped]
-    warnings += [f"{path}: {why}" for path, why in run.not_regular]  # a FIFO, a device
+    warnings += passed_lines(run.not_regular, run.root)  # a FIFO, a folder it cannot read
     pairs = neff_pairs(run, warnings)
     warnings += raw_without_export(run, has_export(reads))
     return Profile(

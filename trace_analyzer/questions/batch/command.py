@@ -16,7 +16,7 @@ from trace_analyzer.cli.common import (
     limit_options,
     writing,
 )
-from trace_analyzer.cli.messages import plain
+from trace_analyzer.cli.messages import plain, say_passed
 from trace_analyzer.errors import UsageError
 
 if TYPE_CHECKING:
@@ -125,6 +125,13 @@ class Progress:
     "(always at the end, and when interrupted).",
 )
 @click.option("--strict", is_flag=True, help="Exit 1 when any run failed.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="List each file or folder discovery passed by (a folder it cannot read, a FIFO), "
+    "not a count of each kind.",
+)
 @limit_options
 @handle_errors
 def batch(
@@ -137,6 +144,7 @@ def batch(
     worker_memory: str | None,
     checkpoint: float,
     strict: bool,
+    verbose: bool,
     max_bytes: int | None,
 ) -> None:
     """Analyse every run under ROOTS into one Parquet table, one row per run × device.
@@ -172,7 +180,7 @@ def batch(
             worker_memory=memory,
         ),
     )
-    _say_done(res, output)
+    _say_done(res, output, ", ".join(map(str, roots)), verbose)
     if strict and res.failed:
         sys.exit(1)
 
@@ -214,10 +222,11 @@ def _run_stoppable(progress: Progress, output: Path, run: Callable[[], BatchResu
         progress.close()
 
 
-def _say_done(res: BatchResult, output: Path) -> None:
+def _say_done(res: BatchResult, output: Path, roots: str, verbose: bool) -> None:
     """Name each failed run, then what the batch found, analysed and wrote, on stderr."""
     for line in res.notes:  # a stale lock of the table taken over
         click.echo(f"traceana: note: {plain(line)}", err=True)
+    say_passed(roots, res.passed, verbose)
     for line in res.failures:
         click.echo(f"traceana: failed: {plain(line)}", err=True)
     written = (
