@@ -164,7 +164,10 @@ def fix_mtimes(table: Path, target: Path) -> None:
     fixed = pl.datetime_range(pl.datetime(2026, 1, 1, time_zone="UTC"),
                               pl.datetime(2026, 1, 31, time_zone="UTC"), "1d",
                               time_unit="us", eager=True).head(runs.height)
-    runs.with_columns(modified_time=fixed).write_parquet(target)
+    # run_id is the run's real path (docs/batch.md), which differs in every clone: the trend
+    # cases show it relative to the repository, as the fixtures are named
+    run_id = pl.col("run_id").str.strip_prefix(f"{ROOT}/")
+    runs.with_columns(modified_time=fixed, run_id=run_id).write_parquet(target)
 
 
 def run_case(argv: list[str], out_dir: Path) -> dict[str, bytes]:
@@ -181,7 +184,8 @@ def run_case(argv: list[str], out_dir: Path) -> dict[str, bytes]:
             got[f"file.{f.name}.csv"] = df.write_csv().encode()
         else:
             got[f"file.{f.name}"] = f.read_bytes()
-    return {k: v.replace(str(out_dir).encode(), b"<OUT>") for k, v in got.items()}
+    return {k: v.replace(str(out_dir).encode(), b"<OUT>").replace(f"{ROOT}/".encode(), b"<REPO>/")
+            for k, v in got.items()}
 
 
 def compute() -> dict[str, dict[str, bytes]]:

@@ -38,7 +38,12 @@ from trace_analyzer.batch.lock import lock_path, table_lock
 from trace_analyzer.batch.rows import SCHEMA, Row, analyse_run, fault_row, to_frame
 from trace_analyzer.batch.runs import RunSpec, find_runs
 from trace_analyzer.batch.stops import pending
-from trace_analyzer.batch.table import read_table, remove_stale_temporaries, write_table
+from trace_analyzer.batch.table import (
+    by_place,
+    read_table,
+    remove_stale_temporaries,
+    write_table,
+)
 from trace_analyzer.batch.workers import DASK_HINT, Analyse, Workers, dask, local
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import AnyPath
@@ -123,11 +128,13 @@ def run_batch(
     if worker_memory is not None and not scheduler:  # a cluster's workers set it themselves
         require_memory_cap()
     with table_lock(out) as notes:  # before the table is read: one batch at a time on it
-        old = read_table(out)
+        spelled = read_table(out)
+        old = None if spelled is None else by_place(spelled)  # keyed by spelling before
         remove_stale_temporaries(out)
         specs = find_runs(roots, hash_files=hash_files, max_bytes=max_bytes)
         todo = _changed(specs, old)
         table = _Table(out, old, {s.run_id for s in todo})
+        table.respelled = old is not spelled
         results = (
             dask(todo, scheduler, limits, analyse)
             if scheduler
@@ -152,6 +159,7 @@ class _Table:
         self.out, self.old = out, old
         self.new: list[pl.DataFrame] = []
         self.written: int | None = None  # runs in the table on disk; None: no table yet
+        self.respelled = False  # the old table's keys made real paths: written though unchanged
         if old is None:
             self.kept = pl.DataFrame(schema=SCHEMA)
         else:
@@ -206,7 +214,7 @@ def _gather(
         close = getattr(results, "close", None)
         if close is not None:
             close()  # stop the workers (if interrupted) before the last write
-        if not write_failed and (table.new or table.old is None):
+        if not write_failed and (table.new or table.old is None or table.respelled):
             table.write()
     return failures
 

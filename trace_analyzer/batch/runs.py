@@ -2,19 +2,22 @@
 
 A root is a folder (every run discovery finds there, and every archive below it), an archive
 (.tar, .tar.gz/.tgz, .zip, read in memory) or a trace file. A run's identity (``run_id``) is
-its root path, ``archive!/member`` inside an archive. Its fingerprint is the one the analysis
-cache uses (``trace_analyzer.inputs.fingerprint``): the stat of its files, or with
-``hash_files`` their SHA-256. An archive that cannot be opened is one run with ``error`` set.
+its root's real path (``place``: absolute, links resolved, so that ``./top`` and ``$PWD/top``
+are one run), ``archive!/member`` inside an archive. Its fingerprint is the one the analysis
+cache uses (``trace_analyzer.inputs.fingerprint``, files named inside the run): the stat of
+its files, or with ``hash_files`` their SHA-256. An archive that cannot be opened is one run
+with ``error`` set.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from trace_analyzer.errors import InputError, TraceanaError
-from trace_analyzer.inputs.archive import MemberPath, is_archive
+from trace_analyzer.inputs.archive import SEP, MemberPath, is_archive
 from trace_analyzer.inputs.discover import Run, discover, folders
 from trace_analyzer.inputs.fingerprint import fingerprint
 
@@ -69,6 +72,14 @@ def find_runs(
     return [specs[k] for k in sorted(specs)]
 
 
+def place(spelled: str) -> str:
+    """Return the identity of the run at ``spelled`` (a path, or ``archive!/member``): the
+    real path of the folder or archive, absolute and with links resolved, whatever its
+    spelling (relative paths resolved against the working directory)."""
+    outer, sep, member = spelled.partition(SEP)
+    return os.path.realpath(outer) + sep + member
+
+
 def _runs_of_folder(root: Path, max_bytes: int | None) -> list[Run]:
     """The runs discovery finds in a folder itself (none for a folder of archives only)."""
     try:
@@ -99,7 +110,7 @@ def _broken(archive: Path, error: str, max_bytes: int | None) -> RunSpec:
     except OSError:
         fp, mtime = None, None
     return RunSpec(
-        run_id=str(archive),
+        run_id=place(str(archive)),
         path=str(archive),
         member=None,
         fingerprint=fp,
@@ -115,9 +126,9 @@ def _spec(run: Run, hash_files: bool, max_bytes: int | None) -> RunSpec:
         path, member = str(root.archive.path), root.member or "."
     else:
         path, member = str(root), None
-    fp = fingerprint(run, content=hash_files)
+    fp = fingerprint(run, content=hash_files, relative=True)  # the same for every spelling
     return RunSpec(
-        run_id=str(root),
+        run_id=place(str(root)),
         path=path,
         member=member,
         fingerprint=fp.digest,

@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from trace_analyzer.atomic import stale_temporaries, write_atomic
+from trace_analyzer.batch.runs import place
 from trace_analyzer.errors import InputError
 
 KEY_COLUMNS = ("run_id", "fingerprint", "error")
@@ -32,6 +33,20 @@ def read_table(out: Path) -> pl.DataFrame | None:
     if missing:
         raise InputError(out, f"not a traceana batch table (no {', '.join(missing)} column)")
     return df
+
+
+def by_place(df: pl.DataFrame) -> pl.DataFrame:
+    """Return the table ``df`` keyed by each run's real path (``runs.place``): a table that
+    earlier batches keyed by a run's spelling (``./top/a`` and ``/home/me/top/a``, two rows
+    for one run) keeps one spelling's rows per run, those analysed last. ``df`` itself where
+    every key is a real path already."""
+    ids = df["run_id"].unique().to_list()
+    real = {i: place(i) for i in ids if i is not None}
+    if all(k == v for k, v in real.items()):
+        return df
+    df = df.with_columns(_spelled=pl.col("run_id"), run_id=pl.col("run_id").replace(real))
+    last = df.group_by("run_id").agg(pl.col("_spelled").sort_by("analysed_at").last())
+    return df.join(last, on=["run_id", "_spelled"], how="semi", nulls_equal=True).drop("_spelled")
 
 
 def write_table(df: pl.DataFrame, out: Path, written_runs: int | None) -> None:
