@@ -109,9 +109,10 @@ def load(
 
     ``args``: keep each event's args as JSON text, ``args_json`` (``export`` shows them).
     ``strict``: malformed events are an InputError instead of a warning. ``max_bytes``: the
-    most a compressed input may inflate to (default 16 GiB). ``cache``: None or False (the
-    default) reads the files every time and writes nothing; True keeps the analysis cache in
-    ``.traceana-cache/`` inside the named folder; a folder keeps it there (docs/cache.md).
+    most a compressed input may inflate to (default: an eighth of the memory, at most 16 GiB).
+    ``cache``: None or False (the default) reads the files every time and writes nothing;
+    True keeps the analysis cache in ``.traceana-cache/`` inside the named folder; a folder
+    keeps it there (docs/cache.md).
     Several runs under ``path`` are a UsageError that names them: use ``load_runs``.
     """
     from trace_analyzer.cache import as_cache

@@ -1,7 +1,7 @@
 """--max-bytes: a compressed input that inflates past the cap is one clear error, not a hang.
 
 The bombs here are small files (a few KB) that inflate to 5 MB, tried with a 1 MB cap; the
-same files pass under the default cap (16 GiB), so the error is the cap's, not the input's.
+same files pass under the default cap (an eighth of the memory, at most 16 GiB), so the error is the cap's, not the input's.
 The CLI takes the cap from ``--max-bytes`` or ``TRACEANA_MAX_BYTES``; the library takes it as
 the ``max_bytes`` argument only, and an archive's members carry the cap it was opened with
 (into another process too: they pickle with it).
@@ -23,7 +23,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs import archive
 from trace_analyzer.inputs.archive import MemberPath, open_archive
 from trace_analyzer.inputs.discover import Source, discover
-from trace_analyzer.inputs.limits import DEFAULT_MAX_BYTES
+from trace_analyzer.inputs.limits import default_max_bytes
 from trace_analyzer.readers import kineto, read_source
 from trace_analyzer.readers.common import load_json
 
@@ -191,16 +191,16 @@ def test_a_member_pickles_with_its_cap(bombs):
         read_source(Source(path=again, kind="json"))
     library_error(e, f"{bombs['zip']}!/run/trace.json")
     assert pickle.loads(pickle.dumps(open_archive(bombs["zip"]).root)).max_bytes == (
-        DEFAULT_MAX_BYTES
+        default_max_bytes()
     )
 
 
 def test_opened_archives_are_cached_per_cap(bombs):
     zp = bombs["zip"]
-    assert open_archive(zp) is open_archive(zp, max_bytes=DEFAULT_MAX_BYTES)
+    assert open_archive(zp) is open_archive(zp, max_bytes=default_max_bytes())
     small = open_archive(zp, max_bytes=CAP_BYTES)
     assert small is not open_archive(zp) and small is open_archive(zp, max_bytes=CAP_BYTES)
-    assert (small.cap, open_archive(zp).cap) == (CAP_BYTES, DEFAULT_MAX_BYTES)
+    assert (small.cap, open_archive(zp).cap) == (CAP_BYTES, default_max_bytes())
 
 
 def test_an_archive_keeps_the_cap_it_was_opened_with(bombs):

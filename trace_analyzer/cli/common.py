@@ -290,7 +290,7 @@ def limit_options(fn: F) -> F:
         envvar=MAX_BYTES_ENV,
         show_envvar=False,
         help="Cap on what one compressed input (a .gz trace, an archive) may inflate to, "
-        "e.g. 4G [default: 16GiB].",
+        "e.g. 4G [default: an eighth of the memory traceana may use, at most 16GiB].",
     )(wrapper)  # type: ignore[return-value]
 
 

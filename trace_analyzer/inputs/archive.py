@@ -216,7 +216,7 @@ def _cached(path: str, size: int, mtime_ns: int, cap: int) -> Archive:
 def open_archive(path: str | Path, *, max_bytes: int | None = None) -> Archive:
     """Return the archive at ``path``, opened once per process while it is unchanged.
 
-    ``max_bytes`` caps the bytes read from it (None: limits.DEFAULT_MAX_BYTES); the same
+    ``max_bytes`` caps the bytes read from it (None: limits.default_max_bytes()); the same
     archive opened under another cap is another entry of the cache.
     """
     p = Path(path)

@@ -300,7 +300,7 @@ def discover(path: str | AnyPath, *, max_bytes: int | None = None) -> list[Run]:
 
     An archive (.tar, .tar.gz/.tgz, .zip) is read in memory and walked like a folder; its
     paths are ``MemberPath`` objects (inputs/archive.py). ``max_bytes`` caps what it may
-    inflate to (None: limits.DEFAULT_MAX_BYTES); its members carry the cap to the readers.
+    inflate to (None: limits.default_max_bytes()); its members carry the cap to the readers.
     """
     top: AnyPath = path if isinstance(path, MemberPath) else Path(path)
     if not top.exists():

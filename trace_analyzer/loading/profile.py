@@ -145,7 +145,7 @@ def load(
     an Explorer row's ``extra_attributes_json``); off by default, since no analysis reads them.
     ``strict``: malformed events dropped while reading are an InputError, not a warning.
     ``max_bytes``: the most a compressed input (a ``.gz`` trace, an archive) may inflate to;
-    None for the default, 16 GiB (docs/reliability.md).
+    None for the default, an eighth of the usable memory, at most 16 GiB (docs/reliability.md).
     """
     run = one_run(path, discover(path, max_bytes=max_bytes))
     return refuse_untimed([load_run(run, args=args, strict=strict, max_bytes=max_bytes)])[0]

@@ -51,7 +51,7 @@ def load_json(path: AnyPath, *, max_bytes: int | None = None) -> object:
     """Return the parsed JSON of a ``.json`` or ``.json.gz`` file, or raise InputError.
 
     A ``.json.gz`` file may inflate to ``max_bytes`` (None: its archive's cap for a member,
-    else limits.DEFAULT_MAX_BYTES).
+    else limits.default_max_bytes()).
     """
     try:
         data = path.read_bytes()
