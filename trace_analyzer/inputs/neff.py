@@ -1,13 +1,16 @@
 """NEFF/NTFF files of a run: paired by name, listed, never decoded (docs/formats.md).
 
 Model-mode NTFFs (``<hash>_instid_<i>_vnc_<v>.ntff``) pair with ``neff_<hash>.neff`` by the
-numeric hash (docs/neuron-formats.md §1.4); session-mode NTFFs
-(``profile_nc_<n>_session_<s>.ntff``) hold every execution on a core and have no 1:1 NEFF;
-any other NTFF pairs with the NEFF of the same stem in its folder (``X.ntff`` with ``X.neff``,
-as ``nki.benchmark``/``nki.profile`` write them when both names are given; mode ``stem``),
-else with the one NEFF beside it (``neuron-explorer capture -s profile.ntff``; mode
-``capture``). ``unpaired`` lists what is left over, ``device_export`` the Explorer commands
-that export each pair.
+numeric hash (docs/neuron-formats.md §1.4), as do a model-mode capture's (``<id>_vnc_<v>.ntff``
+with ``neff_<id>_vnc_<v>.neff``, or ``neff_<id>.neff``); session-mode NTFFs
+(``profile_nc_<n>_session_<s>.ntff``) hold every execution on a core and have no 1:1 NEFF.
+Any other NTFF pairs, in this order, with the NEFF whose name it records (the runtime writes
+the NEFF's file name near its start: ``recorded_neff``; mode ``recorded``), the NEFF of its
+stem in its folder (``X.ntff`` with ``X.neff``; mode ``stem``), the NEFF of its stem less an
+execution number (``X_exec_2.ntff`` with ``X.neff``, as ``nki.benchmark`` writes them; mode
+``exec``), else the one NEFF beside it (``neuron-explorer capture -s profile.ntff``, and
+``--profile-nth-exec=N``'s ``profile_exec_N.ntff``; mode ``capture``). ``unpaired`` lists
+what is left over, ``device_export`` the Explorer commands that export each pair.
 """
 
 from __future__ import annotations
@@ -20,20 +23,26 @@ from trace_analyzer.inputs.archive import AnyPath, MemberPath
 from trace_analyzer.inputs.discover import Run, pb_hint
 
 MODEL_NTFF = re.compile(r"^(\d+)_instid_(\d+)_vnc_(\d+)\.ntff$")
-MODEL_NEFF = re.compile(r"^neff_(\d+)\.neff$")
+MODEL_NEFF = re.compile(r"^neff_(\d+)(?:_vnc_(\d+))?\.neff$")
+VNC_NTFF = re.compile(r"^(\d+)_vnc_(\d+)\.ntff$")  # a model-mode capture's: no instid
 SESSION_NTFF = re.compile(r"^profile_nc_(\d+)_session_(\d+)\.ntff$")
+EXEC_NTFF = re.compile(r"^(.+)_exec_\d+\.ntff$")  # X_exec_N.ntff: X.neff's N-th execution
+# The NEFF's file name as an NTFF records it (observed in Trainium2 NTFFs of profiler 2.28): a
+# protobuf string field (tag 0x0a, a one-byte length) near the start of the file.
+RECORDED_NAME = re.compile(rb"\x0a([\x06-\x7f])([^\x00-\x1f/\\]+?\.neff)")
+HEAD_BYTES = 4096
 
-Pair = dict[str, str | None]  # {"ntff": path, "neff": path, "mode": model|session|stem|capture}
+Pair = dict[str, str | None]  # {"ntff": path, "neff": path, "mode": see the module's text}
 
 
 def neff_pairs(run: Run, warnings: list[str]) -> list[Pair]:
     """Return the NEFF/NTFF files of a run, paired; a model NTFF without its NEFF warns."""
-    neffs = {m[1]: p for p in run.neffs if (m := MODEL_NEFF.match(p.name))}
+    neffs = {m[1]: p for p in run.neffs if (m := MODEL_NEFF.match(p.name)) and not m[2]}
     pairs: list[Pair] = []
     for ntff in run.ntffs:
         m = MODEL_NTFF.match(ntff.name)
         if m is None:
-            pairs.append(_unhashed(ntff, run))
+            pairs.append(_vnc(ntff, run) or _unhashed(ntff, run))
             continue
         neff = neffs.get(m[1])
         pairs.append({"ntff": str(ntff), "neff": str(neff) if neff else None, "mode": "model"})
@@ -49,16 +58,56 @@ def neff_pairs(run: Run, warnings: list[str]) -> list[Pair]:
     return pairs
 
 
+def _vnc(ntff: AnyPath, run: Run) -> Pair | None:
+    """Return the entry of a model-mode capture's NTFF (``<id>_vnc_<v>.ntff``): with
+    ``neff_<id>_vnc_<v>.neff``, else ``neff_<id>.neff``; None for another name."""
+    m = VNC_NTFF.match(ntff.name)
+    if m is None:
+        return None
+    names = (f"neff_{m[1]}_vnc_{m[2]}.neff", f"neff_{m[1]}.neff")
+    found = [n for name in names for n in run.neffs if n.name == name]
+    return {"ntff": str(ntff), "neff": str(found[0]) if found else None, "mode": "model"}
+
+
 def _unhashed(ntff: AnyPath, run: Run) -> Pair:
     """Return the entry of an NTFF whose name carries no NEFF hash."""
     if SESSION_NTFF.match(ntff.name):
         return {"ntff": str(ntff), "neff": None, "mode": "session"}
     beside = [n for n in run.neffs if n.parent == ntff.parent]
-    same = [n for n in beside if n.name == f"{ntff.stem}.neff"]
-    if same:
-        return {"ntff": str(ntff), "neff": str(same[0]), "mode": "stem"}
+    recorded = recorded_neff(ntff)
+    named = [n for n in beside if n.name == recorded] or [
+        n for n in run.neffs if n.name == recorded
+    ]
+    if named:
+        return {"ntff": str(ntff), "neff": str(named[0]), "mode": "recorded"}
+    for mode, stem in (("stem", ntff.stem), ("exec", _exec_stem(ntff.name))):
+        same = [n for n in beside if stem is not None and n.name == f"{stem}.neff"]
+        if same:
+            return {"ntff": str(ntff), "neff": str(same[0]), "mode": mode}
     neff = str(beside[0]) if len(beside) == 1 else None
     return {"ntff": str(ntff), "neff": neff, "mode": "capture"}
+
+
+def _exec_stem(name: str) -> str | None:
+    m = EXEC_NTFF.match(name)
+    return m[1] if m else None
+
+
+def recorded_neff(ntff: AnyPath) -> str | None:
+    """Return the file name of the NEFF an NTFF records near its start (``RECORDED_NAME``:
+    observed, not documented), or None: not found, not readable, or inside an archive (whose
+    NTFFs are never read)."""
+    if isinstance(ntff, MemberPath):
+        return None
+    try:
+        with open(ntff, "rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return None
+    for m in RECORDED_NAME.finditer(head):
+        if m[1][0] == len(m[2]):  # the length byte is the name's: a field, not a chance match
+            return m[2].decode("utf-8", "replace")
+    return None
 
 
 def unpaired(pairs: list[Pair]) -> dict[str, list[str]]:
