@@ -327,7 +327,7 @@ def _ranges(events: pl.DataFrame, regex: str) -> pl.DataFrame:
 def _graph_api(events: pl.DataFrame) -> str | None:
     """The graph API (``CUDA``, ``HIP``) of a run whose device work is a GPU's and that
     replays no graph yet, else None."""
-    from trace_analyzer.questions.gaps.analysis import REPLAYS
+    from trace_analyzer.questions.gaps.hints import REPLAYS
 
     hardware = events.select("lane_kind", "source").filter(pl.col("lane_kind") == "hardware")
     sources = set(hardware["source"].cast(pl.String).unique())

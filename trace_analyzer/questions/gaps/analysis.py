@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.absent import why_none
 from trace_analyzer.analyses.busy import (
     Window,
     between,
@@ -39,7 +40,7 @@ from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
-from trace_analyzer.model.schema import matching, text
+from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.analysis import chain_table
 from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
@@ -55,7 +56,7 @@ from trace_analyzer.questions.gaps.causes import (
     lanes_are_devices,
 )
 from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
-from trace_analyzer.questions.gaps.hints import hints
+from trace_analyzer.questions.gaps.hints import run_hints
 from trace_analyzer.questions.gaps.waits import launch_latency
 from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import glob_regex
@@ -99,7 +100,7 @@ class GapsResult(RunResult):
     hints: tuple[dict[str, Any], ...] = ()
     engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
     next_fix: str | None = None  # with --next: the run's critical-path verdict
-    recorded: bool = True  # whether the run holds any event (an empty table or trace: not)
+    no_hardware: str | None = None  # with no hardware lanes, why (analyses/absent.py)
 
     csv_table = "gaps"
 
@@ -127,6 +128,7 @@ class GapsResult(RunResult):
             "failed": list(self.failed),
             **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
             **({} if self.next_fix is None else {"next_fix": self.next_fix}),
+            **({} if self.no_hardware is None else {"no_hardware": self.no_hardware}),
         }
 
     def main_frame(self) -> pl.DataFrame:
@@ -213,7 +215,7 @@ def _gaps(
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
-        return _empty(w, root, recorded=events.height > 0)
+        return _empty(w, root, None if not hw.is_empty() else why_none(profile))
     edges = profile.edges if isinstance(profile, Profile) else link(events)
     if step is not None:  # to the end of the work the step launched, as ranks' windows run
         end = step_end(events, edges, step)
@@ -291,39 +293,8 @@ def _measure(
         summary=_summary(devices_t, device_gaps, all_device_gaps, (lanes_t.height, latency_ns)),
         chain=_ready(chains)[0],
         root=root,
-        hints=_hints(all_device_gaps, events, neuron, vendor),
+        hints=run_hints(all_device_gaps, events, neuron, vendor),
     )
-
-
-def _hints(
-    device_gaps: pl.DataFrame, events: pl.DataFrame, neuron: bool, vendor: str
-) -> tuple[dict[str, Any], ...]:
-    """Return the next steps of the run (``hints``), told whether it records Python frames
-    and whether it is an inference step launched kernel by kernel."""
-    frames, inference = _has_frames(events), _inference(events)
-    return tuple(hints(device_gaps, neuron, frames=frames, vendor=vendor, inference=inference))
-
-
-# A backward pass (a training step), and a graph replayed (the host launches graphs already).
-TRAINING = r"(Backward|^autograd::engine::evaluate_function)"
-REPLAYS = r"^(cuda|hip)GraphLaunch"
-
-
-def _inference(events: pl.DataFrame) -> bool:
-    """Whether the run is an inference step launched kernel by kernel: framework ops, none
-    of them a backward pass, and no graph replayed (docs/gaps.md, "Next steps")."""
-    names = events["name"]
-    ops = events["lane_kind"] == "framework_op"
-    return bool(
-        ops.any()
-        and not events.select(matching(names, TRAINING).any()).item()
-        and not events.select(matching(names, REPLAYS).any()).item()
-    )
-
-
-def _has_frames(events: pl.DataFrame) -> bool:
-    """Whether the run records Python frames (``with_stack=True``: ``python_function``)."""
-    return bool((events["category"] == "python_function").any())
 
 
 def _ready(
@@ -463,14 +434,16 @@ def _sum(values: pl.Series) -> int:
     return sum(v for v in values.to_list() if v is not None)
 
 
-def _empty(w: Window | None, root: str | None, *, recorded: bool = True) -> GapsResult:
+# the summary's figures that a run without hardware lanes has none of
+NO_WINDOW = ("idle_pct", "active_idle_pct", "exposed_communication_pct", "memory_pct",
+             "gap_p50_ns", "gap_p90_ns", "gap_p99_ns", "gap_max_ns")  # fmt: skip
+
+
+def _empty(w: Window | None, root: str | None, why: str | None) -> GapsResult:
     none = pl.DataFrame()
     summary: dict[str, Any] = dict.fromkeys(TOTALS, 0)  # the window × 0 devices
-    summary.update(dict.fromkeys(("idle_pct", "active_idle_pct"), None))
-    summary.update(dict.fromkeys(("exposed_communication_pct", "memory_pct"), None))
-    summary.update(dict.fromkeys(("gap_p50_ns", "gap_p90_ns", "gap_p99_ns"), None))
-    summary.update(gap_max_ns=None, idle_by_cause_ns=dict.fromkeys(CAUSES, 0), devices=0, lanes=0)
-    summary.update(idle_in_data_loader_ns=None, latency_ns=None)
+    summary.update(dict.fromkeys(NO_WINDOW, None), idle_by_cause_ns=dict.fromkeys(CAUSES, 0))
+    summary.update(devices=0, lanes=0, idle_in_data_loader_ns=None, latency_ns=None)
     return GapsResult(
         window=w,
         lanes=none,
@@ -481,7 +454,7 @@ def _empty(w: Window | None, root: str | None, *, recorded: bool = True) -> Gaps
         steps=by_step(none, none),
         summary=summary,
         root=root,
-        recorded=recorded,
+        no_hardware=why,
     )
 
 

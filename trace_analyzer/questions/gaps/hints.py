@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.model.schema import matching
 from trace_analyzer.numbers import duration
 
 CAUSE_HINTS = {
@@ -405,3 +406,34 @@ def _most_held(device_gaps: pl.DataFrame, column: str) -> dict[str, tuple[str, i
         .collect()
     )
     return {op: (name, ns, c) for op, name, ns, c in most.iter_rows()}
+
+
+def run_hints(
+    device_gaps: pl.DataFrame, events: pl.DataFrame, neuron: bool, vendor: str
+) -> tuple[dict[str, Any], ...]:
+    """Return the next steps of a run (``hints``), told from its ``events`` whether it
+    records Python frames and whether it is an inference step launched kernel by kernel."""
+    frames, inference = _has_frames(events), _inference(events)
+    return tuple(hints(device_gaps, neuron, frames=frames, vendor=vendor, inference=inference))
+
+
+# A backward pass (a training step), and a graph replayed (the host launches graphs already).
+TRAINING = r"(Backward|^autograd::engine::evaluate_function)"
+REPLAYS = r"^(cuda|hip)GraphLaunch"
+
+
+def _inference(events: pl.DataFrame) -> bool:
+    """Whether the run is an inference step launched kernel by kernel: framework ops, none
+    of them a backward pass, and no graph replayed (docs/gaps.md, "Next steps")."""
+    names = events["name"]
+    ops = events["lane_kind"] == "framework_op"
+    return bool(
+        ops.any()
+        and not events.select(matching(names, TRAINING).any()).item()
+        and not events.select(matching(names, REPLAYS).any()).item()
+    )
+
+
+def _has_frames(events: pl.DataFrame) -> bool:
+    """Whether the run records Python frames (``with_stack=True``: ``python_function``)."""
+    return bool((events["category"] == "python_function").any())

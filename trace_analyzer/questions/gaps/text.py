@@ -38,8 +38,8 @@ from trace_analyzer.render.view import View
 
 def _verdict(result: GapsResult) -> str:
     s, w = result.summary, result.window
-    if not result.recorded:  # an empty table or trace: not even host activity
-        return "no events: this profile records nothing (an empty trace or table)"
+    if result.no_hardware:  # nothing recorded, or only host activity: why (analyses/absent)
+        return result.no_hardware
     if w is None or not s["lanes"]:  # no window: nothing ran on hardware, no lanes
         return "no hardware lanes: this profile records host activity only (no hardware executions)"
     if not s["executions"]:

@@ -8,11 +8,12 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.absent import no_hardware, undecoded
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.inputs.archive import AnyPath, MemberPath
 from trace_analyzer.inputs.capture import read_capture_json
 from trace_analyzer.inputs.neff import Pair as Pair  # the NEFF/NTFF pairs info lists (its layout)
-from trace_analyzer.inputs.neff import device_export, raw_without_export, unpaired
+from trace_analyzer.inputs.neff import device_export, unpaired
 from trace_analyzer.loading.profile import Profile, ReadResult
 from trace_analyzer.questions.chain.analysis import chain_table, coverage
 
@@ -110,10 +111,10 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]
             f"{links['unlinked']} hardware executions reach no framework op; "
             f"`traceana chain {p.root} --unlinked` lists them"
         )
-    if not hardware and p.undecoded_hardware:
-        notes.append(_undecoded(p, commands))
-    elif len(p.events) and not hardware:
-        notes.append("no hardware lanes: this profile records host activity only")
+    if len(p.events) and not hardware:  # why none (analyses/absent.py), as gaps says it
+        notes.append(no_hardware(p))
+    elif not hardware and p.undecoded_hardware:
+        notes.append(undecoded(p, commands))
     if commands and isinstance(p.root, MemberPath):
         notes.append(
             f"the export commands name the members of {p.root.archive.path}: "
@@ -160,28 +161,6 @@ def _more(files: list[AnyPath], kind: str) -> str:
     """Return the words after the first three ``files`` of a ``kind`` (their count)."""
     extra = len(files) - 3
     return f" and {extra} more {kind} files" if extra > 0 else ""
-
-
-def _undecoded(p: Profile, commands: list[str]) -> str:
-    """Return the note of a run whose hardware lanes are only in NTFF/ntrace.pb files: where
-    they are, and where traceana says how to export them (or why it cannot)."""
-    ntrace = bool(raw_without_export(p.run, p.has_export))
-    held = " and ".join(k for k, has in (("NTFF", p.run.ntffs), ("ntrace.pb", ntrace)) if has)
-    text = f"no hardware lanes read: they are in the {held} files, which need an Explorer export"
-    how = []
-    if commands:
-        how.append('"device export" lists the command for each NTFF and its NEFF')
-    if ntrace:
-        how.append("the warnings say how to export ntrace.pb")
-    lone = unpaired(p.pairs)["ntff"]
-    if lone:
-        how.append(f"{len(lone)} NTFF(s) have no NEFF paired with them, which Explorer needs")
-    if any(pair["mode"] == "session" for pair in p.pairs) and not ntrace:
-        how.append(
-            "session-mode NTFFs are exported with their capture folder "
-            "(`neuron-explorer view -d <folder> --output-format parquet`)"
-        )
-    return text + ("; " + "; ".join(how) if how else "")
 
 
 def lane_table(events: pl.DataFrame) -> pl.DataFrame:

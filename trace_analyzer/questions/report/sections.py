@@ -22,8 +22,9 @@ def headline(run: dict[str, Any]) -> str:
     """Return the one-line finding of a gaps ``run`` (one of a gaps result's ``runs``),
     numbers as the JSON has them."""
     s, w = run["summary"], run["window"]
-    if not s["lanes"]:
-        return "No hardware lanes: this profile records host activity only."
+    if not s["lanes"]:  # why none (analyses/absent.py), as gaps says it
+        why = run.get("no_hardware") or "no hardware lanes: this profile records host activity only"
+        return why[0].upper() + why[1:] + "."
     if not s["executions"]:
         return "No hardware executions in the window: nothing to measure."
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}

@@ -1,0 +1,101 @@
+"""Why a run has no hardware lanes to measure: one answer, said alike by ``gaps``, ``report``
+and ``info`` (docs/gaps.md, "No hardware lanes").
+
+In order: the run's hardware activity is in files traceana does not decode (NTFF, ``ntrace.pb``
+without an Explorer export: the export command); it records nothing (an empty trace or table);
+the host launched device work that the profiler did not record (runtime calls that launch a
+kernel, copy or set, ``LAUNCHING``, each with the correlation id its device record would
+carry, and no device record: the device's activity was not captured); else it records host
+activity only.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trace_analyzer.inputs.neff import device_export, raw_without_export, unpaired
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import text
+
+NOTHING = "no events: this profile records nothing (an empty trace or table)"
+HOST_ONLY = "no hardware lanes: this profile records host activity only"
+SHOWN = 3  # launch calls named by their count
+# The runtime calls that put work on the device: kernel and graph launches, copies and sets
+# (cudaLaunchKernel, hipLaunchKernel, cudaGraphLaunch, cudaMemcpyAsync, cudaMemsetAsync, ...);
+# a synchronize or an event record launches nothing.
+LAUNCHING = r"(?i)launch|memcpy|memset"
+
+# What a source's device activity is called, and how to record it, where launches were seen
+# and no device record (the profiler's own activity switch for it, and what stops it).
+NOT_RECORDED = {
+    "cuda": "enable ProfilerActivity.CUDA in torch.profiler; CUPTI may also be unavailable "
+    "(WSL, a container without the GPU's counters) or its buffers not flushed",
+    "rocm": "enable ProfilerActivity.CUDA in torch.profiler (ROCm's device activity goes "
+    "through it, via roctracer); check that roctracer is available",
+    "mtia": "enable the MTIA activity in torch.profiler",
+}
+
+
+def why_none(p: Profile | pl.DataFrame) -> str:
+    """``no_hardware`` of a run, or of a bare events table (nothing, or host only)."""
+    if isinstance(p, Profile):
+        return no_hardware(p)
+    return NOTHING if not p.height else HOST_ONLY
+
+
+def no_hardware(p: Profile) -> str:
+    """Return why the run ``p``, which has no hardware lanes, has none (module text)."""
+    if p.undecoded_hardware:
+        return undecoded(p, device_export(p.run, p.pairs, p.has_export))
+    if not p.events.height:
+        return NOTHING
+    launched = _launches(p.events)
+    if launched is not None:
+        return launched
+    return HOST_ONLY
+
+
+def _launches(events: pl.DataFrame) -> str | None:
+    """The line for runtime calls that launched device work no record shows, or None."""
+    calls = events.filter(
+        (pl.col("lane_kind") == "runtime")
+        & pl.col("correlation").is_not_null()
+        & text("name").str.contains(LAUNCHING)
+    )
+    if not calls.height:
+        return None
+    counts = calls.group_by(name=text("name")).len().sort(["len", "name"], descending=[True, False])
+    named = ", ".join(f"{n} ×{k:,}" for n, k in counts.head(SHOWN).iter_rows())
+    more = f" and {counts.height - SHOWN} more" if counts.height > SHOWN else ""
+    source = calls.select(text("source").mode().first()).item()
+    how = NOT_RECORDED.get(source, "enable the device's activity in the profiler")
+    return (
+        f"no device activity recorded, though the host launched device work: "
+        f"{calls.height:,} runtime calls that launch a kernel, copy or set ({named}{more}) and "
+        f"no device record of any: the profiler did not capture the device ({how})"
+    )
+
+
+def undecoded(p: Profile, commands: list[str]) -> str:
+    """Return the line of a run whose hardware lanes are only in NTFF/ntrace.pb files: where
+    they are, and where traceana says how to export them (or why it cannot)."""
+    ntrace = bool(raw_without_export(p.run, p.has_export))
+    held = " and ".join(k for k, has in (("NTFF", p.run.ntffs), ("ntrace.pb", ntrace)) if has)
+    line = f"no hardware lanes read: they are in the {held} files, which need an Explorer export"
+    how = []
+    if len(commands) == 1:
+        how.append(f"export it with `{commands[0]}`")
+    elif commands:
+        how.append(f'`traceana info` lists under "device export" the command for each of the '
+                   f"{len(commands)} NTFFs and its NEFF")  # fmt: skip
+    if ntrace:
+        how.append("the warnings say how to export ntrace.pb")
+    lone = unpaired(p.pairs)["ntff"]
+    if lone:
+        how.append(f"{len(lone)} NTFF(s) have no NEFF paired with them, which Explorer needs")
+    if any(pair["mode"] == "session" for pair in p.pairs) and not ntrace:
+        how.append(
+            "session-mode NTFFs are exported with their capture folder "
+            "(`neuron-explorer view -d <folder> --output-format parquet`)"
+        )
+    return line + ("; " + "; ".join(how) if how else "")
