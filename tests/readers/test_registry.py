@@ -31,6 +31,7 @@ def test_the_formats_are_the_registry_by_name():
         "explorer-parquet",
         "execution-trace",
         "rocprofiler-sdk",
+        "neuron-profile-json",
     ]
     assert all(FORMATS[f.name] is f for f in REGISTRY)
     assert all(f.description for f in REGISTRY)
@@ -49,6 +50,10 @@ def test_every_source_kind_has_a_reader_and_every_reader_a_source_kind():
         ({"trace_event": []}, "explorer-json"),
         ({"trace_events": {"group": []}}, "explorer-json"),
         ({"nodes": [], "schema": "1.0.1"}, "execution-trace"),
+        ({"instruction": [], "active_time": [], "summary": [], "metadata": []},
+         "neuron-profile-json"),  # `neuron-profile view --output-format json`
+        ({"instruction": {}, "active_time": [], "summary": [], "metadata": []}, None),
+        ({"instruction": [], "summary": []}, None),
         ({"traceEvents": [], "trace_event": []}, "kineto-json"),  # registry order
         ({"nodes": []}, None),
         ({}, None),

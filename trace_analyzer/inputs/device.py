@@ -4,12 +4,18 @@ A device-profile export is a folder holding ``Instruction.parquet`` (or its spli
 ``Instruction_0.parquet``, ...) and the other tables of ``neuron-explorer view -n X.neff -s
 X.ntff --output-format parquet``. A system profile lists its device profiles in
 ``DeviceProfileList.parquet``; Explorer names a device profile
-``<display>_<instance>_pid_<pid>_nc_<n>_session_<s>`` (docs/neuron-formats.md §1.4). This
-module looks at names only; readers/device_profile.py reads the tables.
+``<display>_<instance>_pid_<pid>_nc_<n>_session_<s>`` (docs/neuron-formats.md §1.4).
+
+A ``neuron-profile view --output-format json`` export is one JSON file (any name: users
+choose it with ``--output-file``), found by the first key of its top-level object, one of the
+keys that export writes (``DEVICE_JSON_KEYS``; the key order varies from file to file), read
+from the file's first bytes; readers/device_json.py parses and sniffs it in full. This
+module looks at names and those first bytes only; the readers read the tables.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 from typing import Any
@@ -43,6 +49,42 @@ def find_exports(top: Path) -> list[Path]:
     order: each folder that holds an Instruction table."""
     instruction = table_pattern("Instruction")
     return [d for d, names in folders(top) if any(instruction.match(n) for n in names)]
+
+
+# The top-level keys of a neuron-profile JSON export (profiler 2.28, observed in
+# ../shared/corpus/real3/allenkchau/): the first one in its file is any of them.
+DEVICE_JSON_KEYS = frozenset(
+    ("instruction", "dma", "active_time", "summary", "metadata", "profile_info", "neff_header",
+     "neff_node", "layer_summary", "model_info", "dma_queues_info", "pending_dma",
+     "summary_groups", "summary_group_order", "warnings", "terminology", "dma_throughput",
+     "nc_mem_usage", "semaphore_update", "ham", "instruction_usage")
+)  # fmt: skip
+FIRST_KEY = re.compile(rb'^(?:\xef\xbb\xbf)?\s*\{\s*"([A-Za-z_]{1,64})"\s*:')
+JSON_NAME = re.compile(r"\.json(\.gz)?$")
+
+
+def first_key(path: Path, peek: int = 256) -> str | None:
+    """Return the first key of the JSON object in ``path`` (a ``.json`` or ``.json.gz``
+    file), from its first ``peek`` bytes; None when they hold none, or it cannot be read."""
+    try:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as f:
+            head = f.read(peek)
+    except (OSError, EOFError):
+        return None
+    m = FIRST_KEY.match(head)
+    return m[1].decode() if m else None
+
+
+def find_json_exports(top: Path) -> list[Path]:
+    """Return the neuron-profile JSON exports under ``top``, in path order: each ``.json``
+    (or ``.json.gz``) file whose first key is one the export writes (``DEVICE_JSON_KEYS``)."""
+    return [
+        d / n
+        for d, names in folders(top)
+        for n in names
+        if JSON_NAME.search(n) and first_key(d / n) in DEVICE_JSON_KEYS
+    ]
 
 
 def find_lists(top: Path) -> list[Path]:

@@ -19,6 +19,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import is_archive
 from trace_analyzer.inputs.device import (
     DEVICE_LIST,
+    JSON_NAME,
     find_exports,
     find_lists,
     neffs_near,
@@ -358,9 +359,12 @@ def listed_profiles(top: Path) -> dict[str, dict[str, Any]]:
 
 
 def load_device(path: Path) -> DeviceRun:
-    """Return every device-profile export under ``path`` (or ``path`` itself, one export),
+    """Return every device-profile export under ``path`` (or ``path`` itself, one export:
+    an ``Instruction`` table of a Parquet export, or a neuron-profile JSON export),
     each matched to its ``DeviceProfileList`` row under ``path`` by name, and the NEFF/NTFF
     pairs under ``path`` that have no export, each with the command that exports it."""
+    from trace_analyzer.readers.device_json import json_exports, read_device_json
+
     top = Path(path)
     if not top.exists():
         raise InputError(top, "no such file or folder")
@@ -369,11 +373,17 @@ def load_device(path: Path) -> DeviceRun:
             raise InputError(
                 top, "device-profile exports are read from folders, not archives: extract it"
             )
+        if JSON_NAME.search(top.name):  # a neuron-profile JSON export, or an error saying so
+            return DeviceRun(root=top, profiles=[read_device_json(top)])
         if not table_pattern("Instruction").match(top.name):
-            raise InputError(top, "not a device-profile export (a folder of Instruction.parquet)")
+            raise InputError(
+                top, "not a device-profile export (a folder of Instruction.parquet, or the "
+                "JSON of neuron-profile view --output-format json)"
+            )  # fmt: skip
         top = top.parent
     listed = listed_profiles(top)
     profiles = [read_device_profile(f, listed.get(f.name)) for f in find_exports(top)]
+    profiles += json_exports(top)
     keys = {_key(_ids(p.name, listed.get(p.root.name))) for p in profiles}
     stems = {p.root.name for p in profiles} | {p.name for p in profiles}
     return DeviceRun(root=top, profiles=profiles, unexported=unexported(top, keys, stems))

@@ -15,6 +15,7 @@ from pathlib import Path
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.readers import (
+    device_json,
     execution_trace,
     explorer_json,
     explorer_parquet,
@@ -33,6 +34,7 @@ REGISTRY: tuple[Format, ...] = (
     explorer_parquet.FORMAT,
     execution_trace.FORMAT,
     rocprof.FORMAT,
+    device_json.FORMAT,
 )
 FORMATS: Mapping[str, Format] = {f.name: f for f in REGISTRY}  # format name -> declaration
 

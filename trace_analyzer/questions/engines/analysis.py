@@ -296,19 +296,20 @@ def _overall(
 
 
 def _overall_engines(p: DeviceProfile, ins: pl.DataFrame, window: int | None) -> dict[str, Any]:
-    """Per engine, over the whole profile: active ns, active % (of the window times the cores
-    that ran instructions), instruction ns and count."""
+    """Per engine, over the whole profile: active ns (the union of its ActiveTime over every
+    physical core: when any core's engine was busy), active % (of the window), instruction
+    ns and count (as Explorer's Summary measures them: docs/device.md)."""
     work = ins.filter(~pl.col("wait"))
-    cores = max(ins["pcore"].n_unique(), 1)
     has_active = "ActiveTime" not in p.missing
+    busy = t.covered(p.active, ["engine"])
     out = {}
     for e in sorted({*_engines_in(ins), *_engines_in(p.active), *("tensor", "vector", "scalar",
                                                               "gpsimd", "sync")}):  # fmt: skip
         mine = work.filter(pl.col("engine") == e)
-        active = int(p.active.filter(pl.col("engine") == e)["duration_ns"].sum())
+        active = int(busy.filter(pl.col("engine") == e)["covered_ns"].sum())
         out[e] = {
             "active_ns": active if has_active else None,
-            "active_pct": 100 * active / (window * cores) if has_active and window else None,
+            "active_pct": 100 * active / window if has_active and window else None,
             "instruction_ns": int(mine["duration_ns"].sum()),
             "instructions": mine.height,
         }
