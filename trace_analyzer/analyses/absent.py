@@ -11,8 +11,11 @@ activity only.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
+from trace_analyzer.inputs.archive import AnyPath
 from trace_analyzer.inputs.neff import device_export, raw_without_export, unpaired
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
@@ -47,8 +50,8 @@ def no_hardware(p: Profile) -> str:
     """Return why the run ``p``, which has no hardware lanes, has none (module text)."""
     if p.undecoded_hardware:
         return undecoded(p, device_export(p.run, p.pairs, p.has_export))
-    if not p.events.height:
-        return NOTHING
+    if not p.events.height:  # what its files held, where one was not read; else nothing
+        return nothing_found(p) if any(not r.read for r in p.reads) else NOTHING
     launched = _launches(p.events)
     if launched is not None:
         return launched
@@ -99,3 +102,43 @@ def undecoded(p: Profile, commands: list[str]) -> str:
             "(`neuron-explorer view -d <folder> --output-format parquet`)"
         )
     return line + ("; " + "; ".join(how) if how else "")
+
+
+def nothing_found(p: Profile) -> str:
+    """Return the note of a run without events: what its files are and what each held, so
+    that "0 events" says why (an empty trace, every event dropped, files traceana does not
+    read for events)."""
+    held = []
+    for r in p.reads:
+        what = f"{r.count} events" if r.read else f"not read: {'; '.join(r.notes) or r.format}"
+        held.append(f"{_name(r.source.path, p.root)} ({r.format}, {what})")
+    others = {
+        "capture.json": p.run.captures,
+        "NEFF": p.run.neffs,
+        "NTFF": p.run.ntffs,
+        "raw system trace": p.run.raw,
+    }
+    for kind, files in others.items():
+        if files:
+            held.append(", ".join(_name(f, p.root) for f in files[:3]) + _more(files, kind))
+    text = "no events: the run holds " + ("; ".join(held) if held else "no file traceana reads")
+    read = sum(r.count for r in p.reads if r.read)
+    if read and p.dropped:
+        text += f"; the {read} events read were all dropped as malformed (see the warnings)"
+    elif any(r.read for r in p.reads) and not read:
+        text += "; its traces hold no events"
+    return text
+
+
+def _name(path: AnyPath, root: AnyPath) -> str:
+    """Return ``path`` relative to the run's ``root`` where it lies inside it."""
+    try:
+        return str(Path(str(path)).relative_to(str(root)))
+    except ValueError:
+        return str(path)
+
+
+def _more(files: list[AnyPath], kind: str) -> str:
+    """Return the words after the first three ``files`` of a ``kind`` (their count)."""
+    extra = len(files) - 3
+    return f" and {extra} more {kind} files" if extra > 0 else ""

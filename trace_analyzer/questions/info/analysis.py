@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from trace_analyzer.analyses.absent import no_hardware, undecoded
+from trace_analyzer.analyses.absent import no_hardware, nothing_found, undecoded
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.inputs.archive import AnyPath, MemberPath
 from trace_analyzer.inputs.capture import read_capture_json
@@ -121,46 +120,6 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]
             "run them in the folder it is extracted to"
         )
     return notes
-
-
-def nothing_found(p: Profile) -> str:
-    """Return the note of a run without events: what its files are and what each held, so
-    that "0 events" says why (an empty trace, every event dropped, files traceana does not
-    read for events)."""
-    held = []
-    for r in p.reads:
-        what = f"{r.count} events" if r.read else f"not read: {'; '.join(r.notes) or r.format}"
-        held.append(f"{_name(r.source.path, p.root)} ({r.format}, {what})")
-    others = {
-        "capture.json": p.run.captures,
-        "NEFF": p.run.neffs,
-        "NTFF": p.run.ntffs,
-        "raw system trace": p.run.raw,
-    }
-    for kind, files in others.items():
-        if files:
-            held.append(", ".join(_name(f, p.root) for f in files[:3]) + _more(files, kind))
-    text = "no events: the run holds " + ("; ".join(held) if held else "no file traceana reads")
-    read = sum(r.count for r in p.reads if r.read)
-    if read and p.dropped:
-        text += f"; the {read} events read were all dropped as malformed (see the warnings)"
-    elif any(r.read for r in p.reads) and not read:
-        text += "; its traces hold no events"
-    return text
-
-
-def _name(path: AnyPath, root: AnyPath) -> str:
-    """Return ``path`` relative to the run's ``root`` where it lies inside it."""
-    try:
-        return str(Path(str(path)).relative_to(str(root)))
-    except ValueError:
-        return str(path)
-
-
-def _more(files: list[AnyPath], kind: str) -> str:
-    """Return the words after the first three ``files`` of a ``kind`` (their count)."""
-    extra = len(files) - 3
-    return f" and {extra} more {kind} files" if extra > 0 else ""
 
 
 def lane_table(events: pl.DataFrame) -> pl.DataFrame:
