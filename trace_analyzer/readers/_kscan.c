@@ -12,9 +12,9 @@
  * all: where it meets anything it is not sure to read the same (an escape in a key or in an
  * id, a \u escape of a surrogate, a key it reads written twice, a number for an id that is
  * not an integer, a string id that is not plainly digits, a number it cannot convert exactly,
- * a record that is not an object, nesting deeper than MAX_DEPTH, invalid JSON or UTF-8), it
- * declines (Decline), and the polars path reads the file instead. Declining is always
- * correct; a wrong value never is.
+ * a number anywhere that may be beyond a double's range, a record that is not an object,
+ * nesting deeper than MAX_DEPTH, invalid JSON or UTF-8), it declines (Decline), and the polars
+ * path reads the file instead. Declining is always correct; a wrong value never is.
  * Metadata records ("ph": "M") are only counted, not kept as rows (the exact path only counts
  * them too): once a record's phase says M, its other values are skipped as JSON, checked but
  * not read.
@@ -228,8 +228,48 @@ static int string(Cur *c, const char **s, size_t *n, int *escaped)
     return MORE;
 }
 
+/* The end of number() for a token c->p..p with an exponent or of more than 308 characters
+ * (without one, no shorter token is 10**308 or more): it declines where the number is beyond
+ * a double's range as orjson reads it (past it orjson refuses the whole file, "number is
+ * infinity when parsed as double"). Below 10**(its whole digits + its exponent) <= 10**308 it
+ * is not; the others through strtod, which rounds correctly as orjson does, and a token too
+ * long for it declines. Out of the scan's way (Kineto writes no exponents): a tail call, so
+ * that number() keeps no more registers for it. */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static int beyond(Cur *c, const char *p, const char **s, size_t *n)
+{
+    char tok[TOKEN_MAX];
+    const char *q = c->p + (*c->p == '-');
+    long mag = 0, exp = 0, sign = 1;
+    if (*q != '0')
+        while (q < p && *q >= '0' && *q <= '9')
+            q++, mag++;
+    while (q < p && *q != 'e' && *q != 'E')
+        q++;
+    if (q < p && (*++q == '+' || *q == '-'))
+        sign = *q++ == '-' ? -1 : 1;
+    for (; q < p; q++)
+        exp = exp < 100000 ? exp * 10 + (*q - '0') : exp; /* past 1e5: as good as infinite */
+    size_t len = (size_t)(p - c->p);
+    if (mag + sign * exp > 308) {
+        if (len >= TOKEN_MAX)
+            DECLINE(c, "a number that may be beyond a double's range");
+        memcpy(tok, c->p, len);
+        tok[len] = '\0';
+        if (isinf(strtod(tok, NULL)))
+            DECLINE(c, "a number beyond a double's range");
+    }
+    *s = c->p;
+    *n = len;
+    c->p = p;
+    return OK;
+}
+
 /* Read the number token at c->p, JSON's grammar exactly; *integer when it has no fraction or
- * exponent. The token may go on in the next block when it meets the end: MORE. */
+ * exponent. The token may go on in the next block when it meets the end: MORE. A number that
+ * may be beyond a double's range declines, wherever it is (beyond). */
 static int number(Cur *c, const char **s, size_t *n, int *integer)
 {
     const char *p = c->p, *e = c->end;
@@ -262,10 +302,13 @@ static int number(Cur *c, const char **s, size_t *n, int *integer)
         if (p == q)
             return p >= e ? MORE : ((c->s->why = "invalid JSON: a number"), BAD);
         *integer = 0;
+        return p >= e ? MORE : beyond(c, p, s, n);
     }
 #undef DIGITS
     if (p >= e)
         return MORE;
+    if (__builtin_expect(p - c->p > 308, 0))
+        return beyond(c, p, s, n);
     *s = c->p;
     *n = (size_t)(p - c->p);
     c->p = p;

@@ -66,7 +66,7 @@ def collect(events: list[Any]) -> tuple[pl.DataFrame, int]:
         cat, ph, name = e.get("cat"), e.get("ph"), e.get("name")
         cols["ph"].append(ph if isinstance(ph, str) else None)
         cols["category"].append(cat if isinstance(cat, str) else None)
-        cols["name"].append(name if isinstance(name, str) or name is None else str(name))
+        cols["name"].append(name if isinstance(name, str) or name is None else json_text(name))
         cols["pid"].append(as_i64(e.get("pid")))
         cols["tid"].append(as_i64(e.get("tid")))
         cols["ts"].append(num(e.get("ts")))
