@@ -151,3 +151,22 @@ def test_a_name_true_is_true_on_every_path(tmp_path):
         assert proc.returncode == 0, (how, proc.stderr)
         assert "\ntrue," in proc.stdout, (how, proc.stdout)
     assert len({(p.stdout, p.stderr) for p in outs.values()}) == 1
+
+
+def test_x_records_without_dur_are_counted_alike(tmp_path, monkeypatch):
+    """An X record without dur is read as 0 ns and counted on every path, whichever block
+    of the polars path holds it; a profiler span without dur (not an event) is not."""
+    records = [*BASE, {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler", "pid": "Spans",
+                       "tid": 1, "ts": 0}]
+    for i in (0, 2):
+        records[i] = {k: v for k, v in records[i].items() if k != "dur"}
+    path = tmp_path / "run" / "trace.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"traceEvents": records, "baseTimeNanoseconds": 1_000_000}))
+    for block in (None, 64):
+        monkeypatch.setattr(kineto_bytes, "BLOCK", block or kineto_bytes.BLOCK)
+        for how in PATHS:
+            events, _, warnings = answer(path, monkeypatch, how)
+            assert f"{path}: 2 X records without dur, read as 0 ns" in warnings, (how, block)
+            kernels = {e["name"]: e["duration_ns"] for e in events if e["category"] == "kernel"}
+            assert kernels == {"k1": 0, "k2": 0}, (how, block, kernels)

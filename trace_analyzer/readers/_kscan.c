@@ -55,6 +55,10 @@ static const char *const COLUMN[NCOL] = {
     "wait_stream", "wait_record",
 };
 
+/* The dur of a record without one, as the raw table holds it (kineto_records.NO_DUR): a NaN,
+ * which no JSON number is; split() counts the events that have it and reads them as 0 ns. */
+#define NO_DUR 0x7FF8000000000000ULL
+
 /* How a parse ends: done, out of bytes (the record goes on in the next block), or declined. */
 enum { OK = 0, MORE = 1, BAD = 2 };
 
@@ -71,6 +75,7 @@ typedef struct {
     int state;        /* 0: after "[", 1: after a record, 2: after ",", 3: after "]" */
     int busy;         /* a feed is running (without the GIL) */
     int split;        /* split() kept the events alone, their times as ns */
+    int64_t no_dur;   /* events (split) of X records without "dur", read as 0 ns */
     char *arena;      /* the interned strings' bytes */
     size_t arena_len, arena_cap;
     Entry *entries;
@@ -808,10 +813,8 @@ static int append(Scanner *s, Record *r)
         set(r, STREAM, r->v[STREAM_ID]);
     if (!(r->valid & (1u << EXT)) && (r->valid & (1u << EXT2)))
         set(r, EXT, r->v[EXT2]);
-    if (!(r->seen & (1u << 6))) { /* no "dur": 0, as e.get("dur", 0) */
-        uint64_t zero = 0;
-        set(r, DUR, zero);
-    }
+    if (!(r->seen & (1u << 6))) /* no "dur": NO_DUR, as collect writes it */
+        set(r, DUR, NO_DUR);
     if (s->rows == s->cap) {
         int64_t cap = s->cap ? s->cap * 2 : 4096;
         for (int i = 0; i < NCOL; i++) {
@@ -1127,7 +1130,10 @@ static int split_rows(Scanner *s, const uint8_t *kinds, int64_t base, Map *skipp
             for (int i = 0; i < NCOL; i++) {
                 int valid = valid_at(&c[i], row);
                 uint64_t v = c[i].vals[row];
-                if (valid && (i == TS || i == DUR)) {
+                if (valid && i == DUR && v == NO_DUR) {
+                    s->no_dur++; /* read as 0 ns, and counted */
+                    v = 0;
+                } else if (valid && (i == TS || i == DUR)) {
                     int64_t ns;
                     valid = to_ns(v, i == TS ? base : 0, &ns);
                     v = valid ? (uint64_t)ns : 0;
@@ -1411,7 +1417,8 @@ static PyObject *split(Scanner *s, PyObject *args)
     }
     PyObject *bound_pairs = counts != NULL ? flow_ids_out(pairs, n_pairs, s->rows) : NULL;
     if (bound_pairs != NULL)
-        out = Py_BuildValue("(NLLN)", counts, (long long)distinct, (long long)bound, bound_pairs);
+        out = Py_BuildValue("(NLLNL)", counts, (long long)distinct, (long long)bound, bound_pairs,
+                            (long long)s->no_dur);
     else
         Py_XDECREF(counts);
     free(skipped.slot);
@@ -1477,11 +1484,12 @@ static PyMethodDef scanner_methods[] = {
      "survey(kinds) -> (paired, first_ts): whether a row is a B or E record, and the ts of the "
      "first X record (None where none); kinds: a byte per name, as split() takes."},
     {"split", (PyCFunction)split, METH_VARARGS,
-     "split(kinds, base) -> (skipped, keys, bound, flow_ids): keep the events alone, times as "
-     "ns after base; bind each device flow (flow id, phase) to its event. skipped: (ph, cat, "
-     "n) by name index (None: null); keys: the flows' (id, phase) keys, bound: those bound; "
-     "flow_ids: each event's bound ids, sorted and unique (null: none), as an Arrow capsule "
-     "pair (a struct of one list column)."},
+     "split(kinds, base) -> (skipped, keys, bound, flow_ids, no_dur): keep the events alone, "
+     "times as ns after base; bind each device flow (flow id, phase) to its event. skipped: "
+     "(ph, cat, n) by name index (None: null); keys: the flows' (id, phase) keys, bound: those "
+     "bound; flow_ids: each event's bound ids, sorted and unique (null: none), as an Arrow "
+     "capsule pair (a struct of one list column); no_dur: the events of X records without "
+     "dur, read as 0 ns."},
     {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
     {"counts", (PyCFunction)counts, METH_NOARGS,
      "(rows, metadata): the rows kept so far, and the metadata records counted."},

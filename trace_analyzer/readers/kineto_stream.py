@@ -42,7 +42,7 @@ from trace_analyzer.readers.kineto_bytes import (
     _in_string,
     open_trace,
 )
-from trace_analyzer.readers.kineto_records import ARG_COLUMNS, RAW_SCHEMA, collect
+from trace_analyzer.readers.kineto_records import ARG_COLUMNS, NO_DUR, RAW_SCHEMA, collect
 
 KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
 ANY_SEP = re.compile(rb"\}\s*,\s*\{")
@@ -243,7 +243,7 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Par
         i64(pl.col("pid")).alias("pid"),
         i64(pl.col("tid")).alias("tid"),
         "ts",
-        pl.col("dur").fill_null(0.0),
+        pl.col("dur").fill_null(NO_DUR),  # no key: a null one sends the block the exact way
         i64(pl.col("id")).alias("flow_id"),
         i64(a.field("device")).alias("device"),
         i64(pl.coalesce(a.field("stream"), a.field("stream_id"))).alias("stream"),
