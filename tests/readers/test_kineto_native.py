@@ -150,6 +150,8 @@ READ = {
     '"ts": 2e300, "dur": 1.7976931348623157e308}',
     "keys it does not read twice": '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, '
     '"tid": 1, "ts": 1, "dur": 2, "x": 1, "x": 2, "args": {"y": 1, "y": 2}}',
+    "numbers in range": '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, '
+    '"ts": 1, "dur": 2, "x": [1e-400, 0.001e310, 1.7976931348623158e308, -0e999]}',
     "padding": '{  "ph"  :  "X" ,\r\n\t"cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,'
     '"dur":2' + " " * 5000 + "}",
 }
@@ -170,6 +172,8 @@ DECLINED = {
     '"ts": 1, "dur": 2, "x": "\\ud800"}',
     "deep nesting": '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, '
     '"args": {"x": ' + "[" * 300 + "]" * 300 + "}}",
+    "a number out of range where nothing reads it": '{"ph": "X", "cat": "cpu_op", '
+    '"name": "a", "pid": 1, "tid": 1, "ts": 1, "args": {"x": [1.7976931348623159e308]}}',
     "time out of range": '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, '
     '"ts": 1e400}',
     "not an object": "7",

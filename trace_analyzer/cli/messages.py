@@ -1,11 +1,11 @@
 """What the CLI says besides results: events dropped, output that cannot be written, memory.
 
 Every analysing command says on stderr, in one line per run, how many events were dropped and
-why (``warn_dropped``): the report body says it too, but a pipe, a file or JSON output hides
-the body from the user. Standard output that cannot take the output (closed, a full disk) is
-one error line and exit 2; a reader that went away (``| head -1``) ends the command quietly
-with 141, as a program killed by SIGPIPE ends (``to_stdout``). ``MEMORY_ADVICE`` ends the line
-of a command that ran out of memory.
+why, and how many were read as 0 ns for want of a duration (``warn_dropped``): the report body
+says it too, but a pipe, a file or JSON output hides the body from the user. Standard output
+that cannot take the output (closed, a full disk) is one error line and exit 2; a reader that
+went away (``| head -1``) ends the command quietly with 141, as a program killed by SIGPIPE
+ends (``to_stdout``). ``MEMORY_ADVICE`` ends the line of a command that ran out of memory.
 """
 
 from __future__ import annotations
@@ -51,41 +51,51 @@ RESULTS = {
 }
 # A reader's warning that it dropped records: "<file>: <n> <what> dropped[: <details>]".
 READER_DROPPED = re.compile(r"^(?P<file>(?:(?!: ).)+): (?P<n>\d[\d,]*) (?P<what>[^:]+?) dropped\b")
+# The Kineto reader's warning of X records without dur, read as 0 ns (not dropped: defaulted),
+# as kineto_records.no_dur_words words it.
+NO_DUR = re.compile(r"^(?:(?!: ).)+: (?P<n>\d[\d,]*) X records? without dur, read as 0 ns$")
 
 
 def dropped_line(p: Profile, results: str = "gaps") -> str | None:
     """Return the one line that says how many events of ``p`` were dropped, and why (the
-    malformed rows by reason, and the records each reader dropped), or None when none were.
+    malformed rows by reason, and the records each reader dropped), and how many were read
+    with a duration of 0 ns for want of one (Kineto X records without dur); None when none.
 
     A row that ends before it starts has both times, so that reason counts rows no other
-    reason counts; but a row may lack several columns (no start and no end). With more than
-    one missing column among the reasons the total is not known, and the line gives none.
+    reason counts, as do the events the readers could not make (a B without its E) and those
+    far outside the run; but a row may lack several columns (no start and no end). With more
+    than one missing column among the reasons the total is not known, and the line gives none.
     """
     core = {why.replace("null ", "no ", 1): n for why, n in p.dropped.items() if n}
     reasons = [f"{n:,} {why}" for why, n in core.items()]
     lacking = [n for why, n in core.items() if why.startswith("no ")]
-    total = core.get("end before start", 0) + sum(lacking)
+    total = sum(core.values())
     for w in p.warnings:
         m = READER_DROPPED.match(w)
         if m:  # (the malformed rows' own warning starts with words: counted above)
             n = int(m["n"].replace(",", ""))
             total += n
             reasons.append(f"{n:,} {m['what']} in {Path(m['file']).name}")
+    no_dur = sum(int(m["n"].replace(",", "")) for w in p.warnings if (m := NO_DUR.match(w)))
+    defaulted = f"{no_dur:,} X record{'s' * (no_dur != 1)} without dur, read as 0 ns"
     if not reasons:
-        return None
+        return f"{p.root}: {defaulted}" if no_dur else None
     why = ", ".join(reasons)
     if not p.events.height:
-        return f"{p.root}: every event was dropped ({why}): nothing is left to analyse"
-    if len(lacking) > 1:
-        counted = f"events dropped ({why}; an event may lack several)"
+        line = f"{p.root}: every event was dropped ({why}): nothing is left to analyse"
+    elif len(lacking) > 1:
+        line = f"{p.root}: events dropped ({why}; an event may lack several)"
     else:
-        counted = f"{total:,} event{'s' * (total != 1)} dropped ({why})"
-    return f"{p.root}: {counted}; {results} may be missing events"
+        line = f"{p.root}: {total:,} event{'s' * (total != 1)} dropped ({why})"
+    if p.events.height:
+        line += f"; {results} may be missing events"
+    return line + (f"; {defaulted}" if no_dur else "")
 
 
 def warn_dropped(p: Profile) -> Profile:
-    """Say on stderr, in one line, that events of ``p`` were dropped (``dropped_line``):
-    the report body says it too, but a pipe or a file hides the body from the user."""
+    """Say on stderr, in one line, that events of ``p`` were dropped, or read as 0 ns for
+    want of a duration (``dropped_line``): the report body says it too, but a pipe or a file
+    hides the body from the user."""
     ctx = click.get_current_context(silent=True)
     name = ctx.info_name or "" if ctx is not None else ""
     line = dropped_line(p, RESULTS.get(name, f"the {name or 'results'}"))

@@ -12,9 +12,9 @@
  * all: where it meets anything it is not sure to read the same (an escape in a key or in an
  * id, a \u escape of a surrogate, a key it reads written twice, a number for an id that is
  * not an integer, a string id that is not plainly digits, a number it cannot convert exactly,
- * a record that is not an object, nesting deeper than MAX_DEPTH, invalid JSON or UTF-8), it
- * declines (Decline), and the polars path reads the file instead. Declining is always
- * correct; a wrong value never is.
+ * a number anywhere that may be beyond a double's range, a record that is not an object,
+ * nesting deeper than MAX_DEPTH, invalid JSON or UTF-8), it declines (Decline), and the polars
+ * path reads the file instead. Declining is always correct; a wrong value never is.
  * Metadata records ("ph": "M") are only counted, not kept as rows (the exact path only counts
  * them too): once a record's phase says M, its other values are skipped as JSON, checked but
  * not read.
@@ -55,6 +55,10 @@ static const char *const COLUMN[NCOL] = {
     "wait_stream", "wait_record",
 };
 
+/* The dur of a record without one, as the raw table holds it (kineto_records.NO_DUR): a NaN,
+ * which no JSON number is; split() counts the events that have it and reads them as 0 ns. */
+#define NO_DUR 0x7FF8000000000000ULL
+
 /* How a parse ends: done, out of bytes (the record goes on in the next block), or declined. */
 enum { OK = 0, MORE = 1, BAD = 2 };
 
@@ -71,6 +75,7 @@ typedef struct {
     int state;        /* 0: after "[", 1: after a record, 2: after ",", 3: after "]" */
     int busy;         /* a feed is running (without the GIL) */
     int split;        /* split() kept the events alone, their times as ns */
+    int64_t no_dur;   /* events (split) of X records without "dur", read as 0 ns */
     char *arena;      /* the interned strings' bytes */
     size_t arena_len, arena_cap;
     Entry *entries;
@@ -228,8 +233,48 @@ static int string(Cur *c, const char **s, size_t *n, int *escaped)
     return MORE;
 }
 
+/* The end of number() for a token c->p..p with an exponent or of more than 308 characters
+ * (without one, no shorter token is 10**308 or more): it declines where the number is beyond
+ * a double's range as orjson reads it (past it orjson refuses the whole file, "number is
+ * infinity when parsed as double"). Below 10**(its whole digits + its exponent) <= 10**308 it
+ * is not; the others through strtod, which rounds correctly as orjson does, and a token too
+ * long for it declines. Out of the scan's way (Kineto writes no exponents): a tail call, so
+ * that number() keeps no more registers for it. */
+#if defined(__GNUC__)
+__attribute__((noinline, cold))
+#endif
+static int beyond(Cur *c, const char *p, const char **s, size_t *n)
+{
+    char tok[TOKEN_MAX];
+    const char *q = c->p + (*c->p == '-');
+    long mag = 0, exp = 0, sign = 1;
+    if (*q != '0')
+        while (q < p && *q >= '0' && *q <= '9')
+            q++, mag++;
+    while (q < p && *q != 'e' && *q != 'E')
+        q++;
+    if (q < p && (*++q == '+' || *q == '-'))
+        sign = *q++ == '-' ? -1 : 1;
+    for (; q < p; q++)
+        exp = exp < 100000 ? exp * 10 + (*q - '0') : exp; /* past 1e5: as good as infinite */
+    size_t len = (size_t)(p - c->p);
+    if (mag + sign * exp > 308) {
+        if (len >= TOKEN_MAX)
+            DECLINE(c, "a number that may be beyond a double's range");
+        memcpy(tok, c->p, len);
+        tok[len] = '\0';
+        if (isinf(strtod(tok, NULL)))
+            DECLINE(c, "a number beyond a double's range");
+    }
+    *s = c->p;
+    *n = len;
+    c->p = p;
+    return OK;
+}
+
 /* Read the number token at c->p, JSON's grammar exactly; *integer when it has no fraction or
- * exponent. The token may go on in the next block when it meets the end: MORE. */
+ * exponent. The token may go on in the next block when it meets the end: MORE. A number that
+ * may be beyond a double's range declines, wherever it is (beyond). */
 static int number(Cur *c, const char **s, size_t *n, int *integer)
 {
     const char *p = c->p, *e = c->end;
@@ -262,10 +307,13 @@ static int number(Cur *c, const char **s, size_t *n, int *integer)
         if (p == q)
             return p >= e ? MORE : ((c->s->why = "invalid JSON: a number"), BAD);
         *integer = 0;
+        return p >= e ? MORE : beyond(c, p, s, n);
     }
 #undef DIGITS
     if (p >= e)
         return MORE;
+    if (__builtin_expect(p - c->p > 308, 0))
+        return beyond(c, p, s, n);
     *s = c->p;
     *n = (size_t)(p - c->p);
     c->p = p;
@@ -765,10 +813,8 @@ static int append(Scanner *s, Record *r)
         set(r, STREAM, r->v[STREAM_ID]);
     if (!(r->valid & (1u << EXT)) && (r->valid & (1u << EXT2)))
         set(r, EXT, r->v[EXT2]);
-    if (!(r->seen & (1u << 6))) { /* no "dur": 0, as e.get("dur", 0) */
-        uint64_t zero = 0;
-        set(r, DUR, zero);
-    }
+    if (!(r->seen & (1u << 6))) /* no "dur": NO_DUR, as collect writes it */
+        set(r, DUR, NO_DUR);
     if (s->rows == s->cap) {
         int64_t cap = s->cap ? s->cap * 2 : 4096;
         for (int i = 0; i < NCOL; i++) {
@@ -1084,7 +1130,10 @@ static int split_rows(Scanner *s, const uint8_t *kinds, int64_t base, Map *skipp
             for (int i = 0; i < NCOL; i++) {
                 int valid = valid_at(&c[i], row);
                 uint64_t v = c[i].vals[row];
-                if (valid && (i == TS || i == DUR)) {
+                if (valid && i == DUR && v == NO_DUR) {
+                    s->no_dur++; /* read as 0 ns, and counted */
+                    v = 0;
+                } else if (valid && (i == TS || i == DUR)) {
                     int64_t ns;
                     valid = to_ns(v, i == TS ? base : 0, &ns);
                     v = valid ? (uint64_t)ns : 0;
@@ -1368,7 +1417,8 @@ static PyObject *split(Scanner *s, PyObject *args)
     }
     PyObject *bound_pairs = counts != NULL ? flow_ids_out(pairs, n_pairs, s->rows) : NULL;
     if (bound_pairs != NULL)
-        out = Py_BuildValue("(NLLN)", counts, (long long)distinct, (long long)bound, bound_pairs);
+        out = Py_BuildValue("(NLLNL)", counts, (long long)distinct, (long long)bound, bound_pairs,
+                            (long long)s->no_dur);
     else
         Py_XDECREF(counts);
     free(skipped.slot);
@@ -1434,11 +1484,12 @@ static PyMethodDef scanner_methods[] = {
      "survey(kinds) -> (paired, first_ts): whether a row is a B or E record, and the ts of the "
      "first X record (None where none); kinds: a byte per name, as split() takes."},
     {"split", (PyCFunction)split, METH_VARARGS,
-     "split(kinds, base) -> (skipped, keys, bound, flow_ids): keep the events alone, times as "
-     "ns after base; bind each device flow (flow id, phase) to its event. skipped: (ph, cat, "
-     "n) by name index (None: null); keys: the flows' (id, phase) keys, bound: those bound; "
-     "flow_ids: each event's bound ids, sorted and unique (null: none), as an Arrow capsule "
-     "pair (a struct of one list column)."},
+     "split(kinds, base) -> (skipped, keys, bound, flow_ids, no_dur): keep the events alone, "
+     "times as ns after base; bind each device flow (flow id, phase) to its event. skipped: "
+     "(ph, cat, n) by name index (None: null); keys: the flows' (id, phase) keys, bound: those "
+     "bound; flow_ids: each event's bound ids, sorted and unique (null: none), as an Arrow "
+     "capsule pair (a struct of one list column); no_dur: the events of X records without "
+     "dur, read as 0 ns."},
     {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
     {"counts", (PyCFunction)counts, METH_NOARGS,
      "(rows, metadata): the rows kept so far, and the metadata records counted."},

@@ -37,9 +37,11 @@ from trace_analyzer.readers.kineto_kinds import (
 from trace_analyzer.readers.kineto_native import Binding, Records, scans
 from trace_analyzer.readers.kineto_records import (
     LINK_COLUMNS,
+    NO_DUR_REASON,
     UNMATCHED_B,
     UNMATCHED_E,
     collect,
+    no_dur_words,
     pair_spans,
 )
 from trace_analyzer.readers.kineto_stream import scan
@@ -134,6 +136,8 @@ def _result(
     for half, why in LOST_HALVES.items():  # an event lost, not a record that is none
         if n := skipped.pop(half, 0):
             result.dropped[why] = n
+    if n := skipped.pop(NO_DUR_REASON, 0):  # events all the same, their dur a guess
+        result.warnings.append(f"{src.path}: {no_dur_words(n)}")
     counted = {"non-object records": non_objects, "metadata records": metadata}
     skipped.update({k: n for k, n in counted.items() if n})
     neuron = _any_neuron(rows) or (
@@ -189,8 +193,10 @@ def _events_of(
     else:
         result.warnings.append(f"{src.path}: {clock_note}")
     if isinstance(raw, Records):
-        rows, counts, binding = raw.split(kinds, base)
-        return rows, None, binding, _skipped(counts)
+        rows, counts, binding, no_dur = raw.split(kinds, base)
+        skipped = _skipped(counts)
+        skipped[NO_DUR_REASON] += no_dur
+        return rows, None, binding, skipped
     rows, flows, skipped = _split_records(raw, base)
     skipped.update(unmatched)
     return rows, flows, None, skipped
@@ -251,11 +257,13 @@ def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataF
     if rest.height:
         for p, c, n in rest.group_by("ph", "category").len().iter_rows():
             skipped[f"'{c}' spans" if p == "X" else _skip_reason(p, c)] += n
-    events = raw.filter(kind["e"]).select(
+    events = raw.filter(kind["e"])
+    skipped[NO_DUR_REASON] += events.select(pl.col("dur").is_nan().sum()).item()
+    events = events.select(
         "name",
         "category",
         start_ns=_ns("ts", base),
-        duration_ns=_ns("dur"),
+        duration_ns=pl.when(pl.col("dur").is_nan()).then(pl.lit(0, pl.Int64)).otherwise(_ns("dur")),
         pid="pid",
         tid="tid",
         device="device",

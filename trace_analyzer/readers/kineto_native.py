@@ -71,13 +71,14 @@ class Records:
 
     def split(
         self, kinds: bytes, base: int
-    ) -> tuple[pl.DataFrame, list[tuple[str | None, str | None, int]], Binding | None]:
+    ) -> tuple[pl.DataFrame, list[tuple[str | None, str | None, int]], Binding | None, int]:
         """Return the events (the columns kineto._split_records gives them, times as ns after
-        ``base``), the records skipped as (ph, category, count), and the device flows' binding
+        ``base``), the records skipped as (ph, category, count), the device flows' binding
         (None where there are none): each event's flow ids (sorted, unique; null where none),
-        and the count of (flow id, phase) keys bound to no event."""
+        and the count of (flow id, phase) keys bound to no event; and the count of events of
+        X records without dur (read as 0 ns)."""
         names = self.scanner.names()
-        skipped, keys, bound, flow_ids = self.scanner.split(kinds, base)
+        skipped, keys, bound, flow_ids, no_dur = self.scanner.split(kinds, base)
         counts = [
             (None if p is None else names[p], None if c is None else names[c], n)
             for p, c, n in skipped
@@ -85,14 +86,14 @@ class Records:
         binding = (frame(flow_ids)["flow_ids"], keys - bound) if keys else None
         rows = self.scanner.counts()[0]
         if not rows:
-            return pl.DataFrame(schema=EVENT_COLUMNS), counts, binding
+            return pl.DataFrame(schema=EVENT_COLUMNS), counts, binding, no_dur
         cols = pl.DataFrame(self.scanner)
         text = pl.Series(names, dtype=pl.String).cast(Text)
         texts = {c: text.gather(cols[c]) for c in ("name", "category")}
         events = cols.with_columns(**texts, args_json=pl.lit(None, pl.String)).select(
             *EVENT_COLUMNS
         )
-        return events, counts, binding
+        return events, counts, binding, no_dur
 
 
 Binding = tuple[pl.Series, int]  # each event's flow ids, and the flow keys left unbound

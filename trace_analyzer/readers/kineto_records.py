@@ -44,6 +44,19 @@ RAW_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+# The dur of an X record without one, as the raw table holds it on every path: a NaN, which no
+# JSON number is (orjson and polars refuse NaN). kineto.py counts the events that have it
+# (NO_DUR_REASON) and reads them as 0 ns.
+NO_DUR = float("nan")
+NO_DUR_REASON = "X records without dur"  # their count, among the records skipped (kineto.py)
+
+
+def no_dur_words(n: int) -> str:
+    """Return the words of the warning that ``n`` events had no dur (cli/messages.py reads
+    them back for its stderr line): not dropped, but read as 0 ns."""
+    return f"{n:,} X record{'s' * (n != 1)} without dur, read as 0 ns"
+
+
 def num(v: object) -> float | None:
     """Return a JSON number as a float; None for anything else (a bool, text, beyond 1e300)."""
     return (
@@ -66,11 +79,11 @@ def collect(events: list[Any]) -> tuple[pl.DataFrame, int]:
         cat, ph, name = e.get("cat"), e.get("ph"), e.get("name")
         cols["ph"].append(ph if isinstance(ph, str) else None)
         cols["category"].append(cat if isinstance(cat, str) else None)
-        cols["name"].append(name if isinstance(name, str) or name is None else str(name))
+        cols["name"].append(name if isinstance(name, str) or name is None else json_text(name))
         cols["pid"].append(as_i64(e.get("pid")))
         cols["tid"].append(as_i64(e.get("tid")))
         cols["ts"].append(num(e.get("ts")))
-        cols["dur"].append(num(e.get("dur", 0)))
+        cols["dur"].append(num(e["dur"]) if "dur" in e else NO_DUR)
         cols["flow_id"].append(as_i64(e.get("id")))
         cols["device"].append(as_i64(args.get("device")))
         cols["stream"].append(as_i64(args.get("stream", args.get("stream_id"))))

@@ -42,7 +42,7 @@ from trace_analyzer.readers.kineto_bytes import (
     _in_string,
     open_trace,
 )
-from trace_analyzer.readers.kineto_records import ARG_COLUMNS, RAW_SCHEMA, collect
+from trace_analyzer.readers.kineto_records import ARG_COLUMNS, NO_DUR, RAW_SCHEMA, collect
 
 KINETO_SEP = b"},   {"  # libkineto writes "},\n  {" between records
 ANY_SEP = re.compile(rb"\}\s*,\s*\{")
@@ -69,7 +69,13 @@ LINE_SCHEMA: dict[str, pl.DataType] = {
 TOP_KEYS = (*LINE_SCHEMA, "args")
 KEYS = dict.fromkeys((*TOP_KEYS, *ARG_KEYS, "name"))  # "name": top level and in args
 KEYS_WRITTEN = '"(?:' + "|".join(re.escape(k) for k in KEYS) + r')"\s*:'
-ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")  # a key could be spelled so
+# Escapes that send a block the exact way: one of ASCII (a key could be spelled so), and one
+# of a surrogate (orjson refuses a lone one, so the file; polars would read it as another
+# character). A false find (an escaped backslash before "u00") only costs the exact way's time.
+EXACT_ESCAPE = re.compile(rb"\\u(?:00[2-7][0-9a-fA-F]|[dD][89a-fA-F])")
+# A text (ph, cat, name) polars read from a value that is not a string may start so (true,
+# false, a number, an object, an array); the exact path reads those its own way (collect).
+NOT_TEXT = r"^(?:true$|false$|[-0-9\[{])"
 
 
 Parsed = tuple[pl.DataFrame, int]  # a block's raw table, and the values of keys read it holds
@@ -224,7 +230,7 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Par
             args_json=pl.when(pl.col("args") != "{}").then("args"),
             args=pl.col("args").str.json_decode(ARGS_ANY),
         )
-    held = -1 if _odd_ids(df) else _held(df)  # -1: read the exact way (_decided)
+    held = -1 if _odd_ids(df) or _odd_texts(df) else _held(df)  # -1: read the exact way
     a = pl.col("args").struct
 
     def i64(e: pl.Expr) -> pl.Expr:
@@ -237,7 +243,7 @@ def _parse(lines: bytes, schema: dict[str, pl.DataType], keep_args: bool) -> Par
         i64(pl.col("pid")).alias("pid"),
         i64(pl.col("tid")).alias("tid"),
         "ts",
-        pl.col("dur").fill_null(0.0),
+        pl.col("dur").fill_null(NO_DUR),  # no key: a null one sends the block the exact way
         i64(pl.col("id")).alias("flow_id"),
         i64(a.field("device")).alias("device"),
         i64(pl.coalesce(a.field("stream"), a.field("stream_id"))).alias("stream"),
@@ -287,10 +293,18 @@ def _odd_ids(df: pl.DataFrame) -> bool:
     return False
 
 
+def _odd_texts(df: pl.DataFrame) -> bool:
+    """Whether a text (ph, cat, name) may have been a value that is not a string: polars
+    writes true, 1.0 or {"a": 1} as text its own way, the exact path as collect does."""
+    odd = [pl.col(c).str.contains(NOT_TEXT).any() for c in ("ph", "cat", "name")]
+    return bool(df.select(pl.any_horizontal(odd)).item())
+
+
 def _written(lines: bytes) -> int | None:
     """Return how many times the keys this path reads are written in ``lines``; None where
-    one could be spelled with escapes, or the text is not UTF-8 (orjson will say so)."""
-    if ESCAPED_ASCII.search(lines):
+    one could be spelled with escapes, a string holds a surrogate's escape (a lone one makes
+    the file invalid JSON, orjson's error), or the text is not UTF-8 (orjson will say so)."""
+    if EXACT_ESCAPE.search(lines):
         return None
     try:
         text = pl.Series([lines], dtype=pl.Binary).cast(pl.String)
