@@ -46,10 +46,11 @@ def why_none(p: Profile | pl.DataFrame) -> str:
     return NOTHING if not p.height else HOST_ONLY
 
 
-def no_hardware(p: Profile) -> str:
-    """Return why the run ``p``, which has no hardware lanes, has none (module text)."""
+def no_hardware(p: Profile, *, listed: bool = False) -> str:
+    """Return why the run ``p``, which has no hardware lanes, has none (module text);
+    ``listed``: the export commands are listed beside it (``info``), so not in it."""
     if p.undecoded_hardware:
-        return undecoded(p, device_export(p.run, p.pairs, p.has_export))
+        return undecoded(p, device_export(p.run, p.pairs, p.has_export), listed=listed)
     if not p.events.height:  # what its files held, where one was not read; else nothing
         return nothing_found(p) if any(not r.read for r in p.reads) else NOTHING
     launched = _launches(p.events)
@@ -79,14 +80,17 @@ def _launches(events: pl.DataFrame) -> str | None:
     )
 
 
-def undecoded(p: Profile, commands: list[str]) -> str:
+def undecoded(p: Profile, commands: list[str], *, listed: bool = False) -> str:
     """Return the line of a run whose hardware lanes are only in NTFF/ntrace.pb files: where
-    they are, and where traceana says how to export them (or why it cannot)."""
+    they are, and how to export them, or where that is said (``listed``: under "device
+    export", beside the line), or why it cannot be."""
     ntrace = bool(raw_without_export(p.run, p.has_export))
     held = " and ".join(k for k, has in (("NTFF", p.run.ntffs), ("ntrace.pb", ntrace)) if has)
     line = f"no hardware lanes read: they are in the {held} files, which need an Explorer export"
     how = []
-    if len(commands) == 1:
+    if commands and listed:
+        how.append('"device export" lists the command for each NTFF and its NEFF')
+    elif len(commands) == 1:
         how.append(f"export it with `{commands[0]}`")
     elif commands:
         how.append(f'`traceana info` lists under "device export" the command for each of the '

@@ -111,9 +111,9 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]
             f"`traceana chain {p.root} --unlinked` lists them"
         )
     if len(p.events) and not hardware:  # why none (analyses/absent.py), as gaps says it
-        notes.append(no_hardware(p))
+        notes.append(no_hardware(p, listed=True))
     elif not hardware and p.undecoded_hardware:
-        notes.append(undecoded(p, commands))
+        notes.append(undecoded(p, commands, listed=True))
     if commands and isinstance(p.root, MemberPath):
         notes.append(
             f"the export commands name the members of {p.root.archive.path}: "
