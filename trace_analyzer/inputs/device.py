@@ -93,10 +93,21 @@ def find_lists(top: Path) -> list[Path]:
     return [d / n for d, names in folders(top) for n in names if pattern.match(n)]
 
 
+# Explorer keeps a processed profile in ``<data-path>/profiles/global/<name>@latest/``
+# (docs/neuron-formats.md §7): the folder is the profile ``<name>``, as DeviceProfileList names it.
+VERSION_TAG = re.compile(r"@[^@/]*$")
+
+
+def profile_name(folder: str) -> str:
+    """Return the device profile a folder of that name holds: its name less an ``@latest``."""
+    return VERSION_TAG.sub("", folder)
+
+
 def parse_name(name: str) -> dict[str, str | int | None] | None:
     """Return instance_id, process_id, nc_id and session_id spelled in a device profile's
-    name (Explorer's ``..._<instance>_pid_<pid>_nc_<n>_session_<s>``), or None."""
-    m = PROFILE_NAME.search(name)
+    name (Explorer's ``..._<instance>_pid_<pid>_nc_<n>_session_<s>``, its folder's ``@latest``
+    aside), or None."""
+    m = PROFILE_NAME.search(profile_name(name))
     if m is None:
         return None
     session = m["session"]

@@ -24,6 +24,7 @@ from trace_analyzer.inputs.device import (
     find_lists,
     neffs_near,
     parse_name,
+    profile_name,
     table_files,
     table_pattern,
     unexported,
@@ -300,7 +301,7 @@ def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> D
         raise InputError(
             folder, "no Instruction table (Instruction.parquet): not a device-profile export"
         )
-    name = str(listed["device_profile_name"]) if listed else folder.name
+    name = str(listed["device_profile_name"]) if listed else profile_name(folder.name)
     ids = _ids(name, listed)
     metadata = _first_row(read_whole(folder, "Metadata")) or {}
     version = _schema_notes(folder, metadata, notes)
@@ -382,9 +383,9 @@ def load_device(path: Path) -> DeviceRun:
             )  # fmt: skip
         top = top.parent
     listed = listed_profiles(top)
-    profiles = [read_device_profile(f, listed.get(f.name)) for f in find_exports(top)]
+    profiles = [read_device_profile(f, listed.get(profile_name(f.name))) for f in find_exports(top)]
     profiles += json_exports(top)
-    keys = {_key(_ids(p.name, listed.get(p.root.name))) for p in profiles}
+    keys = {_key(_ids(p.name, listed.get(profile_name(p.root.name)))) for p in profiles}
     stems = {p.root.name for p in profiles} | {p.name for p in profiles}
     return DeviceRun(root=top, profiles=profiles, unexported=unexported(top, keys, stems))
 
