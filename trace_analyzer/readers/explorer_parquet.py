@@ -113,6 +113,7 @@ def read(src: Source, keep_args: bool = False, *, in_order: bool = False) -> Rea
     result.schema_version = _schema_version(src, result)
     paths, layout = split_parts(src.path)
     result.warnings += layout
+    result.notes += _unread_columns(src, paths)
     present = [c for c in COMPANIONS if any(src.path.glob(f"{c}*.parquet"))]
     result.notes.append(
         f"{len(paths)} SystemProfileEvents file(s); companions: {', '.join(present) or 'none'}"
@@ -322,6 +323,19 @@ def _metadata_table(src: Source) -> AnyPath | None:
     """Return the export's Metadata table (the first by name in its folder), or None."""
     found: list[AnyPath] = [*src.path.glob("Metadata*.parquet")]
     return min(found, key=str) if found else None
+
+
+def _unread_columns(src: Source, paths: list[AnyPath]) -> list[str]:
+    """The note naming the columns of the table that schema 7.4.0 does not have (a newer
+    schema's, kept on disk and not read), if any: never an error."""
+    try:
+        have = pl.read_parquet_schema(parquet_input(paths[0])) if paths else {}
+    except (Exception, pl.exceptions.PanicException):  # the read says what is wrong with it
+        return []
+    new = [c for c in have if c not in REQUIRED and c not in OPTIONAL]
+    if not new:
+        return []
+    return [f"{src.path}: columns schema 7.4.0 does not have, not read: {', '.join(new)}"]
 
 
 def _schema_version(src: Source, result: ReadResult) -> str | None:
