@@ -22,6 +22,7 @@ from typing import Any
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import PID_DIR, discover, folders
+from trace_analyzer.inputs.limits import not_regular
 from trace_analyzer.inputs.neff import SESSION_NTFF, device_export, neff_pairs, shell_word
 
 DEVICE_LIST = "DeviceProfileList"
@@ -65,7 +66,10 @@ JSON_NAME = re.compile(r"\.json(\.gz)?$")
 
 def first_key(path: Path, peek: int = 256) -> str | None:
     """Return the first key of the JSON object in ``path`` (a ``.json`` or ``.json.gz``
-    file), from its first ``peek`` bytes; None when they hold none, or it cannot be read."""
+    file), from its first ``peek`` bytes; None when they hold none, or it cannot be read, or
+    it is not a regular file (a FIFO would block the read: ``limits.not_regular``)."""
+    if not_regular(path) is not None:
+        return None
     try:
         opener = gzip.open if path.name.endswith(".gz") else open
         with opener(path, "rb") as f:
