@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import run_process
+from conftest import run_process, union_of
 
 REAL3 = Path(__file__).resolve().parents[2].parent / "shared/corpus/real3/allenkchau"
 EXPORTS = {
@@ -32,13 +32,8 @@ def export(folder: str) -> Path:
 
 
 def union(spans: list[tuple[int, int]]) -> int:
-    total, end = 0, None
-    for s, e in sorted(spans):
-        if end is None or s > end:
-            total, end = total + e - s, e
-        elif e > end:
-            total, end = total + e - end, e
-    return total
+    """The length of the union of ``spans`` (those that overlap or touch are one)."""
+    return sum(e - s for s, e in union_of(spans, apart=0))
 
 
 def engines_json(path: Path) -> dict:

@@ -29,11 +29,15 @@ from trace_analyzer.model.device import (
     BYTE_COLUMNS,
     FLOP_COLUMNS,
     OPTIONAL_TABLES,
-    WAIT_OPCODE_PREFIX,
     DeviceProfile,
 )
 from trace_analyzer.readers.common import ReadResult, load_json
-from trace_analyzer.readers.device_profile import assign, lane_prefix
+from trace_analyzer.readers.device_profile import (
+    assign,
+    engine_lane,
+    instruction_rows,
+    lane_prefix,
+)
 from trace_analyzer.readers.format import Format
 
 NAME = "neuron-profile-json"
@@ -126,10 +130,6 @@ def _pcore(pairs: dict[str, int]) -> pl.Expr:
     return pl.col("subgraph").map_elements(of, return_dtype=pl.Int64)
 
 
-def _lane(prefix: str, engine: pl.Expr) -> pl.Expr:
-    return pl.concat_str(pl.lit(f"{prefix}:"), pl.col("pcore").cast(pl.String), pl.lit("/"), engine)
-
-
 INSTRUCTION = {"timestamp": _I, "duration": _I, "subgroup": _S, "subgraph": _S, "opcode": _S,
                "hlo_name": _S, "nki_source_location": _S,
                **dict.fromkeys((*BYTE_COLUMNS, *FLOP_COLUMNS), _I)}  # fmt: skip
@@ -139,18 +139,12 @@ DMA = {"timestamp": _I, "duration": _I, "subgraph": _S, "subgroup": _S, "queue_t
 
 
 def _instructions(raw: pl.DataFrame, pairs: dict[str, int], prefix: str) -> pl.DataFrame:
-    return raw.select(
-        start_ns=pl.col("timestamp"),
-        end_ns=pl.col("timestamp") + pl.col("duration"),
-        duration_ns=pl.col("duration"),
-        engine=pl.col("subgroup").str.to_lowercase(),
-        pcore=_pcore(pairs),
-        opcode=pl.col("opcode"),
-        wait=pl.col("opcode").str.starts_with(WAIT_OPCODE_PREFIX).fill_null(False),
-        hlo_name=pl.col("hlo_name"),
-        nki_source_location=pl.col("nki_source_location"),
-        **{c: pl.col(c) for c in (*BYTE_COLUMNS, *FLOP_COLUMNS)},
-    ).with_columns(lane=_lane(prefix, pl.col("engine")))
+    span = {
+        "start_ns": pl.col("timestamp"),
+        "end_ns": pl.col("timestamp") + pl.col("duration"),
+        "duration_ns": pl.col("duration"),
+    }
+    return instruction_rows(raw, prefix, span, pl.col("subgroup").str.to_lowercase(), _pcore(pairs))
 
 
 def _active(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
@@ -160,7 +154,7 @@ def _active(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
         duration_ns=pl.col("duration_ns").fill_null(pl.col("end_ts") - pl.col("start_ts")),
         engine=pl.col("engine").str.to_lowercase(),
         pcore=pl.col("pcore_idx").fill_null(0),
-    ).with_columns(lane=_lane(prefix, pl.col("engine")))
+    ).with_columns(lane=engine_lane(prefix, pl.col("engine")))
 
 
 def _dma(raw: pl.DataFrame, pairs: dict[str, int], prefix: str) -> pl.DataFrame:
@@ -174,7 +168,7 @@ def _dma(raw: pl.DataFrame, pairs: dict[str, int], prefix: str) -> pl.DataFrame:
         read_bytes=pl.col("read_size"),
         write_bytes=pl.col("write_size"),
         transfer_bytes=pl.col("transfer_size"),
-    ).with_columns(lane=_lane(prefix, pl.lit("dma")))
+    ).with_columns(lane=engine_lane(prefix, pl.lit("dma")))
 
 
 def _first(path: Path, doc: dict[str, Any], key: str) -> dict[str, Any]:

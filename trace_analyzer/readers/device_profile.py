@@ -188,8 +188,27 @@ def lane_prefix(name: str, ids: dict[str, Any]) -> str:
     return f"device/{name}/NC"
 
 
-def _lane(prefix: str, engine: pl.Expr) -> pl.Expr:
+def engine_lane(prefix: str, engine: pl.Expr) -> pl.Expr:
+    """A device row's lane: its profile's ``prefix``, ``:<pcore>/<engine>``."""
     return pl.concat_str(pl.lit(f"{prefix}:"), pl.col("pcore").cast(pl.String), pl.lit("/"), engine)
+
+
+def instruction_rows(
+    raw: pl.DataFrame, prefix: str, span: dict[str, pl.Expr], engine: pl.Expr, pcore: pl.Expr
+) -> pl.DataFrame:
+    """The Instruction contract's rows (model/device.py) of ``raw``, an export's instructions
+    (the Parquet table, or the JSON export's list), given how its rows say their ``span``
+    (start, end, duration), ``engine`` and physical core; the other columns keep their names."""
+    return raw.select(
+        **span,
+        engine=engine,
+        pcore=pcore,
+        opcode=pl.col("opcode"),
+        wait=pl.col("opcode").str.starts_with(WAIT_OPCODE_PREFIX).fill_null(False),
+        hlo_name=pl.col("hlo_name"),
+        nki_source_location=pl.col("nki_source_location"),
+        **{c: pl.col(c) for c in (*BYTE_COLUMNS, *FLOP_COLUMNS)},
+    ).with_columns(lane=engine_lane(prefix, pl.col("engine")))
 
 
 def _executions(folder: Path, notes: list[str]) -> pl.DataFrame | None:
@@ -250,17 +269,8 @@ def _span() -> dict[str, pl.Expr]:
 
 
 def _instructions(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
-    engine = pl.col("engine").str.to_lowercase()
-    return raw.select(
-        **_span(),
-        engine=engine,
-        pcore=pl.col("pcore_idx").fill_null(0),
-        opcode=pl.col("opcode"),
-        wait=pl.col("opcode").str.starts_with(WAIT_OPCODE_PREFIX).fill_null(False),
-        hlo_name=pl.col("hlo_name"),
-        nki_source_location=pl.col("nki_source_location"),
-        **{c: pl.col(c) for c in (*BYTE_COLUMNS, *FLOP_COLUMNS)},
-    ).with_columns(lane=_lane(prefix, pl.col("engine")))
+    engine, pcore = pl.col("engine").str.to_lowercase(), pl.col("pcore_idx").fill_null(0)
+    return instruction_rows(raw, prefix, _span(), engine, pcore)
 
 
 def _active(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
@@ -268,7 +278,7 @@ def _active(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
         **_span(),
         engine=pl.col("engine").str.to_lowercase(),
         pcore=pl.col("pcore_idx").fill_null(0),
-    ).with_columns(lane=_lane(prefix, pl.col("engine")))
+    ).with_columns(lane=engine_lane(prefix, pl.col("engine")))
 
 
 def _dma(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
@@ -280,7 +290,7 @@ def _dma(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
         read_bytes=pl.col("read_bytes"),
         write_bytes=pl.col("write_bytes"),
         transfer_bytes=pl.col("transfer_bytes"),
-    ).with_columns(lane=_lane(prefix, pl.lit("dma")))
+    ).with_columns(lane=engine_lane(prefix, pl.lit("dma")))
 
 
 def _order(df: pl.DataFrame, columns: dict[str, type[pl.DataType]]) -> pl.DataFrame:
