@@ -23,6 +23,7 @@ REALTIME, BOOTTIME = 1, 6  # BuiltinClock
 SEQUENCE_CLOCKS = 64  # clock ids from 64 are the sequence's own (ClockSnapshot)
 DEPTH = 8  # how deep a debug annotation's dicts and arrays are read
 NOT_EVENTS = {"trace_metadata", "device_properties"}  # Kineto's builder: the trace's metadata
+FLOW_FIELDS = ("flow_ids", "flow_ids_old", "terminating_flow_ids", "terminating_flow_ids_old")
 
 
 @dataclass(slots=True)
@@ -185,39 +186,40 @@ class Decoder:
         return own.ref_ts + (ts - own.base) * own.unit, own.ref
 
     def _track_event(self, packet: Any, seq: Sequence) -> None:
-        """Keep a TrackEvent of a slice or an instant as a Record; count the rest."""
-        te = packet.track_event
-        when = self._time(packet, seq)
-        if te.extra_counter_values or te.extra_double_counter_values:
-            self.skipped["counter values"] += len(te.extra_counter_values)
-            self.skipped["counter values"] += len(te.extra_double_counter_values)
-        if te.type == COUNTER:
+        """Keep a TrackEvent of a slice or an instant as a Record; count the rest. The
+        event's fields are listed once (``ListFields``: the set ones alone), not probed."""
+        f = {d.name: v for d, v in packet.track_event.ListFields()}
+        kind = f.get("type", 0)
+        if n := len(f.get("extra_counter_values", ())) + len(
+            f.get("extra_double_counter_values", ())
+        ):
+            self.skipped["counter values"] += n
+        if kind == COUNTER:
             self.skipped["counter values"] += 1
-            self.counter_tracks.add(te.track_uuid if te.HasField("track_uuid") else -1)
+            self.counter_tracks.add(f.get("track_uuid", -1))
             return
-        if te.type not in (BEGIN, END, INSTANT):
-            legacy = te.type == 0 and te.HasField("legacy_event")
+        if kind not in (BEGIN, END, INSTANT):
+            legacy = "legacy_event" in f
             self.skipped["legacy (JSON-style) TrackEvents" if legacy else "other TrackEvents"] += 1
             return
+        when = self._time(packet, seq)
         if when is None:
             self.skipped["TrackEvents on a clock no snapshot defines"] += 1
             return
-        name = te.name if te.HasField("name") else seq.names.get(te.name_iid)
-        args = _annotations(te.debug_annotations, seq) if te.debug_annotations else None
-        if te.type == INSTANT and name in NOT_EVENTS:
+        name = (
+            f["name"] if "name" in f else seq.names.get(f["name_iid"]) if "name_iid" in f else None
+        )
+        args = _annotations(f["debug_annotations"], seq) if "debug_annotations" in f else None
+        if kind == INSTANT and name in NOT_EVENTS:
             self._metadata(name, args or {})
             return
-        flows = [*te.flow_ids, *te.flow_ids_old, *te.terminating_flow_ids]
-        flows += te.terminating_flow_ids_old
-        category = te.categories[0] if te.categories else None
-        if category is None and te.category_iids:
-            category = seq.categories.get(te.category_iids[0])
-        track = te.track_uuid if te.HasField("track_uuid") else seq.track_uuid
+        flows = [signed(i) for k in FLOW_FIELDS if k in f for i in f[k]] or None
+        category = f["categories"][0] if "categories" in f else None
+        if category is None and "category_iids" in f:
+            category = seq.categories.get(f["category_iids"][0])
+        track = f.get("track_uuid", seq.track_uuid)
         track = (seq.thread if seq.thread is not None else 0) if track is None else track
-        corr = te.correlation_id if te.HasField("correlation_id") else None
-        record = Record(
-            *when, te.type, track, name, category, args, [signed(f) for f in flows] or None, corr
-        )
+        record = Record(*when, kind, track, name, category, args, flows, f.get("correlation_id"))
         self.records.append(record)
 
     def _metadata(self, name: str, args: dict[str, Any]) -> None:
