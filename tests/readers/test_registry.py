@@ -32,6 +32,7 @@ def test_the_formats_are_the_registry_by_name():
         "execution-trace",
         "rocprofiler-sdk",
         "neuron-profile-json",
+        "perfetto-protobuf",
     ]
     assert all(FORMATS[f.name] is f for f in REGISTRY)
     assert all(f.description for f in REGISTRY)

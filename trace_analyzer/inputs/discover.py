@@ -66,6 +66,7 @@ FILE_TYPES: tuple[FileType, ...] = (
     FileType(re.compile(rf"^{re.escape(CAPTURE_JSON)}$"), "capture"),
     FileType(re.compile(r"^truth\.json$"), "not-a-trace"),  # fixtures' records of truth
     FileType(DEVICE_JSON, "device-json"),
+    FileType(re.compile(r"\.(pftrace|perfetto-trace)(\.gz)?$"), "perfetto", source="file"),
     FileType(re.compile(r"\.json(\.gz)?$"), "json", source="file"),
 )
 # source kind -> "file" or "folder": what the readers read (readers.REGISTRY's source kinds)

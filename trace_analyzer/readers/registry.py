@@ -20,6 +20,7 @@ from trace_analyzer.readers import (
     explorer_json,
     explorer_parquet,
     kineto,
+    perfetto,
     rocprof,
 )
 from trace_analyzer.readers.common import ReadResult, load_json
@@ -35,6 +36,7 @@ REGISTRY: tuple[Format, ...] = (
     execution_trace.FORMAT,
     rocprof.FORMAT,
     device_json.FORMAT,
+    perfetto.FORMAT,
 )
 FORMATS: Mapping[str, Format] = {f.name: f for f in REGISTRY}  # format name -> declaration
 
