@@ -26,6 +26,7 @@ BASE = 1_793_620_800_000_000_000
 
 def test_the_formats_are_the_registry_by_name():
     assert list(FORMATS) == [
+        "rocprof-v1",
         "kineto-json",
         "chrome-array",
         "explorer-json",

@@ -22,6 +22,7 @@ from trace_analyzer.readers import (
     explorer_parquet,
     kineto,
     rocprof,
+    rocprof_tracer,
 )
 from trace_analyzer.readers.common import ReadResult, load_json
 from trace_analyzer.readers.format import Format
@@ -30,6 +31,7 @@ __all__ = ["FORMATS", "REGISTRY", "Format", "ReadResult", "read_source", "sniff"
 
 # Every format traceana recognises, in the order a JSON document is sniffed.
 REGISTRY: tuple[Format, ...] = (
+    rocprof_tracer.FORMAT,  # before Kineto's streaming reader, which would read it as Kineto
     kineto.FORMAT,
     chrome_array.FORMAT,
     explorer_json.FORMAT,
