@@ -26,7 +26,9 @@ BASE = 1_793_620_800_000_000_000
 
 def test_the_formats_are_the_registry_by_name():
     assert list(FORMATS) == [
+        "rocprof-v1",
         "kineto-json",
+        "chrome-array",
         "explorer-json",
         "explorer-parquet",
         "execution-trace",
@@ -103,7 +105,8 @@ def test_a_streaming_reader_comes_first_and_the_parse_is_the_fallback(tmp_path, 
     fmt = Format(
         "kineto-json", "test", "json", sniff=readers.kineto.sniff, read=exact, read_path=declining
     )
-    monkeypatch.setattr(registry, "REGISTRY", (fmt, *REGISTRY[1:]))
+    others = tuple(f for f in REGISTRY if f.name != "kineto-json")
+    monkeypatch.setattr(registry, "REGISTRY", (fmt, *others))
     result = read_source(Source(path=path, kind="json", named=True))
     assert calls == ["path", "doc"]
     assert result is not None and result.events["name"].to_list() == ["aten::mm"]

@@ -98,7 +98,7 @@ def has_export(reads: list[ReadResult]) -> bool:
 
 # Formats recognised as profiles of another kind (no timing lanes traceana reads): a path
 # that holds nothing else is refused with the line that names the file's kind.
-NOT_TIMING = ("execution-trace", "rocprofiler-sdk")
+NOT_TIMING = ("execution-trace", "rocprofiler-sdk", "rocprof-v1")
 
 
 def refuse_untimed(profiles: list[Profile]) -> list[Profile]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.readers import (
+    chrome_array,
     device_json,
     execution_trace,
     explorer_json,
@@ -22,6 +23,7 @@ from trace_analyzer.readers import (
     kineto,
     perfetto,
     rocprof,
+    rocprof_tracer,
 )
 from trace_analyzer.readers.common import ReadResult, load_json
 from trace_analyzer.readers.format import Format
@@ -30,7 +32,9 @@ __all__ = ["FORMATS", "REGISTRY", "Format", "ReadResult", "read_source", "sniff"
 
 # Every format traceana recognises, in the order a JSON document is sniffed.
 REGISTRY: tuple[Format, ...] = (
+    rocprof_tracer.FORMAT,  # before Kineto's streaming reader, which would read it as Kineto
     kineto.FORMAT,
+    chrome_array.FORMAT,
     explorer_json.FORMAT,
     explorer_parquet.FORMAT,
     execution_trace.FORMAT,
@@ -43,10 +47,9 @@ FORMATS: Mapping[str, Format] = {f.name: f for f in REGISTRY}  # format name -> 
 
 def sniff(doc: object) -> str | None:
     """Return the format of a parsed JSON document, or None when it is not a trace we read."""
-    if isinstance(doc, dict):
-        for fmt in REGISTRY:
-            if fmt.sniff is not None and fmt.sniff(doc):
-                return fmt.name
+    for fmt in REGISTRY:
+        if fmt.sniff is not None and isinstance(doc, fmt.top) and fmt.sniff(doc):
+            return fmt.name
     return None
 
 
@@ -77,26 +80,15 @@ def read_source(
     if not src.named and _empty(src):  # `traceana gaps P --format json > P/gaps.json`
         return ReadResult.skipped(src, "json", EMPTY)
     doc = load_json(src.path, max_bytes=max_bytes)
-    if is_event_array(doc):  # the Trace Event Format's JSON Array Format (early Kineto)
-        doc = {"traceEvents": doc}
-    if isinstance(doc, dict):
-        for fmt in formats:
-            if fmt.sniff is not None and fmt.read is not None and fmt.sniff(doc):
+    for fmt in formats:
+        if fmt.sniff is not None and fmt.read is not None and isinstance(doc, fmt.top):
+            if fmt.sniff(doc):
                 return fmt.read(src, doc)
     what = "a JSON object" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
     problem = own_output(doc) or f"{what} without traceEvents (nor trace_event): not a trace"
     if src.named:
         raise InputError(str(src.path), problem)
     return ReadResult.skipped(src, "json", problem)
-
-
-def is_event_array(doc: object, probe: int = 100) -> bool:
-    """Whether ``doc`` is a trace as a bare JSON array of events (the Trace Event Format's
-    "JSON Array Format", which Kineto wrote until 2021: docs/formats.md): a list whose first
-    ``probe`` items are all objects with a phase (``ph``)."""
-    if not isinstance(doc, list) or not doc:
-        return False
-    return all(isinstance(e, dict) and "ph" in e for e in doc[:probe])
 
 
 EMPTY = "an empty file (one being written, as by a redirect into this folder?): not read"
