@@ -57,9 +57,6 @@ def _files(rel: str) -> list[Path]:
 
 # A NEFF or NTFF named alone is refused with the generic export command, where its folder pairs
 # it and gives the pair's own (exit 0): not yet one answer.
-NAMED_NEURON = "a bare .neff/.ntff named alone is refused; its folder gives the pair's command"
-
-
 @pytest.mark.parametrize("command", ["info", "gaps"])
 @pytest.mark.parametrize(
     "rel,name",
@@ -68,11 +65,9 @@ NAMED_NEURON = "a bare .neff/.ntff named alone is refused; its folder gives the 
                if (REAL3 / leaf).is_dir() else [])]  # fmt: skip
     or [("kineto_array/resnet50_num_workers_4", "worker0.pt.trace.json.gz")],
 )
-def test_a_file_named_alone_gets_its_folders_answer(command, rel, name, request):
+def test_a_file_named_alone_gets_its_folders_answer(command, rel, name):
     folder = _leaf(rel)
     file = folder / name
-    if file.suffix in (".neff", ".ntff"):
-        request.applymarker(pytest.mark.xfail(reason=NAMED_NEURON, strict=True))
     alone, in_folder = answer(command, file), answer(command, folder)
     assert alone[0] == in_folder[0], (alone, in_folder)
     if alone[0]:

@@ -81,7 +81,6 @@ def test_a_named_capture_json_is_read_as_json(tmp_path):
 @pytest.mark.parametrize(
     ("name", "problem"),
     [
-        ("neff_1.neff", "a Neuron .neff file is not decoded by traceana"),
         ("ntrace.pb", "a Neuron .pb file is not decoded by traceana"),
         ("notes.txt", "not a profile traceana reads"),
     ],
@@ -91,3 +90,15 @@ def test_a_named_file_of_no_source_kind(tmp_path, name, problem):
     path.write_bytes(b"\x00")
     with pytest.raises(InputError, match=problem):
         discover(path)
+
+
+def test_a_named_neff_or_ntff_is_its_folders_run(tmp_path):
+    """A NEFF or NTFF named alone is the run of its folder that holds it (issue 38): the same
+    answer as the folder's, the pair's export command included, not a refusal."""
+    for name in ("neff_1.neff", "1_instid_0_vnc_0.ntff"):
+        (tmp_path / name).write_bytes(b"\x00")
+    (folder,) = discover(tmp_path)
+    for name in ("neff_1.neff", "1_instid_0_vnc_0.ntff"):
+        (run,) = discover(tmp_path / name)
+        assert (run.root, run.neffs, run.ntffs) == (folder.root, folder.neffs, folder.ntffs)
+

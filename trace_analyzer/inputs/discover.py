@@ -445,6 +445,8 @@ def _single_file(f: AnyPath) -> Run:
         run.sources.append(
             Source(path=f, kind=ft.kind, capture=cap, named=True, rank=rank, rank_origin=origin)
         )
+    elif f.suffix in (".neff", ".ntff") and isinstance(f, Path) and (held := _holding(f)):
+        return held  # its folder's run: the same answer named alone as found there
     elif f.suffix in (".neff", ".ntff", ".pb"):
         raise InputError(str(f), f"a Neuron {f.suffix} file is not decoded by traceana; {_PB_HINT}")
     else:
@@ -452,6 +454,15 @@ def _single_file(f: AnyPath) -> Run:
             str(f), "not a profile traceana reads (expected .json, .json.gz or .parquet)"
         )
     return run
+
+
+def _holding(f: Path) -> Run | None:
+    """The run of ``f``'s folder that holds the NEFF or NTFF ``f``, if any."""
+    try:
+        runs = discover(f.parent)
+    except InputError:
+        return None
+    return next((r for r in runs if f in (*r.neffs, *r.ntffs)), None)
 
 
 _PB_HINT = (
