@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_process
+from conftest import run_process, union_of
 
 REAL3 = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "real3"
 ARRAY = REAL3 / "kineto_array" / "resnet50_num_workers_4"
@@ -36,13 +36,8 @@ def _json(*args: object) -> dict:
 
 
 def _union(spans: list[tuple[int, int]]) -> int:
-    busy, reach = 0, None
-    for s, e in sorted(spans):
-        if reach is None or s > reach:
-            busy, reach = busy + e - s, e
-        elif e > reach:
-            busy, reach = busy + e - reach, e
-    return busy
+    """The length of the union of ``spans`` (those that overlap or touch are one)."""
+    return sum(e - s for s, e in union_of(spans, apart=0))
 
 
 @pytest.mark.parametrize("named", ["file", "folder"])
