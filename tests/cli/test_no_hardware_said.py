@@ -63,3 +63,16 @@ def test_a_bare_neff_and_ntff_say_where_the_device_work_is(command, tmp_path):
     said = [line for line in lines if "NTFF" in line]
     assert said and all("host activity only" not in line for line in lines), lines
     assert any(f"-n {neff} -s {ntff}" in line for line in said) or command == "info", said
+
+
+def test_a_host_only_run_names_the_foreign_trace_beside_it(tmp_path):
+    rocprof = REAL3 / "rocm_blogs" / "rocprof_hip_trace" / "results.json"
+    _need(rocprof)
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "results.json").write_bytes(rocprof.read_bytes())
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10,
+               "dur": 5}]  # fmt: skip
+    (mixed / "trace.json").write_text(json.dumps({"traceEvents": events}))
+    (said,) = _said("gaps", mixed, tmp_path)
+    assert "host activity only" in said and "not read: results.json (a rocprof v1" in said, said

@@ -6,7 +6,7 @@ without an Explorer export: the export command); it records nothing (an empty tr
 the host launched device work that the profiler did not record (runtime calls that launch a
 kernel, copy or set, ``LAUNCHING``, each with the correlation id its device record would
 carry, and no device record: the device's activity was not captured); else it records host
-activity only.
+activity only (naming the files beside it that were not read: a foreign trace, say).
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def no_hardware(p: Profile, *, listed: bool = False) -> str:
     launched = _launches(p.events)
     if launched is not None:
         return launched
-    return HOST_ONLY
+    passed = [f"{_name(r.source.path, p.root)} ({r.notes[0] if r.notes else r.format})"
+              for r in p.reads if not r.read]  # fmt: skip
+    return HOST_ONLY + ("; not read: " + "; ".join(passed) if passed else "")
 
 
 def _launches(events: pl.DataFrame) -> str | None:
