@@ -29,7 +29,7 @@ run = discover(path)[0]; src = run.sources[0]
 t=time.perf_counter(); meta, raw = kineto.scan(src.path); ts=time.perf_counter()-t; print(f"scan (blocks -> raw table) {ts:.2f}  peak {rss()} MB")
 t=time.perf_counter(); r = kineto._result(src, meta, raw, 0); print(f"label/flows/steps {time.perf_counter()-t:.2f}  peak {rss()} MB")
 del raw, r
-t=time.perf_counter(); p = P.read_run(run); tr=time.perf_counter()-t; print(f"whole load again (scan+label+dedup+sort) {tr:.2f}  peak {rss()} MB")
+t=time.perf_counter(); (p,) = P.read_parts(run); tr=time.perf_counter()-t; print(f"whole load again (scan+label+dedup+sort) {tr:.2f}  peak {rss()} MB")
 t=time.perf_counter(); e = P.link(p.events); tl=time.perf_counter()-t; print(f"link {tl:.2f} = {tl/ts:.2f}x scan  peak {rss()} MB")
 t=time.perf_counter(); g = gaps(p); print(f"gaps {time.perf_counter()-t:.2f}  peak {rss()} MB  ({g.gaps.height} lane gaps, {g.device_gaps.height} device gaps)")
 t=time.perf_counter(); res = gaps_runs([g], path); s = render(res); print(f"json render {time.perf_counter()-t:.2f}  ({len(s)/1e6:.0f} MB)  peak {rss()} MB")

@@ -74,7 +74,7 @@ with _instrumenting:
     from trace_analyzer.errors import TraceanaError
     from trace_analyzer.inputs import archive, limits
     from trace_analyzer.inputs.discover import Source, discover
-    from trace_analyzer.loading.profile import load_run, load_runs
+    from trace_analyzer.loading.profile import load_parts, load_runs
     from trace_analyzer.questions.gaps.analysis import gaps, gaps_runs
     from trace_analyzer.readers import (
         explorer_json,
@@ -196,7 +196,7 @@ def archive_target(data: bytes) -> None:
     path = scratch(f"archive/input{suffix}", data)
     archive._cached.cache_clear()  # keyed by (path, size, mtime, cap): the name is rewritten
     for run in discover(path, max_bytes=MAX_BYTES):
-        load_run(run)  # the members carry the archive's cap
+        load_parts(run)  # the members carry the archive's cap
 
 
 VIEWS = ("device", "lane", "op")

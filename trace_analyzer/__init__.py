@@ -104,6 +104,7 @@ def load(
     strict: bool = False,
     max_bytes: int | None = None,
     cache: Cache | bool | str | Path | None = None,
+    run: str | None = None,
 ) -> Profile:
     """Return the one run under ``path`` (a profile folder, a trace file, an archive).
 
@@ -112,16 +113,19 @@ def load(
     most a compressed input may inflate to (default: an eighth of the memory, at most 16 GiB).
     ``cache``: None or False (the default) reads the files every time and writes nothing;
     True keeps the analysis cache in ``.traceana-cache/`` inside the named folder; a folder
-    keeps it there (docs/cache.md).
-    Several runs under ``path`` are a UsageError that names them: use ``load_runs``.
+    keeps it there (docs/cache.md). ``run``: which run, when ``path`` holds several: its
+    folder below ``path``, a part of a folder of traces recorded far apart, or one of its
+    files (docs/formats.md, "Layouts and runs").
+    Several runs under ``path`` and no ``run`` are a UsageError that names them (or use
+    ``load_runs``).
     """
     from trace_analyzer.cache import as_cache
     from trace_analyzer.loading import profile as _profile
 
     store = as_cache(cache)
     if store is None:
-        return _profile.load(path, args=args, strict=strict, max_bytes=max_bytes)
-    return store.load(path, args=args, strict=strict, max_bytes=max_bytes)
+        return _profile.load(path, args=args, strict=strict, max_bytes=max_bytes, run=run)
+    return store.load(path, args=args, strict=strict, max_bytes=max_bytes, run=run)
 
 
 def load_runs(
@@ -131,18 +135,20 @@ def load_runs(
     strict: bool = False,
     max_bytes: int | None = None,
     cache: Cache | bool | str | Path | None = None,
+    run: str | None = None,
 ) -> list[Profile]:
-    """Return every run under ``path`` (a folder of many runs, an archive), each loaded.
+    """Return every run under ``path`` (a folder of many runs, an archive), each loaded; a
+    folder whose traces were recorded far apart is a run per part.
 
-    ``args``, ``strict``, ``max_bytes`` and ``cache`` are those of ``load``.
+    ``args``, ``strict``, ``max_bytes``, ``cache`` and ``run`` are those of ``load``.
     """
     from trace_analyzer.cache import as_cache
     from trace_analyzer.loading import profile as _profile
 
     store = as_cache(cache)
     if store is None:
-        return _profile.load_runs(path, args=args, strict=strict, max_bytes=max_bytes)
-    return store.load_runs(path, args=args, strict=strict, max_bytes=max_bytes)
+        return _profile.load_runs(path, args=args, strict=strict, max_bytes=max_bytes, run=run)
+    return store.load_runs(path, args=args, strict=strict, max_bytes=max_bytes, run=run)
 
 
 def export(

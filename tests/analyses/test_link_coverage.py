@@ -37,7 +37,7 @@ import pytest
 
 import trace_analyzer as ta
 from trace_analyzer.inputs.discover import Run, discover
-from trace_analyzer.loading.profile import Profile, load_run, refuse_untimed
+from trace_analyzer.loading.profile import Profile, load_parts, refuse_untimed
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TOPS = ("real", "hta")
@@ -73,7 +73,7 @@ def runs() -> dict[str, Run]:
 def loaded(root: str) -> Profile | str:
     """The run at ``root`` loaded, or the one line of its refusal (an InputError)."""
     try:
-        (profile,) = refuse_untimed([load_run(runs()[root])])
+        (profile,) = refuse_untimed(load_parts(runs()[root]))
     except ta.InputError as e:
         return str(e).replace(str(CORPUS) + "/", "")
     return profile

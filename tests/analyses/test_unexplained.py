@@ -29,7 +29,7 @@ import pytest
 
 import trace_analyzer as ta
 from trace_analyzer.inputs.discover import discover
-from trace_analyzer.loading.profile import load_run, refuse_untimed
+from trace_analyzer.loading.profile import load_parts, refuse_untimed
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 TOPS = ("real", "real3", "hta")
@@ -46,7 +46,7 @@ def results() -> dict[str, ta.GapsResult]:
             continue
         for run in discover(CORPUS / top):
             try:
-                (profile,) = refuse_untimed([load_run(run)])
+                (profile,) = refuse_untimed(load_parts(run))
             except ta.InputError:
                 continue  # refused on purpose: tests/analyses/test_link_coverage.py
             out[str(Path(run.root).relative_to(CORPUS))] = ta.gaps(profile)

@@ -195,7 +195,7 @@ def swallowing(module, name, at):
 if MODE == "write":
     swallowing(table, "write_atomic", 1)
 else:
-    swallowing(profile, "load_run", 3)
+    swallowing(profile, "load_parts", 3)
 from trace_analyzer.cli import main
 sys.argv[0:2] = ['traceana']
 main()

@@ -18,7 +18,7 @@ from trace_analyzer import batch as batch_mod
 from trace_analyzer.questions.batch.devices import linked_pct, top_idle_ops
 from trace_analyzer.inputs.discover import discover
 from trace_analyzer.inputs.fingerprint import fingerprint
-from trace_analyzer.loading.profile import load_run
+from trace_analyzer.loading.profile import load_parts
 from trace_analyzer.questions.gaps.analysis import gaps
 
 
@@ -44,7 +44,8 @@ def _two_gpus() -> dict:
 def test_device_figures_come_from_gaps_and_chain(tmp_path):
     write_trace(tmp_path / "run" / "trace.json", _two_gpus())
     (run,) = discover(tmp_path / "run")
-    g = gaps(load_run(run))
+    (profile,) = load_parts(run)
+    g = gaps(profile)
     assert g.chain is not None
     gpu0, gpu1 = sorted(g.devices["device"])
     assert top_idle_ops(g) == {gpu0: ("(unlinked)", 10_000), gpu1: ("aten::b", 50_000)}

@@ -164,8 +164,8 @@ def hungry(real):
     return f
 if where == "reading":  # the loader, and the cache's name for it
     for module in (profile, sys.modules.get("trace_analyzer.cache.store")):
-        if hasattr(module, "read_run"):
-            module.read_run = hungry(module.read_run)
+        if hasattr(module, "read_parts"):
+            module.read_parts = hungry(module.read_parts)
 else:
     ops.ops = hungry(ops.ops)
 soft, hard = resource.getrlimit(resource.RLIMIT_AS)

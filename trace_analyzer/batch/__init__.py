@@ -42,6 +42,7 @@ from trace_analyzer.batch.table import (
     by_place,
     read_table,
     remove_stale_temporaries,
+    run_of,
     write_table,
 )
 from trace_analyzer.batch.workers import DASK_HINT, Analyse, Workers, dask, local
@@ -148,7 +149,7 @@ def _changed(specs: list[RunSpec], old: pl.DataFrame | None) -> list[RunSpec]:
     """The runs not in the old table with the same fingerprint: those to analyse."""
     known: dict[str, str | None] = {}
     if old is not None:
-        known = dict(old.group_by("run_id").agg(pl.col("fingerprint").first()).rows())
+        known = dict(old.group_by(run_of()).agg(pl.col("fingerprint").first()).rows())
     return [s for s in specs if s.run_id not in known or known[s.run_id] != s.fingerprint]
 
 
@@ -164,7 +165,7 @@ class _Table:
             self.kept = pl.DataFrame(schema=SCHEMA)
         else:
             self.written = old["run_id"].n_unique()
-            kept = old.filter(~pl.col("run_id").is_in(list(redo)))
+            kept = old.filter(~run_of().is_in(list(redo)))
             self.kept = pl.concat([to_frame([]), kept], how="diagonal_relaxed")
 
     def frame(self) -> pl.DataFrame:
@@ -229,15 +230,15 @@ def _result(
     """The counts over every run under the roots, the skipped ones by their stored rows."""
     redo = {s.run_id for s in todo}
     state = (
-        final.filter(pl.col("run_id").is_in([s.run_id for s in specs]))
-        .group_by("run_id")
+        final.filter(run_of().is_in([s.run_id for s in specs]))
+        .group_by(run_of())
         .agg(bad=pl.col("error").is_not_null().any())
     )
     n_failed = int(state["bad"].sum())
     skipped_failures = [
         _failure(r, e)
         for r, e in final.filter(
-            pl.col("run_id").is_in([s.run_id for s in specs if s.run_id not in redo])
+            run_of().is_in([s.run_id for s in specs if s.run_id not in redo])
             & pl.col("error").is_not_null()
         )
         .select("run_id", "error")

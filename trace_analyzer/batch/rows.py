@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -19,10 +19,14 @@ from trace_analyzer.batch.runs import RunSpec
 from trace_analyzer.errors import InputError, TraceanaError
 from trace_analyzer.inputs.discover import Run
 
+if TYPE_CHECKING:
+    from trace_analyzer.loading.profile import Profile
+
 Row = dict[str, Any]
 
 SCHEMA: dict[str, pl.DataType] = {
-    "run_id": pl.String(),  # the run's root: a folder, or archive!/member
+    "run_id": pl.String(),  # the run's root: a folder, or archive!/member; #part for a part
+    "part": pl.String(),  # a part of a folder of traces recorded far apart; null for a whole run
     "path": pl.String(),  # the folder, or the archive file
     "member": pl.String(),  # the run's root inside the archive (null for folders)
     "fingerprint": pl.String(),  # stat:<digest of the files' stat> or sha256:<digest>
@@ -121,7 +125,23 @@ def analyse_run(spec: RunSpec) -> list[Row]:
 
 
 def _analyse(spec: RunSpec, base: Row) -> list[Row]:
-    from trace_analyzer.loading.profile import load_run
+    """The rows of every run the spec's run is read as: itself, or its parts (each with its
+    own ``run_id``: the spec's and ``#part``)."""
+    from trace_analyzer.inputs.discover import PART_SEP
+    from trace_analyzer.loading.profile import load_parts
+
+    if spec.run is None:
+        raise InputError(spec.path, "no run found")
+    rows = []
+    for profile in load_parts(spec.run, max_bytes=spec.max_bytes):
+        part = profile.run.part
+        named = base if part is None else {**base, "run_id": base["run_id"] + PART_SEP + part}
+        rows += _rows(profile, {**named, "part": part})
+    return rows
+
+
+def _rows(profile: Profile, base: Row) -> list[Row]:
+    """The rows of one loaded run: one per device (one with no device when none ran)."""
     from trace_analyzer.questions.batch.devices import (
         device_key,
         linked_pct,
@@ -132,13 +152,10 @@ def _analyse(spec: RunSpec, base: Row) -> list[Row]:
     from trace_analyzer.questions.gaps.analysis import gaps
     from trace_analyzer.questions.ranks.analysis import ranks
 
-    if spec.run is None:
-        raise InputError(spec.path, "no run found")
-    profile = load_run(spec.run, max_bytes=spec.max_bytes)
     g = gaps(profile)
     common = {
         **base,
-        **_capture_info(spec.run),
+        **_capture_info(profile.run),
         "events": profile.events.height,
         "error": None,
         "format": ",".join(sorted({r.format for r in profile.reads if r.read})) or None,

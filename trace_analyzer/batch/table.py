@@ -32,7 +32,17 @@ def read_table(out: Path) -> pl.DataFrame | None:
     missing = [c for c in KEY_COLUMNS if c not in df.columns]
     if missing:
         raise InputError(out, f"not a traceana batch table (no {', '.join(missing)} column)")
+    if "part" not in df.columns:  # written before a run could be read as parts
+        df = df.with_columns(part=pl.lit(None, pl.String))
     return df
+
+
+def run_of() -> pl.Expr:
+    """The ``run_id`` of the run a row's run was found as: its own, less ``#part`` for a part
+    of a folder of traces recorded far apart (loading/parts.py)."""
+    run_id, part = pl.col("run_id"), pl.col("part")
+    own = run_id.str.slice(0, run_id.str.len_chars() - part.str.len_chars() - 1)
+    return pl.when(part.is_null()).then(run_id).otherwise(own)
 
 
 def by_place(df: pl.DataFrame) -> pl.DataFrame:
@@ -40,7 +50,7 @@ def by_place(df: pl.DataFrame) -> pl.DataFrame:
     earlier batches keyed by a run's spelling (``./top/a`` and ``/home/me/top/a``, two rows
     for one run) keeps one spelling's rows per run, those analysed last. ``df`` itself where
     every key is a real path already."""
-    ids = df["run_id"].unique().to_list()
+    ids = df.filter(pl.col("part").is_null())["run_id"].unique().to_list()  # parts: real paths
     real = {i: place(i) for i in ids if i is not None}
     if all(k == v for k, v in real.items()):
         return df

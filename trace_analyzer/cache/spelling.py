@@ -47,7 +47,7 @@ def identity(run: Run) -> str:
     its own name as typed (a trace named through a link of another name is labelled by it),
     each source relative to the root with its kind, and what discovery passed by."""
     root = str(run.root)
-    parts = [os.path.realpath(root), os.path.basename(os.path.abspath(root))]
+    parts = [os.path.realpath(root), os.path.basename(os.path.abspath(root)), str(run.part)]
     for src in run.sources:  # a file named directly must be a trace; found in a folder, may not
         parts += [relative(src.path, root), src.kind, str(src.named)]
     # what discovery passed by is said by the run (its notes and warnings, stored with it):

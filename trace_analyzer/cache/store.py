@@ -31,6 +31,7 @@ import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,16 +44,18 @@ from trace_analyzer.cache.folder import TAG, Folder, Linked
 from trace_analyzer.cache.results import as_bytes, read_gaps, write_gaps
 from trace_analyzer.inputs.archive import MemberPath
 from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
-from trace_analyzer.inputs.discover import Run, Source, discover, run_files
+from trace_analyzer.inputs.discover import Run, Source, run_files
 from trace_analyzer.inputs.fingerprint import fingerprint
 from trace_analyzer.inputs.limits import effective
+from trace_analyzer.loading.parts import part_run
 from trace_analyzer.loading.profile import (
     Profile,
     ReadResult,
     check_strict,
-    one_run,
-    read_run,
-    refuse_untimed,
+    load_parts,
+    one_under,
+    read_parts,
+    runs_under,
 )
 from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.questions.engines.below import with_engines
@@ -70,8 +73,9 @@ from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
 # named by the real path, the spelling it was written under kept to respell a hit; 13: an
 # Explorer export's args_json kept only when args are asked for; 14: steps from the host's
 # ProfilerStep annotations only; 15: Neuron ranks from Explorer's worker_gid, an export's
-# steps taken per process; 16: a stream wait's awaited stream and event record, two columns).
-FORMAT = 16
+# steps taken per process; 16: a stream wait's awaited stream and event record, two columns;
+# 17: a folder of traces recorded far apart kept as its parts, an entry each and one listing).
+FORMAT = 17
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 
@@ -124,15 +128,11 @@ class Cache:
         args: bool = False,
         strict: bool = False,
         max_bytes: int | None = None,
+        run: str | None = None,
     ) -> list[Profile]:
         """``loading.profile.load_runs`` through the cache."""
-        folder = self.folder_for(path)
-        return refuse_untimed(
-            [
-                self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
-                for run in discover(path, max_bytes=max_bytes)
-            ]
-        )
+        parts = partial(self.load_parts, folder=self.folder_for(path), args=args, strict=strict)
+        return runs_under(path, run, max_bytes, parts)
 
     def load(
         self,
@@ -141,14 +141,13 @@ class Cache:
         args: bool = False,
         strict: bool = False,
         max_bytes: int | None = None,
+        run: str | None = None,
     ) -> Profile:
         """``loading.profile.load`` through the cache."""
-        run = one_run(path, discover(path, max_bytes=max_bytes))
-        folder = self.folder_for(path)
-        profile = self.load_run(run, folder, args=args, strict=strict, max_bytes=max_bytes)
-        return refuse_untimed([profile])[0]
+        parts = partial(self.load_parts, folder=self.folder_for(path), args=args, strict=strict)
+        return one_under(path, run, max_bytes, parts)
 
-    def load_run(
+    def load_parts(
         self,
         run: Run,
         folder: Path | None,
@@ -156,32 +155,34 @@ class Cache:
         args: bool = False,
         strict: bool = False,
         max_bytes: int | None = None,
-    ) -> Profile:
-        """Return the run read back from ``folder``, or read afresh and stored there.
+    ) -> list[Profile]:
+        """Return the run (or its parts: loading/parts.py) read back from ``folder``, or read
+        afresh and stored there.
 
         A link where the cache should be is a miss, and a warning on the run (once per
         cache folder and command): the user should know the folder holds one.
         """
         k = key(run, args, max_bytes) if folder is not None else None
         if folder is None or k is None:
-            return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
+            return load_parts(run, args=args, strict=strict, max_bytes=max_bytes)
         inside = None if self.folder is not None else folder.parent
-        entry = Entry(
-            folder, _stem(folder, run, args), k, inside, str(run.root), spelling.names(run)
-        )
+        entry = _entry(folder, inside, run, args, k)
         linked: list[str] = []
-        profile = _unlinked(linked, _read_entry, entry, run)
-        if profile is None:
-            profile = read_run(run, args=args, max_bytes=max_bytes)
-            if _unlinked(linked, _write_entry, entry, profile):
-                self._entries[str(profile.root)] = entry
-        else:
-            self._entries[str(profile.root)] = entry
-        fresh = [w for w in dict.fromkeys(linked) if w not in self._warned]
-        if fresh:
-            self._warned.update(fresh)
-            profile = replace(profile, warnings=[*profile.warnings, *fresh])
-        return check_strict(profile, strict)
+        found = _unlinked(linked, _read_entries, entry, run, args, max_bytes)
+        if found is None:
+            profiles = read_parts(run, args=args, max_bytes=max_bytes)
+            found = _unlinked(linked, _write_entries, entry, profiles, args, max_bytes)
+            found = found or [(p, None) for p in profiles]
+        profiles = []
+        for profile, stored in found:
+            if stored is not None:
+                self._entries[profile.name] = stored
+            fresh = [w for w in dict.fromkeys(linked) if w not in self._warned]
+            if fresh:
+                self._warned.update(fresh)
+                profile = replace(profile, warnings=[*profile.warnings, *fresh])
+            profiles.append(check_strict(profile, strict))
+        return profiles
 
     def gaps(
         self,
@@ -211,12 +212,12 @@ class Cache:
         computed and kept there (when it has executions)."""
         # some ranks only (--rank): a result of its own
         stored = options if profile.selected is None else {**options, "ranks": profile.selected}
-        entry = self._entries.get(str(profile.root))
+        entry = self._entries.get(profile.name)
         if entry is None:
             return gaps(profile, **options)
         hit = read_gaps(entry, stored)
         if hit is not None:
-            return replace(hit, root=str(profile.root))
+            return replace(hit, root=profile.name)
         result = gaps(profile, **options)
         if result.summary["executions"]:
             write_gaps(entry, stored, result)
@@ -247,10 +248,76 @@ def key(run: Run, args: bool, max_bytes: int | None = None) -> str | None:
 
 
 def _stem(folder: Path, run: Run, args: bool) -> Path:
-    """The entry's name: the run's real path, so that every spelling finds the one entry."""
+    """The entry's name: the run's real path (and part), so that every spelling finds the one
+    entry."""
     real = os.path.realpath(str(run.root))
-    name = hashlib.sha256(f"{real}\0{args}".encode()).hexdigest()[:24]
+    part = "" if run.part is None else f"\0{run.part}"
+    name = hashlib.sha256(f"{real}\0{args}{part}".encode()).hexdigest()[:24]
     return folder / name
+
+
+def _entry(folder: Path, inside: Path | None, run: Run, args: bool, k: str) -> Entry:
+    """The entry of ``run`` (or of a part of one) under the key ``k``."""
+    return Entry(folder, _stem(folder, run, args), k, inside, str(run.root), spelling.names(run))
+
+
+Stored = list[tuple[Profile, Entry | None]]  # each profile, and the entry it is kept under
+
+
+def _read_entries(entry: Entry, run: Run, args: bool, max_bytes: int | None) -> Stored | None:
+    """Return the profile stored under ``entry``, or its parts' (each under its own entry,
+    the entry listing them), with their entries; None for a miss."""
+    try:
+        with Folder(entry.folder, entry.inside, create=False) as folder:
+            meta = orjson.loads(folder.read(entry.stem.name + ".json"))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(meta, dict) or meta.get("key") != entry.key:
+        return None
+    if "parts" not in meta:
+        profile = _read_entry(entry, run)
+        return None if profile is None else [(profile, entry)]
+    found: Stored = []
+    try:
+        inside = {spelling.relative(s.path, run.root): s for s in run.sources}
+        for i, (name, files) in enumerate(meta["parts"]):
+            sub = part_run(run, [inside[f] for f in files], name, first=i == 0)
+            k = key(sub, args, max_bytes)
+            held = None if k is None else _entry(entry.folder, entry.inside, sub, args, k)
+            profile = None if held is None else _read_entry(held, sub)
+            if profile is None:
+                return None
+            found.append((profile, held))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return found
+
+
+def _write_entries(
+    entry: Entry, profiles: list[Profile], args: bool, max_bytes: int | None
+) -> Stored | None:
+    """Write the entry of a run read as one profile; of a run read as parts, an entry per part
+    and, last, the run's entry that lists them. None when one could not be written."""
+    if len(profiles) == 1 and profiles[0].run.part is None:
+        return [(profiles[0], entry)] if _write_entry(entry, profiles[0]) else None
+    stored: Stored = []
+    for p in profiles:
+        k = key(p.run, args, max_bytes)
+        held = None if k is None else _entry(entry.folder, entry.inside, p.run, args, k)
+        if held is None or not _write_entry(held, p):
+            return None
+        stored.append((p, held))
+    listed = [
+        [p.run.part, [spelling.relative(s.path, p.run.root) for s in p.run.sources]]
+        for p in profiles
+    ]
+    meta = {"parts": listed, "root": entry.root, "key": entry.key}
+    try:
+        with Folder(entry.folder, entry.inside, create=True) as folder:
+            folder.write(entry.stem.name + ".json", as_bytes(orjson.dumps(meta)))
+    except OSError:
+        return None
+    return stored
 
 
 def _unlinked(linked: list[str], call: Callable[..., _T], *args: Any) -> _T | None:

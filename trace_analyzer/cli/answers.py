@@ -54,7 +54,7 @@ COMMANDS = tuple(q.name for q in QUESTIONS if q.answers)
 VALUED = {
     "--async", "--by", "--cache-dir", "--factor", "--fail-on", "--format", "--fuse", "--lane",
     "--latency", "--limit", "--max-bytes", "--min-gap", "--op", "--output",
-    "--rank", "--remove-copy", "--remove-host", "--step", "--top", "--window", "-o",
+    "--rank", "--remove-copy", "--remove-host", "--run", "--step", "--top", "--window", "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
 LIBRARIES = ("polars", "orjson", "click", "networkx")

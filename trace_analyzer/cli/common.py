@@ -11,133 +11,43 @@ command (``--top N``: how many rows; docs/output.md).
 from __future__ import annotations
 
 import functools
-import os
 import stat
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from trace_analyzer.cli.fault import analysing, out_of_memory, panicked
+from trace_analyzer.cli.fault import out_of_memory, panicked
 from trace_analyzer.cli.group import cli as cli  # the commands register on it
-from trace_analyzer.cli.messages import MEMORY_ADVICE, plain, say_passed, to_stdout, warn_dropped
+from trace_analyzer.cli.loading import MAX_BYTES_ENV as MAX_BYTES_ENV
+from trace_analyzer.cli.loading import Loading as Loading
+from trace_analyzer.cli.loading import file_identity
+from trace_analyzer.cli.loading import limit_options as limit_options
+from trace_analyzer.cli.loading import load_options as load_options
+from trace_analyzer.cli.loading import read_from as read_from
+from trace_analyzer.cli.messages import FLAGS as FLAGS
+from trace_analyzer.cli.messages import MEMORY_ADVICE, plain, to_stdout
 from trace_analyzer.cli.terminal import MIN_WIDTH as MIN_WIDTH
 from trace_analyzer.cli.terminal import terminal_width
 from trace_analyzer.errors import InputError, TraceanaError, UsageError
-from trace_analyzer.units import parse_size
 
 # Only for the annotations: the command modules import no polars until a command runs, so
 # that a command's --help and a usage error are said without it (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from trace_analyzer.analyses.results import RunResult, RunResults
-    from trace_analyzer.cache import Cache
-    from trace_analyzer.loading.profile import Profile
     from trace_analyzer.render.view import View
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 R = TypeVar("R", bound="RunResult")
 
-# The library's parameter names as the CLI's flags, for its error messages.
-FLAGS = {
-    "min_gap_ns": "--min-gap",
-    "lanes": "--lane",
-    "span": "--window",
-    "step": "--step",
-    "max_bytes": "--max-bytes",
-    "strict": "--strict",
-    "globs": "--glob",
-    "limit": "--top",
-    "ranks": "--rank",
-    "neff": "--neff",
-}
-MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
 # The --format choices: ``render.RENDERERS``'s names, written here so that declaring the
 # option imports no renderer (tests/cli/test_startup.py holds the two equal).
 FORMATS = ("table", "markdown", "json", "csv")
-
-
-@dataclass(frozen=True)
-class Loading:
-    """How the analysing commands load: through the cache, strict or not, with a size cap."""
-
-    cache: Cache
-    strict: bool = False
-    max_bytes: int | None = None
-    ranks: str | None = None  # --rank N|GLOB: only those ranks' processes (loading/select.py)
-    verbose: bool = False  # --verbose: each thing discovery passed by, not a count per kind
-
-    def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
-        """Every run under ``path`` (their files kept as this command's inputs); with
-        ``ranks``, each run's ranks it names, and the runs with none of them left out (none
-        left: the first run's usage error)."""
-        profiles = self._reading(
-            path,
-            lambda: self.cache.load_runs(
-                path, args=args, strict=self.strict, max_bytes=self.max_bytes
-            ),
-        )
-        say_passed(path, [x for p in profiles for x in p.run.not_regular], self.verbose)
-        for p in profiles:
-            warn_dropped(read_from(p))
-        if self.ranks is None:
-            return profiles
-        from trace_analyzer.loading.select import select_in_runs
-
-        return select_in_runs(profiles, self.ranks)
-
-    def analysed(self, path: Path, analyse: Callable[[Profile], R]) -> RunResults[R]:
-        """``analyse`` of every run under ``path`` (``runs``), each with the run's warnings:
-        what a command over PATH prints."""
-        from trace_analyzer.analyses.results import RunResults
-
-        profiles = self.runs(path)
-        results = tuple(analyse(p) for p in profiles)
-        return RunResults(str(path), results, warnings=[p.warnings for p in profiles])
-
-    def one(self, path: Path, *, args: bool = False) -> Profile:
-        """The one run under ``path`` (several: a usage error naming them), with ``ranks``
-        its ranks named."""
-        profile = self._reading(
-            path,
-            lambda: self.cache.load(path, args=args, strict=self.strict, max_bytes=self.max_bytes),
-        )
-        say_passed(path, profile.run.not_regular, self.verbose)
-        return self.selected(warn_dropped(read_from(profile)))
-
-    def selected(self, profile: Profile) -> Profile:
-        """``profile`` with only the ranks ``--rank`` names (all without it)."""
-        if self.ranks is None:
-            return profile
-        from trace_analyzer.loading.select import select_ranks
-
-        return select_ranks(profile, self.ranks)
-
-    @staticmethod
-    def _reading(path: Path, load: Callable[[], T]) -> T:
-        """Return ``load()``; a MemoryError in it is an InputError naming ``path`` (raised
-        once the failed read's memory is let go). ``path`` is kept as what the command
-        analyses, for a MemoryError later on (``handle_errors``)."""
-        ctx = click.get_current_context(silent=True)
-        if ctx is not None:
-            ctx.find_root().meta["traceana.analysing"] = path
-        analysing(path)  # the line a native abort ends with (fault.py)
-        try:
-            return load()
-        except BaseException as e:  # MemoryError, or polars' panic on a failed allocation
-            if not out_of_memory(e):
-                raise
-        finally:  # a scan begun and not taken (a run the cache served): let go
-            from trace_analyzer.readers.ahead import forget
-
-            forget()
-            # leaving the handler drops the traceback, and the memory it holds
-        raise InputError(path, f"out of memory reading it ({MEMORY_ADVICE})")
 
 
 MAX_ROWS = 1_000_000_000  # a --top beyond this means "all": taken as this many
@@ -158,39 +68,6 @@ ROWS = Rows()
 
 # The parameters of a command that name what it writes, not what it reads.
 WRITTEN = ("output", "plot_path", "cache_dir")
-
-
-def read_from(profile: Profile) -> Profile:
-    """Keep the files of ``profile``'s run (its traces, exports, NEFF/NTFF, capture.json; an
-    archive for its members) as inputs of this command, which ``writing`` will not replace."""
-    run = profile.run
-    paths = [s.path for s in run.sources] + run.neffs + run.ntffs + run.raw + run.captures
-    inputs(*paths)
-    return profile
-
-
-def inputs(*paths: object) -> None:
-    """Keep ``paths`` (files, folders of Parquet tables, archive members) as this command's
-    inputs; outside a click command, nothing."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return
-    kept: set[tuple[int, int]] = ctx.find_root().meta.setdefault("traceana.inputs", set())
-    for path in paths:
-        archive = getattr(path, "archive", None)  # an archive member: the archive itself
-        local = Path(str(archive.path if archive is not None else path))
-        files = [f for f in local.rglob("*") if f.is_file()] if local.is_dir() else [local]
-        kept.update(i for i in map(file_identity, files) if i is not None)
-
-
-def file_identity(path: Path) -> tuple[int, int] | None:
-    """The file ``path`` names, as its device and inode (through links: a symbolic link, a
-    hard link and a bind mount of one file are the same file); None for none."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
 def _named_inputs(ctx: click.Context) -> set[tuple[int, int]]:
@@ -270,85 +147,6 @@ def check_output(fmt: str | None, output: Path | None) -> None:
     from trace_analyzer.render import for_output
 
     for_output(fmt, None if output is None else str(output))
-
-
-def limit_options(fn: F) -> F:
-    """--max-bytes (or TRACEANA_MAX_BYTES), given to the command as ``max_bytes`` (bytes)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, max_bytes: str | None, **kwargs: Any) -> Any:
-        try:
-            cap = None if max_bytes is None else parse_size(max_bytes)
-        except UsageError as e:  # a bad size is a usage error now, not in a worker later
-            click.echo(f"traceana: error: {plain(e.worded(FLAGS))}", err=True)
-            sys.exit(2)
-        return fn(*args, max_bytes=cap, **kwargs)
-
-    return click.option(
-        "--max-bytes",
-        metavar="SIZE",
-        envvar=MAX_BYTES_ENV,
-        show_envvar=False,
-        help="Cap on what one compressed input (a .gz trace, an archive) may inflate to, "
-        "e.g. 4G [default: an eighth of the memory traceana may use, at most 16GiB].",
-    )(wrapper)  # type: ignore[return-value]
-
-
-def load_options(fn: F) -> F:
-    """--no-cache, --cache-dir, --strict, --max-bytes and --rank, given as ``loading:
-    Loading``."""
-
-    @functools.wraps(fn)
-    def wrapper(
-        *args: Any,
-        no_cache: bool,
-        cache_dir: Path | None,
-        strict: bool,
-        max_bytes: int | None,
-        rank: str | None,
-        verbose: bool,
-        **kwargs: Any,
-    ) -> Any:
-        if isinstance(path := kwargs.get("path"), Path):  # its trace scanned as polars loads
-            from trace_analyzer.readers.ahead import begin
-
-            begin(path)
-        from trace_analyzer.cache import Cache
-
-        cache = Cache(enabled=not no_cache, folder=cache_dir)
-        loading = Loading(cache, strict, max_bytes, rank, verbose)
-        return fn(*args, loading=loading, **kwargs)
-
-    decorated = limit_options(wrapper)
-    decorated = click.option(
-        "--verbose",
-        "-v",
-        is_flag=True,
-        help="List each file or folder discovery passed by (a folder it cannot read, a FIFO), "
-        "not a count of each kind.",
-    )(decorated)
-    decorated = click.option(
-        "--rank",
-        metavar="N|GLOB",
-        help="Only this rank (a number), or the ranks a glob names (e.g. '[0-3]'): from "
-        "distributedInfo, the file name or the Neuron worker id.",
-    )(decorated)
-    decorated = click.option(
-        "--strict", is_flag=True, help="Malformed events are an error (exit 2), not a warning."
-    )(decorated)
-    decorated = click.option(
-        "--cache-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        envvar="TRACEANA_CACHE_DIR",
-        help="Keep the analysis cache here [default: .traceana-cache/ inside a named folder; "
-        "none for a named file or archive].",
-    )(decorated)
-    return click.option(  # type: ignore[return-value]
-        "--no-cache",
-        is_flag=True,
-        envvar="TRACEANA_NO_CACHE",
-        help="Neither read nor write the analysis cache.",
-    )(decorated)
 
 
 PATH = click.argument("path", type=click.Path(path_type=Path))

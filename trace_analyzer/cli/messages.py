@@ -79,14 +79,14 @@ def dropped_line(p: Profile, results: str = "gaps") -> str | None:
     no_dur = sum(int(m["n"].replace(",", "")) for w in p.warnings if (m := NO_DUR.match(w)))
     defaulted = f"{no_dur:,} X record{'s' * (no_dur != 1)} without dur, read as 0 ns"
     if not reasons:
-        return f"{p.root}: {defaulted}" if no_dur else None
+        return f"{p.name}: {defaulted}" if no_dur else None
     why = ", ".join(reasons)
     if not p.events.height:
-        line = f"{p.root}: every event was dropped ({why}): nothing is left to analyse"
+        line = f"{p.name}: every event was dropped ({why}): nothing is left to analyse"
     elif len(lacking) > 1:
-        line = f"{p.root}: events dropped ({why}; an event may lack several)"
+        line = f"{p.name}: events dropped ({why}; an event may lack several)"
     else:
-        line = f"{p.root}: {total:,} event{'s' * (total != 1)} dropped ({why})"
+        line = f"{p.name}: {total:,} event{'s' * (total != 1)} dropped ({why})"
     if p.events.height:
         line += f"; {results} may be missing events"
     return line + (f"; {defaulted}" if no_dur else "")
@@ -138,3 +138,19 @@ def to_stdout(text: str | Iterable[bytes | memoryview]) -> None:
     except OSError as e:
         silence_stdout()
         raise OutputError(f"cannot write the output: {e.strerror or e}") from e
+
+
+# The library's parameter names as the CLI's flags, for its error messages.
+FLAGS = {
+    "min_gap_ns": "--min-gap",
+    "lanes": "--lane",
+    "span": "--window",
+    "step": "--step",
+    "max_bytes": "--max-bytes",
+    "strict": "--strict",
+    "globs": "--glob",
+    "limit": "--top",
+    "ranks": "--rank",
+    "neff": "--neff",
+    "run": "--run",
+}

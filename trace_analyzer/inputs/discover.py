@@ -38,6 +38,7 @@ PARQUET_EVENTS = re.compile(r"^SystemProfileEvents(_\d+)?\.parquet$")
 DEVICE_JSON = re.compile(r"(_nc_\d+_session_\d+|^device_profile_model_.+)\.json(\.gz)?$")
 CAPTURE_JSON = "capture.json"  # written by capture/: what was profiled, how
 RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+PART_SEP = "#"  # between a run's root and its part's name (Run.name)
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,14 @@ class Run:
     not_regular: list[tuple[AnyPath, str]] = field(default_factory=list)
     captures: list[AnyPath] = field(default_factory=list)  # capture.json files
     layouts: set[str] = field(default_factory=set)
+    # A part of a folder whose traces were recorded far apart (loading/parts.py): the path in
+    # the root of its first file; None for a run that is one whole.
+    part: str | None = None
 
     @property
     def name(self) -> str:
-        return str(self.root)
+        """The run as every output names it: its root, and ``#part`` for a part."""
+        return str(self.root) if self.part is None else f"{self.root}{PART_SEP}{self.part}"
 
 
 def capture_of(path: AnyPath, top: AnyPath) -> tuple[Capture | None, AnyPath | None]:

@@ -6,7 +6,8 @@ Once they are read, their times say whether that holds: the files of one run ove
 or nearly so (hosts' clocks differ by milliseconds under NTP). Files whose spans leave more
 than ``FAR_APART_NS`` between them were recorded at different times, not by one job; merged,
 they would make one window mostly made of a hole, with devices idle in it, and no warning.
-Such a run is refused with one line that names the files, so that each is analysed on its own.
+Such a run is split into parts, a run per group of files (``groups``; parts.py), each
+analysed on its own.
 
 Within a run, a few events can lie far from all the others: one kernel stamped on another
 clock, one host event at ts 0 among events at epoch 1.7e18 ns. Kept, they stretch the window
@@ -83,22 +84,6 @@ def groups(reads: list[ReadResult]) -> tuple[list[list[str]], int]:
         found[-1].append(path)
         reach = end if reach is None else max(reach, end)
     return found, widest
-
-
-def refuse_far_apart(root: object, reads: list[ReadResult]) -> None:
-    """Raise an InputError, one line naming the files, when the reads of the run at ``root``
-    fall into groups more than ``FAR_APART_NS`` apart in time."""
-    if sum(1 for r in reads if r.read and len(r.events)) < 2:  # one file is one group
-        return
-    found, widest = groups(reads)
-    if len(found) < 2:
-        return
-    named = " | ".join(_names(g) for g in found)
-    raise InputError(
-        str(root),
-        f"its traces were recorded {far_words(widest)} apart, so they are not one run: "
-        f"{named}; analyse each on its own (name the file, or give each a folder)",
-    )
 
 
 @dataclass(frozen=True)
@@ -278,11 +263,6 @@ def _span(events: pl.DataFrame) -> int:
     """Return the time from the first start to the last end of ``events``, ns (0 if none)."""
     first, last = events["start_ns"].min(), events["end_ns"].max()
     return int(last) - int(first) if isinstance(first, int) and isinstance(last, int) else 0
-
-
-def _names(paths: list[str]) -> str:
-    shown = ", ".join(paths[:3])
-    return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def far_words(ns: int) -> str:

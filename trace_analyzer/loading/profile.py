@@ -9,29 +9,28 @@ When a run holds the same events twice, one copy is kept (docs/formats.md, "Dupl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
 from trace_analyzer.errors import InputError, UsageError
-from trace_analyzer.inputs.archive import AnyPath, relative_parts
+from trace_analyzer.inputs.archive import AnyPath, MemberPath, relative_parts
 from trace_analyzer.inputs.discover import Run, Source, discover, passed_lines
 from trace_analyzer.inputs.fingerprint import same_bytes, same_folders
 from trace_analyzer.inputs.neff import Pair, neff_pairs, raw_without_export, undecoded_hardware
-from trace_analyzer.loading.clocks import (
-    FAR_REASON,
-    exclude_far,
-    refuse_far_apart,
-    refuse_past_int64,
-)
+from trace_analyzer.loading.clocks import FAR_REASON, exclude_far, refuse_past_int64
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.offsets import align_exports
-from trace_analyzer.model.schema import check_events, empty_events, numbered
+from trace_analyzer.loading.parts import pick, picked, split
+from trace_analyzer.model.schema import EVENTS_SCHEMA, check_events, empty_events, numbered
 from trace_analyzer.readers import ReadResult as ReadResult  # a Profile's reads (cache.py too)
 from trace_analyzer.readers import read_source
 
+_Named = TypeVar("_Named", "Run", "Profile")
 FRAMEWORK_KINDS = ("framework_op", "framework_dispatch", "framework_stream", "annotation")
 
 
@@ -63,6 +62,11 @@ class Profile:
         """The run's root: a folder, a trace file's folder, or ``archive!/member``."""
         return self.run.root
 
+    @property
+    def name(self) -> str:
+        """The run as every output names it: its root, and ``#part`` for a part (parts.py)."""
+        return self.run.name
+
     def links(self) -> pl.DataFrame:
         """Return the edges table (the same as ``edges``)."""
         return self.edges
@@ -88,7 +92,7 @@ class Profile:
 
     def __repr__(self) -> str:
         lanes = self.events["lane"].n_unique() if self.events.height else 0
-        return f"Profile(run={str(self.root)!r}, {self.events.height} events, {lanes} lanes)"
+        return f"Profile(run={self.name!r}, {self.events.height} events, {lanes} lanes)"
 
 
 def has_export(reads: list[ReadResult]) -> bool:
@@ -115,47 +119,92 @@ def refuse_untimed(profiles: list[Profile]) -> list[Profile]:
 
 def one_run(path: str | Path, runs: list[Run]) -> Run:
     """Return the one run of ``runs`` found under ``path``; several are a UsageError."""
+    return one_of(path, runs)
+
+
+def one_of(path: object, runs: list[_Named]) -> _Named:
+    """Return the one run (or profile) of ``runs``, found under ``path``; several are a
+    UsageError that names them, and how to name one."""
     if len(runs) > 1:
-        names = ", ".join(str(r.root) for r in runs[:3]) + (", ..." if len(runs) > 3 else "")
-        raise UsageError(f"{path}: {len(runs)} runs found ({names}); name one of them")
+        names = ", ".join(r.name for r in runs[:3]) + (", ..." if len(runs) > 3 else "")
+        raise UsageError(
+            f"{path}: {len(runs)} runs found ({names}); name one of them ({{param}} NAME)",
+            param="run",
+        )
     return runs[0]
 
 
 def load_runs(
-    path: str | Path, *, args: bool = False, strict: bool = False, max_bytes: int | None = None
+    path: str | Path,
+    *,
+    args: bool = False,
+    strict: bool = False,
+    max_bytes: int | None = None,
+    run: str | None = None,
 ) -> list[Profile]:
-    """Return every run found under ``path`` (a folder, a trace file, an archive), each loaded.
+    """Return every run found under ``path`` (a folder, a trace file, an archive), each loaded:
+    a folder whose traces were recorded far apart is a run per part (parts.py).
 
-    ``args``, ``strict``, ``max_bytes``: as for ``load``.
+    ``args``, ``strict``, ``max_bytes``, ``run``: as for ``load``.
     """
-    return refuse_untimed(
-        [
-            load_run(run, args=args, strict=strict, max_bytes=max_bytes)
-            for run in discover(path, max_bytes=max_bytes)
-        ]
-    )
+    return runs_under(path, run, max_bytes, partial(load_parts, args=args, strict=strict))
 
 
 def load(
-    path: str | Path, *, args: bool = False, strict: bool = False, max_bytes: int | None = None
+    path: str | Path,
+    *,
+    args: bool = False,
+    strict: bool = False,
+    max_bytes: int | None = None,
+    run: str | None = None,
 ) -> Profile:
-    """Return the one run under ``path``; several runs are a UsageError (use ``load_runs``).
+    """Return the one run under ``path``; several runs are a UsageError (use ``load_runs``, or
+    name one with ``run``).
 
     ``args``: keep each event's args as JSON text in ``args_json`` (a Kineto record's args,
     an Explorer row's ``extra_attributes_json``); off by default, since no analysis reads them.
     ``strict``: malformed events dropped while reading are an InputError, not a warning.
     ``max_bytes``: the most a compressed input (a ``.gz`` trace, an archive) may inflate to;
     None for the default, an eighth of the usable memory, at most 16 GiB (docs/reliability.md).
+    ``run``: the run to load, by name: its root below ``path``, a part's name, one of its
+    files (parts.py); None: the one run there is.
     """
-    run = one_run(path, discover(path, max_bytes=max_bytes))
-    return refuse_untimed([load_run(run, args=args, strict=strict, max_bytes=max_bytes)])[0]
+    return one_under(path, run, max_bytes, partial(load_parts, args=args, strict=strict))
 
 
-def load_run(
-    run: Run, *, args: bool = False, strict: bool = False, max_bytes: int | None = None
+# How the runs of one discovered run are loaded (``load_parts``, or the cache's)
+PartsLoader = Callable[..., list[Profile]]
+
+
+def runs_under(
+    path: str | Path, run: str | None, max_bytes: int | None, parts: PartsLoader
+) -> list[Profile]:
+    """``load_runs`` with ``parts(run, max_bytes=...)`` loading each discovered run."""
+    top = _top(path)
+    found = pick(discover(path, max_bytes=max_bytes), run, top)
+    loaded = [p for r in found for p in parts(r, max_bytes=max_bytes)]
+    return refuse_untimed(picked(loaded, run, top))
+
+
+def one_under(
+    path: str | Path, run: str | None, max_bytes: int | None, parts: PartsLoader
 ) -> Profile:
-    """Read every source of one discovered run, link its events, and return the profile."""
-    return check_strict(read_run(run, args=args, max_bytes=max_bytes), strict)
+    """``load`` with ``parts(run, max_bytes=...)`` loading the discovered run."""
+    top = _top(path)
+    found = one_run(path, pick(discover(path, max_bytes=max_bytes), run, top))
+    return one_of(path, refuse_untimed(picked(parts(found, max_bytes=max_bytes), run, top)))
+
+
+def _top(path: str | Path) -> AnyPath:
+    return path if isinstance(path, MemberPath) else Path(path)
+
+
+def load_parts(
+    run: Run, *, args: bool = False, strict: bool = False, max_bytes: int | None = None
+) -> list[Profile]:
+    """Read every source of one discovered run, link its events, and return its profile, or
+    one per part when its traces were recorded far apart (parts.py)."""
+    return [check_strict(p, strict) for p in read_parts(run, args=args, max_bytes=max_bytes)]
 
 
 def check_strict(profile: Profile, strict: bool) -> Profile:
@@ -168,8 +217,9 @@ def check_strict(profile: Profile, strict: bool) -> Profile:
     return profile
 
 
-def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> Profile:
-    """Return the profile of one run read from its files (no strict check)."""
+def read_parts(run: Run, *, args: bool = False, max_bytes: int | None = None) -> list[Profile]:
+    """Return the profile of one run read from its files (no strict check); a run whose files
+    were recorded far apart, a profile per part (parts.py)."""
     sources, copies = unique_sources(run)
     alone = len(sources) == 1  # its events may come in order (format.PathReader)
     reads = [
@@ -178,27 +228,38 @@ def read_run(run: Run, *, args: bool = False, max_bytes: int | None = None) -> P
         if r is not None
     ]
     reads, clock_warnings, clock_notes = align_exports(reads)  # an export off trace.json's clock
-    refuse_far_apart(run.root, reads)  # unrelated traces in one folder: not one run
+    return [
+        profile_of(part, held, [*said, *copies], (clock_warnings, clock_notes))
+        for part, held, said in split(run, reads)  # unrelated traces in one folder: parts
+    ]
+
+
+def profile_of(
+    run: Run, reads: list[ReadResult], said: list[str], clock: tuple[list[str], list[str]]
+) -> Profile:
+    """Return the profile of ``run`` made of its ``reads``: its warnings open with ``said``;
+    ``clock``: what aligning an export to its trace warned and noted (``align_exports``), of
+    the whole run when this is a part of one."""
     events, notes = deduplicate(reads)
     events, apart = keep_files_apart(events, reads, run.root, notes)
     events, dropped = check_events(events)
     for r in reads:  # what the readers could not make an event of (a B without its E)
         for why, n in r.dropped.items():
             dropped[why] = dropped.get(why, 0) + n
-    events, far, far_warnings = exclude_far(run.root, events)  # events far outside the run
-    refuse_past_int64(run.root, events)  # totals polars would wrap
+    events, far, far_warnings = exclude_far(run.name, events)  # events far outside the run
+    refuse_past_int64(run.name, events)  # totals polars would wrap
     for r in reads:  # the run's table holds their events now; each read keeps its count
         r.n_events, r.events = r.count, r.events.clear()
     held = [events]
     del events  # numbered() holds the table alone, so it can let each column go
     events = numbered(held)
-    warnings = copies + [w for r in reads for w in r.warnings] + shared_ranks(reads)
+    warnings = said + [w for r in reads for w in r.warnings] + shared_ranks(reads)
     if dropped:
         detail = ", ".join(f"{n} with {why}" for why, n in dropped.items())
-        warnings.append(f"{run.root}: malformed events dropped: {detail}")
+        warnings.append(f"{run.name}: malformed events dropped: {detail}")
     dropped |= {FAR_REASON: far} if far else {}
-    warnings += clock_warnings + far_warnings
-    notes += clock_notes
+    warnings += clock[0] + far_warnings
+    notes += clock[1]
     notes += [f"{path}: {why}" for path, why in run.skipped]
     warnings += passed_lines(run.not_regular, run.root)  # a FIFO, a folder it cannot read
     pairs = neff_pairs(run, warnings)
@@ -279,7 +340,8 @@ def keep_files_apart(
     if not prefix:
         return events, []
     qualifier = pl.col("file").replace_strict(prefix, default="")
-    return events.with_columns(lane=pl.concat_str(qualifier, pl.col("lane"))), sorted(prefix)
+    lane = pl.concat_str(qualifier, pl.col("lane")).cast(EVENTS_SCHEMA["lane"])  # as read
+    return events.with_columns(lane=lane), sorted(prefix)
 
 
 def shared_ranks(reads: list[ReadResult]) -> list[str]:

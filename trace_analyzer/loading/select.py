@@ -89,7 +89,7 @@ def select_in_runs(profiles: list[Profile], spec: str) -> list[Profile]:
 def _what_it_holds(profile: Profile, held: list[int]) -> str:
     if not held:
         return (
-            f"{profile.root} has no rank numbers (none in distributedInfo, in its file names "
+            f"{profile.name} has no rank numbers (none in distributedInfo, in its file names "
             "or as a Neuron worker id): leave --rank out"
         )
-    return f"no rank of {profile.root} matches; it has {', '.join(map(str, held))}"
+    return f"no rank of {profile.name} matches; it has {', '.join(map(str, held))}"

@@ -297,7 +297,7 @@ def chains(
     rows = select(chain, op=op, step=step, unlinked=unlinked)
     rows = group_by_op(rows) if by_op else rows
     return ChainResult(
-        root=str(profile.root),
+        root=profile.name,
         start_ns=chain["hw_start_ns"].min(),  # type: ignore[arg-type]
         coverage=coverage(chain),
         table=rows.head(limit) if limit else rows,

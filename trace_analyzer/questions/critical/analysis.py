@@ -194,7 +194,7 @@ def critical(
     scenarios = _candidates(g, segs, own, profile, asked or Asked(), spans, notes)
     fixes = _ranked(g, scenarios, base, segs, spans)
     return CriticalResult(
-        root=str(profile.root),
+        root=profile.name,
         window=window,
         latency_ns=g.latency_ns,
         steps=_steps(g, spans),

@@ -31,13 +31,13 @@ from trace_analyzer.cli.common import (
     cli,
     emit,
     exit_on_failures,
-    file_identity,
     handle_errors,
     load_options,
     output_file,
     run_options,
     writing,
 )
+from trace_analyzer.cli.loading import file_identity
 from trace_analyzer.errors import InputError, UsageError
 from trace_analyzer.units import parse_condition, parse_duration
 
@@ -124,7 +124,7 @@ def load_side(
             try:
                 g = loading.cache.gaps(profile, step=step, min_gap_ns=min_gap_ns)
             except UsageError as e:  # e.g. no ProfilerStep#N: name the run
-                raise InputError(str(profile.root), e.template, param=e.param) from e
+                raise InputError(profile.name, e.template, param=e.param) from e
             first = role == "head" and not any(s.source == TRACE for s in samples)
             samples.append(sample_of(profile, g, fix=first))  # the head's first run: its fix
     return Side(str(spec), tuple(samples))

@@ -150,7 +150,7 @@ def sample_of(
     if metrics["executions"]:
         metrics["step_time_us"] = us(step_time_ns(profile.events))
     table = op_table(ops(profile).table, g.ops)
-    label = str(profile.root) if root is None else root
+    label = profile.name if root is None else root
     return Sample(label, TRACE, metrics, table, next_fix(profile) if fix else None)
 
 

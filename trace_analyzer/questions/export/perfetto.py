@@ -103,14 +103,14 @@ def build(
         trace_events += critical_track(critical, mine, tid + 1, base)
     header: dict[str, Any] = {
         "schemaVersion": 1,
-        "traceName": str(source if source is not None else profile.root),
+        "traceName": str(source if source is not None else profile.name),
         "displayTimeUnit": "ns",
         "baseTimeNanoseconds": base,
         "traceana": {
             "schema_version": SCHEMA_VERSION,
             "version": __version__,
-            "source": str(source if source is not None else profile.root),
-            "root": str(profile.root),
+            "source": str(source if source is not None else profile.name),
+            "root": profile.name,
             "events": events.height,
             "links": edges.height,
             "flows": {"v1": linked.v1, "v2": linked.v2, "unsure": linked.unsure},

@@ -200,7 +200,7 @@ def _gaps(
     latency_ns: int | None,
 ) -> GapsResult:
     events = profile.events if isinstance(profile, Profile) else profile
-    root = str(profile.root) if isinstance(profile, Profile) else None
+    root = profile.name if isinstance(profile, Profile) else None
     columns = ("event_id", "lane", "lane_kind", "pid", "name", "category", "source")
     hw, copies = (  # the columns the gaps need, not the whole width (a copy of every execution)
         events.lazy().filter(rows).select(*columns, "start_ns", "end_ns").collect()

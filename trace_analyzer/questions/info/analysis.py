@@ -100,7 +100,7 @@ def info(p: Profile) -> InfoResult:
         "warnings": p.warnings,
         "notes": _notes(p, links, hardware, commands),
     }
-    return InfoResult(str(p.root), ev.height, hardware, links, lanes, details)
+    return InfoResult(p.name, ev.height, hardware, links, lanes, details)
 
 
 def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]) -> list[str]:
@@ -108,7 +108,7 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]
     if links["unlinked"]:
         notes.append(
             f"{links['unlinked']} hardware executions reach no framework op; "
-            f"`traceana chain {p.root} --unlinked` lists them"
+            f"`traceana chain {p.root}{_picked(p)} --unlinked` lists them"
         )
     if len(p.events) and not hardware:  # why none (analyses/absent.py), as gaps says it
         notes.append(no_hardware(p, listed=True))
@@ -120,6 +120,11 @@ def _notes(p: Profile, links: dict[str, Any], hardware: int, commands: list[str]
             "run them in the folder it is extracted to"
         )
     return notes
+
+
+def _picked(p: Profile) -> str:
+    """The option that names a part of a folder of traces recorded apart, for a command."""
+    return "" if p.run.part is None else f" --run {p.run.part}"
 
 
 def lane_table(events: pl.DataFrame) -> pl.DataFrame:

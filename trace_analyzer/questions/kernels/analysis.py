@@ -101,7 +101,7 @@ def kernels(profile: Profile, *, step: int | None = None) -> KernelsResult:
     notes: list[str] = []
     pieces = named(done, events, notes)
     return KernelsResult(
-        root=str(profile.root),
+        root=profile.name,
         step=step,
         kernels=per_kernel(pieces),
         kinds=per_kind(pieces),

@@ -105,7 +105,7 @@ def launches(profile: Profile, *, step: int | None = None) -> LaunchesResult:
         if items.filter(pl.col("source") == source).height:
             notes.append(f"{backend} documents no launch queue bound: blocked is null on its lanes")
     return LaunchesResult(
-        root=str(profile.root),
+        root=profile.name,
         lanes=table.sort(LANE, nulls_last=True),
         queue=points,
         notes=tuple(notes),

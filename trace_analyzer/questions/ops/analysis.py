@@ -181,7 +181,7 @@ def ops(
     execs = executions(chain, events, edges)
     table = ops_table(events, execs=execs)
     result = OpsResult(
-        root=str(profile.root),
+        root=profile.name,
         total_device_us=round(cast(int, execs["device_ns"].sum()) / 1000, 3),
         executions=execs.height,
         coverage=coverage(chain),

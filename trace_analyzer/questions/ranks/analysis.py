@@ -120,7 +120,7 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
     shifted = pl.when(pl.col("applied")).then(pl.col("offset_ns")).otherwise(0).fill_null(0)
     table = table.with_columns(start_ns=pl.col("start_ns") - shifted).drop("offset_ns", "applied")
     return RanksResult(
-        root=str(profile.root),
+        root=profile.name,
         ranks=offsets.sort("rank", "pid", nulls_last=True),
         steps=table.select(*STEP_COLUMNS, *_shares()).sort("step", "rank", "device"),
         stragglers=stragglers(table, notes),

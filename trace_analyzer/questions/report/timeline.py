@@ -119,7 +119,7 @@ def timeline(
     events, w = p.keyed, g.window  # ops packed per thread, files apart
     if w is None:
         empty = pl.DataFrame(schema={c: events.schema[c] for c in OP_COLUMNS})
-        return TimelineResult(str(p.root), None, None, framework_ops=empty)
+        return TimelineResult(p.name, None, None, framework_ops=empty)
     c = g.chain if g.chain is not None else chain_table(events, p.edges)
     c = c.filter((pl.col("hw_end_ns") > w.start_ns) & (pl.col("hw_start_ns") < w.end_ns))
     launched = c["op_start_ns"].drop_nulls()
@@ -144,7 +144,7 @@ def timeline(
     framework, op_rows, names = _ops(ops, grid)
     drawn, details = _lanes(g, lanes[:MAX_LANES], grid)
     return TimelineResult(
-        str(p.root),
+        p.name,
         start,
         w.end_ns,
         origin_ns=w.start_ns,
