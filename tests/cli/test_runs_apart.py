@@ -149,3 +149,17 @@ def test_files_sharing_a_pid_are_analysed_by_every_command(tmp_path):
     for command in ("critical", "gaps", "chain", "ops"):
         code, out, err, *_ = run_process(command, tmp_path, "--no-cache")
         assert code == 0, (command, err)
+
+
+def test_run_picks_a_run_folder_before_reading_the_others(tmp_path):
+    """In a folder of run folders, --run names one by its folder; the others are not read (a
+    broken one beside it does not stop the command)."""
+    events = [X("kernel", "k0", 0, 40, pid=0, tid=7, device=0, stream=7)]
+    write_trace(tmp_path / "x" / "trace.json", kineto(events, baseTimeNanoseconds=1_700_000_000 * 10**9))
+    (tmp_path / "y").mkdir()
+    (tmp_path / "y" / "trace.json").write_text("{not json")
+    code, out, err, *_ = run_process("report", tmp_path, "--no-cache", "-o", tmp_path / "r.html")
+    assert code == 2 and "2 runs found" in err and "--run NAME" in err
+    code, out, err, *_ = run_process("gaps", tmp_path, "--no-cache", "--run", "x", "--format", "json")
+    assert code == 0, err
+    assert [r["root"] for r in json.loads(out)["runs"]] == [str(tmp_path / "x")]
