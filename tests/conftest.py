@@ -92,13 +92,18 @@ def _cache_outside_the_repository(tmp_path_factory):
     import os
 
     folder = tmp_path_factory.mktemp("traceana-cache")
-    old = os.environ.get("TRACEANA_CACHE_DIR")
+    # the library's default (cache=True) and a command without TRACEANA_CACHE_DIR use the user's
+    # cache directory: a session folder too, never the home folder of whoever runs the suite
+    home_cache = tmp_path_factory.mktemp("xdg-cache")
+    saved = {k: os.environ.get(k) for k in ("TRACEANA_CACHE_DIR", "XDG_CACHE_HOME")}
     os.environ["TRACEANA_CACHE_DIR"] = str(folder)
+    os.environ["XDG_CACHE_HOME"] = str(home_cache)
     yield folder
-    if old is None:
-        os.environ.pop("TRACEANA_CACHE_DIR", None)
-    else:
-        os.environ["TRACEANA_CACHE_DIR"] = old
+    for k, old in saved.items():
+        if old is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = old
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:

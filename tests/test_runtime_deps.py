@@ -1,4 +1,5 @@
-"""traceana runs with its runtime dependencies only (orjson, polars, networkx, click, jinja2).
+"""traceana runs with its runtime dependencies only (orjson, polars, networkx, click, jinja2,
+platformdirs).
 
 The test environment also has numpy, torch and matplotlib (extras); a module that imports
 one of them on the analysis path would pass every other test and fail on a user's machine.

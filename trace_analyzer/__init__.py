@@ -112,10 +112,12 @@ def load(
     ``strict``: malformed events are an InputError instead of a warning. ``max_bytes``: the
     most a compressed input may inflate to (default: an eighth of the memory, at most 16 GiB).
     ``cache``: None or False (the default) reads the files every time and writes nothing;
-    True keeps the analysis cache in ``.traceana-cache/`` inside the named folder; a folder
-    keeps it there (docs/cache.md). ``run``: which run, when ``path`` holds several: its
-    folder below ``path``, a part of a folder of traces recorded far apart, or one of its
-    files (docs/formats.md, "Layouts and runs").
+    True keeps the analysis cache in traceana's folder of the user's cache directory
+    (``~/.cache/traceana``); a folder keeps it there; ``Cache(in_profile=True)`` (from
+    ``trace_analyzer.cache``) in ``.traceana-cache/`` inside the named folder (docs/cache.md).
+    ``run``: which run, when ``path`` holds several: its folder below ``path``, a part of a
+    folder of traces recorded far apart, or one of its files (docs/formats.md, "Layouts and
+    runs").
     Several runs under ``path`` and no ``run`` are a UsageError that names them (or use
     ``load_runs``).
     """

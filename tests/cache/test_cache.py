@@ -23,6 +23,7 @@ from conftest import X, kineto, run_cli, write_trace
 
 import trace_analyzer as ta
 from trace_analyzer import cache
+from trace_analyzer.cache.where import default_folder
 from trace_analyzer.loading import profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +81,9 @@ def _environment(monkeypatch, tmp_path):
     directory of its own, which must stay empty."""
     monkeypatch.delenv("TRACEANA_CACHE_DIR", raising=False)
     monkeypatch.delenv("TRACEANA_NO_CACHE", raising=False)
+    # the cache inside the profile folder, as asked (the default, the user's cache directory,
+    # is tests/cache/test_cache_where.py's): the entries' mechanics are the same in both
+    monkeypatch.setenv("TRACEANA_CACHE_IN_PROFILE", "1")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -186,7 +190,11 @@ def test_library_caches_only_when_asked(gpu, tmp_path):
     p1 = ta.load(gpu, cache=True)
     p2 = ta.load(gpu, cache=True)
     assert not p1.cached and p2.cached
-    assert (gpu / CACHE).is_dir()
+    assert not (gpu / CACHE).exists()  # True: the user's cache directory (XDG_CACHE_HOME)
+    assert len(entries(default_folder())) >= 1
+    inside = cache.Cache(in_profile=True)
+    assert not ta.load(gpu, cache=inside).cached and ta.load(gpu, cache=inside).cached
+    assert (gpu / CACHE).is_dir()  # asked for: inside the profile folder
     assert p2.events.schema == p0.events.schema
     assert p2.events.equals(p0.events)
     assert p2.links().equals(p0.links())
@@ -204,9 +212,10 @@ def test_library_caches_only_when_asked(gpu, tmp_path):
     assert not ta.load(gpu, cache=cache.Cache(enabled=False, folder=elsewhere)).cached
 
 
-# --- where: inside the named folder, or where told; nothing for a named file -------------------
+# --- where, asked to be in the profile (--cache-in-profile): inside the named folder, or where
+# told; nothing for a named file (the default, the user cache directory: test_cache_where.py) --
 
-def test_default_cache_is_inside_the_named_folder_and_nothing_else_is_written(naive, tmp_path):
+def test_in_profile_the_cache_is_inside_the_named_folder_and_nothing_else_is_written(naive, tmp_path):
     reference = cli("gaps", naive, "--format", "json", "--no-cache")
     before = listing(tmp_path)
     out = tmp_path / "out.json"
@@ -227,7 +236,7 @@ def test_default_cache_is_inside_the_named_folder_and_nothing_else_is_written(na
     assert {p: after[p] for p in kept} == {p: before[p] for p in kept}
 
 
-def test_a_named_file_has_no_cache_unless_a_folder_is_given(gpu, tmp_path, monkeypatch, reads):
+def test_in_profile_a_named_file_has_no_cache_unless_a_folder_is_given(gpu, tmp_path, monkeypatch, reads):
     trace = gpu / "trace.json"
     before = listing(tmp_path)
     first = cli("gaps", trace, "--format", "json")

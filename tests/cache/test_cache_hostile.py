@@ -24,17 +24,20 @@ import pytest
 from conftest import X, kineto, write_trace
 
 import trace_analyzer as ta
+from trace_analyzer.cache import Cache
 
 ROOT = Path(__file__).resolve().parents[2]
 ABORTS = ROOT / "tests" / "fuzz_found" / "polars_abort_page_validity.parquet"
 ENTRY = "import sys; from trace_analyzer.cli import main; sys.argv[0] = 'traceana'; main()"
 CACHE = ".traceana-cache"
+IN_PROFILE = Cache(in_profile=True)  # the cache inside the profile folder, as asked
 
 
 def traceana(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``traceana ARGS`` as a process of its own, with no cache variable set (conftest
     sets TRACEANA_CACHE_DIR for the session) unless ``env`` gives one."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("TRACEANA_")}
+    base["TRACEANA_CACHE_IN_PROFILE"] = "1"  # the cache inside the profile folder, as asked
     return subprocess.run([sys.executable, "-c", ENTRY, *map(str, args)], env={**base, **(env or {})},
                           capture_output=True, text=True, timeout=120)
 
@@ -97,17 +100,17 @@ def test_a_link_in_place_of_a_temporary_file_is_not_written_through(run, tmp_pat
     so this writer is the test's own process, in-process)."""
     outside = tmp_path / "outside.txt"
     outside.write_text("precious\n")
-    ta.load(run, cache=True)  # the entry exists: its names are known
+    ta.load(run, cache=IN_PROFILE)  # the entry exists: its names are known
     cache = run / CACHE
     for meta in cache.glob("*.json"):
         for name in (meta.name, meta.name.replace(".json", ".events.parquet"), "CACHEDIR.TAG"):
             (cache / f".{name}.{os.getpid()}.tmp").symlink_to(outside)
     (run / "trace.json").touch()  # a changed run: the entry is written again
 
-    profile = ta.load(run, cache=True)
+    profile = ta.load(run, cache=IN_PROFILE)
     assert not profile.cached
     assert outside.read_text() == "precious\n"
-    assert ta.load(run, cache=True).cached  # and the entry written is whole
+    assert ta.load(run, cache=IN_PROFILE).cached  # and the entry written is whole
 
 
 @pytest.mark.parametrize("which", [".events.parquet", ".edges.parquet", ".lanes.parquet"])

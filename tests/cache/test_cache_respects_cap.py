@@ -31,7 +31,8 @@ def explorer(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("make", [gzipped, explorer])
 def test_a_cached_run_is_refused_under_a_cap_it_inflates_past(tmp_path, monkeypatch, make):
-    monkeypatch.delenv("TRACEANA_CACHE_DIR", raising=False)  # the run's own cache folder
+    monkeypatch.delenv("TRACEANA_CACHE_DIR", raising=False)  # the run's own cache folder,
+    monkeypatch.setenv("TRACEANA_CACHE_IN_PROFILE", "1")  # as asked
     run = make(tmp_path)
     code, _, err, *_ = run_process("gaps", run)
     assert code == 0, err

@@ -48,6 +48,7 @@ def warned_run(folder: Path) -> Path:
 def _no_cache_variable(monkeypatch):
     monkeypatch.delenv("TRACEANA_CACHE_DIR", raising=False)
     monkeypatch.delenv("TRACEANA_NO_CACHE", raising=False)
+    monkeypatch.setenv("TRACEANA_CACHE_IN_PROFILE", "1")  # the cache inside the run, as asked
 
 
 def spellings(run: Path, link: Path) -> list[tuple[Path, str]]:
@@ -155,6 +156,7 @@ ENTRY = ("import atexit, sys; atexit.register(lambda: sys.__stderr__.write("
 
 def traceana(*args: object, cwd: Path) -> tuple[int, str, str, bool]:
     environ = {k: v for k, v in os.environ.items() if k != "TRACEANA_CACHE_DIR"}
+    environ["TRACEANA_CACHE_IN_PROFILE"] = "1"
     proc = subprocess.run([sys.executable, "-c", ENTRY, *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, env=environ, timeout=120)
     *lines, last = proc.stderr.splitlines(keepends=True)

@@ -28,6 +28,7 @@ def traceana(*args: object, cwd: Path | None = None, **env: str):
     """Run the console script; return (exit code, stdout, stderr less the polars line, and
     whether polars was imported)."""
     environ = {k: v for k, v in os.environ.items() if k != "TRACEANA_CACHE_DIR"} | env
+    environ.setdefault("TRACEANA_CACHE_IN_PROFILE", "1")  # its answers inside the run, as asked
     proc = subprocess.run([sys.executable, "-c", ENTRY, *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, env=environ, timeout=120)
     *lines, last = proc.stderr.splitlines(keepends=True)

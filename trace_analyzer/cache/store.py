@@ -42,8 +42,8 @@ from trace_analyzer._version import __version__
 from trace_analyzer.cache import spelling
 from trace_analyzer.cache.folder import TAG, Folder, Linked
 from trace_analyzer.cache.results import as_bytes, read_gaps, write_gaps
-from trace_analyzer.inputs.archive import MemberPath
-from trace_analyzer.inputs.discover import CACHE_DIR_NAME as DIR_NAME
+from trace_analyzer.cache.where import cache_place
+from trace_analyzer.inputs.archive import MemberPath, is_archive
 from trace_analyzer.inputs.discover import Run, Source, run_files
 from trace_analyzer.inputs.fingerprint import fingerprint
 from trace_analyzer.inputs.limits import effective
@@ -103,23 +103,24 @@ class Entry:
 class Cache:
     """The analysis cache of one command: loads through it read and write entries.
 
-    ``enabled``: False reads and writes nothing. ``folder``: the cache folder; None keeps
-    it inside the folder the user named (and no cache for a named file or archive).
+    ``enabled``: False reads and writes nothing. ``folder``: the cache folder; None for the
+    user's cache directory (``where.default_folder``), or with ``in_profile``, the
+    ``.traceana-cache`` inside the folder the user named (none then for a file). Archives are
+    never cached.
     """
 
     enabled: bool = True
     folder: Path | None = None
+    in_profile: bool = False
     _entries: dict[str, Entry] = field(default_factory=dict, compare=False, repr=False)
     _warned: set[str] = field(default_factory=set, compare=False, repr=False)
 
-    def folder_for(self, named: str | Path) -> Path | None:
-        """Return the cache folder for a load of the path the user named, or None."""
-        if not self.enabled or isinstance(named, MemberPath):
+    def place_for(self, named: str | Path) -> tuple[Path, Path | None] | None:
+        """Return the cache folder for a load of the path the user named, and the folder it
+        lies in when that is the profile folder (``where.cache_place``); None for none."""
+        if not self.enabled or isinstance(named, MemberPath) or is_archive_path(named):
             return None
-        if self.folder is not None:
-            return Path(self.folder)
-        named = Path(named)
-        return named / DIR_NAME if named.is_dir() else None
+        return cache_place(named, self.folder, self.in_profile)
 
     def load_runs(
         self,
@@ -131,7 +132,7 @@ class Cache:
         run: str | None = None,
     ) -> list[Profile]:
         """``loading.profile.load_runs`` through the cache."""
-        parts = partial(self.load_parts, folder=self.folder_for(path), args=args, strict=strict)
+        parts = partial(self.load_parts, place=self.place_for(path), args=args, strict=strict)
         return runs_under(path, run, max_bytes, parts)
 
     def load(
@@ -144,29 +145,28 @@ class Cache:
         run: str | None = None,
     ) -> Profile:
         """``loading.profile.load`` through the cache."""
-        parts = partial(self.load_parts, folder=self.folder_for(path), args=args, strict=strict)
+        parts = partial(self.load_parts, place=self.place_for(path), args=args, strict=strict)
         return one_under(path, run, max_bytes, parts)
 
     def load_parts(
         self,
         run: Run,
-        folder: Path | None,
+        place: tuple[Path, Path | None] | None,
         *,
         args: bool = False,
         strict: bool = False,
         max_bytes: int | None = None,
     ) -> list[Profile]:
-        """Return the run (or its parts: loading/parts.py) read back from ``folder``, or read
-        afresh and stored there.
+        """Return the run (or its parts: loading/parts.py) read back from the cache folder
+        ``place`` names (``place_for``), or read afresh and stored there.
 
         A link where the cache should be is a miss, and a warning on the run (once per
         cache folder and command): the user should know the folder holds one.
         """
-        k = key(run, args, max_bytes) if folder is not None else None
-        if folder is None or k is None:
+        k = key(run, args, max_bytes) if place is not None else None
+        if place is None or k is None:
             return load_parts(run, args=args, strict=strict, max_bytes=max_bytes)
-        inside = None if self.folder is not None else folder.parent
-        entry = _entry(folder, inside, run, args, k)
+        entry = _entry(*place, run, args, k)
         linked: list[str] = []
         found = _unlinked(linked, _read_entries, entry, run, args, max_bytes)
         if found is None:
@@ -248,11 +248,13 @@ def key(run: Run, args: bool, max_bytes: int | None = None) -> str | None:
 
 
 def _stem(folder: Path, run: Run, args: bool) -> Path:
-    """The entry's name: the run's real path (and part), so that every spelling finds the one
-    entry."""
+    """The entry's name: the run's real path (its part, the file named alone), so that every
+    spelling finds the one entry."""
     real = os.path.realpath(str(run.root))
     part = "" if run.part is None else f"\0{run.part}"
-    name = hashlib.sha256(f"{real}\0{args}{part}".encode()).hexdigest()[:24]
+    # a file named alone is a run of its own beside its folder's: an entry of its own
+    named = "".join(f"\0{spelling.relative(s.path, run.root)}" for s in run.sources if s.named)
+    name = hashlib.sha256(f"{real}\0{args}{part}{named}".encode()).hexdigest()[:24]
     return folder / name
 
 
@@ -421,6 +423,12 @@ def _write_entry(entry: Entry, p: Profile) -> bool:
     except (OSError, pl.exceptions.PolarsError):
         return False
     return True
+
+
+def is_archive_path(named: str | Path) -> bool:
+    """Whether ``named`` is an archive file (never cached: its members cannot be stat'd)."""
+    path = Path(named)
+    return path.is_file() and is_archive(path)
 
 
 def as_cache(cache: Cache | bool | str | Path | None) -> Cache | None:

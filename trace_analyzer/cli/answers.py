@@ -20,7 +20,7 @@ the path's real location in place of its spelling and the working directory, and
 every spelling of the path (``Question``); one that shows it serves its own spelling only.
 
 Only ``gaps``, ``ops``, ``chain`` and ``info`` without ``-o`` (a file written is not replayed)
-are answered, where the analysis cache is used (a named folder, or ``--cache-dir``); never
+are answered, for a folder named, in the analysis cache's folder (cache/where.py); never
 under ``--no-cache``, ``--help`` or ``--debug``, for a run in an archive, or for more than
 ``MAX_ANSWER`` bytes of output (the tables answer those). The files are the cache's own
 (``cache.folder.Folder``: no link followed); a damaged or unreadable answer is a miss.
@@ -40,10 +40,11 @@ from typing import Any, TextIO
 from trace_analyzer._version import __version__
 from trace_analyzer.cache.folder import Folder, Linked
 from trace_analyzer.cache.spelling import relative
+from trace_analyzer.cache.where import cache_place
 from trace_analyzer.cli.terminal import EXIT_PIPE, silence_stdout, terminal_width
 from trace_analyzer.errors import TraceanaError
 from trace_analyzer.inputs.archive import MemberPath
-from trace_analyzer.inputs.discover import CACHE_DIR_NAME, Run, discover
+from trace_analyzer.inputs.discover import Run, discover
 from trace_analyzer.inputs.fingerprint import fingerprint
 from trace_analyzer.questions import QUESTIONS
 
@@ -57,6 +58,7 @@ VALUED = {
     "--rank", "--remove-copy", "--remove-host", "--run", "--step", "--top", "--window", "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
+IN_PROFILE = "TRACEANA_CACHE_IN_PROFILE"  # the variable of --cache-in-profile
 LIBRARIES = ("polars", "orjson", "click", "networkx")
 MAX_ANSWER = 16 << 20  # characters of output kept as an answer
 PREFIX = "answer-"
@@ -113,20 +115,19 @@ def _question(argv: list[str]) -> Question | None:
         return None
     path = Path(paths[0])
     cache_dir = cache_dir or os.environ.get("TRACEANA_CACHE_DIR") or None
-    if cache_dir:
-        folder, inside = Path(cache_dir), None
-    elif path.is_dir() and not path.is_symlink():
-        folder, inside = path / CACHE_DIR_NAME, path
-    else:
-        return None
+    in_profile = "--cache-in-profile" in argv or _truthy(os.environ.get(IN_PROFILE))
+    place = cache_place(path, cache_dir, in_profile)
+    if place is None or (place[1] is not None and path.is_symlink()) or not path.is_dir():
+        return None  # no cache; or a file or an archive, whose runs no answer stands for
+    folder, inside = place
     env = [os.environ.get(v) for v in ("TZ", "TRACEANA_MAX_BYTES", "TRACEANA_CACHE_DIR")]
     width = terminal_width(None)
-    h = _digest(__version__, os.getcwd(), *argv, width, *env)
+    h = _digest(__version__, os.getcwd(), *argv, width, *env, in_profile)
     # whatever the spelling: the path's real location and its name as typed in its place
     typed = [*argv[: at + 1], "\0path", *argv[at + 2 :]]
     where = [os.path.realpath(path), os.path.basename(os.path.abspath(path))]
     real_env = [os.path.realpath(e) if e else e for e in (*env[2:], cache_dir)]
-    h_any = _digest(__version__, *typed, *where, width, *env, *real_env)
+    h_any = _digest(__version__, *typed, *where, width, *env, *real_env, in_profile)
     asked, asked_any = h.hexdigest(), h_any.hexdigest()
     code = _code().encode()
     h.update(code)

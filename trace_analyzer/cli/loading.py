@@ -196,11 +196,18 @@ LOAD_OPTIONS = (
         "--strict", is_flag=True, help="Malformed events are an error (exit 2), not a warning."
     ),
     click.option(
+        "--cache-in-profile",
+        is_flag=True,
+        envvar="TRACEANA_CACHE_IN_PROFILE",
+        help="Keep the analysis cache in .traceana-cache/ inside the folder named, not in "
+        "your cache directory.",
+    ),
+    click.option(
         "--cache-dir",
         type=click.Path(file_okay=False, path_type=Path),
         envvar="TRACEANA_CACHE_DIR",
-        help="Keep the analysis cache here [default: .traceana-cache/ inside a named folder; "
-        "none for a named file or archive].",
+        help="Keep the analysis cache here [default: traceana's folder in your cache "
+        "directory, e.g. ~/.cache/traceana; none for an archive].",
     ),
     click.option(
         "--no-cache",
@@ -212,14 +219,15 @@ LOAD_OPTIONS = (
 
 
 def load_options(fn: F) -> F:
-    """--no-cache, --cache-dir, --strict, --max-bytes, --rank, --run and --verbose, given as
-    ``loading: Loading``."""
+    """--no-cache, --cache-dir, --cache-in-profile, --strict, --max-bytes, --rank, --run and
+    --verbose, given as ``loading: Loading``."""
 
     @functools.wraps(fn)
     def wrapper(
         *args: Any,
         no_cache: bool,
         cache_dir: Path | None,
+        cache_in_profile: bool,
         strict: bool,
         max_bytes: int | None,
         rank: str | None,
@@ -233,7 +241,7 @@ def load_options(fn: F) -> F:
             begin(path)
         from trace_analyzer.cache import Cache
 
-        cache = Cache(enabled=not no_cache, folder=cache_dir)
+        cache = Cache(enabled=not no_cache, folder=cache_dir, in_profile=cache_in_profile)
         loading = Loading(cache, strict, max_bytes, rank, verbose, run)
         return fn(*args, loading=loading, **kwargs)
 
