@@ -34,6 +34,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64(),  # the device's rank (distributedInfo, file name, Neuron worker id)
     "device_key": pl.String(),  # the device as named across runs: no pid (devices.device_key)
     "capture_time": pl.Datetime("us", "UTC"),  # capture.json started_at
+    "recorded_time": pl.Datetime("us", "UTC"),  # the trace's first event, on an epoch clock
     "modified_time": pl.Datetime("us", "UTC"),  # newest file of the run (archive: the archive)
     "backend": pl.String(),
     "variant": pl.String(),
@@ -156,6 +157,7 @@ def _rows(profile: Profile, base: Row) -> list[Row]:
     common = {
         **base,
         **_capture_info(profile.run),
+        "recorded_time": recorded_time(profile.events),
         "events": profile.events.height,
         "error": None,
         "format": ",".join(sorted({r.format for r in profile.reads if r.read})) or None,
@@ -184,6 +186,23 @@ def _rows(profile: Profile, base: Row) -> list[Row]:
             }
         )
     return rows
+
+
+# Event times on the epoch clock lie after this (2001-09-09, 1e18 ns) and before now: a
+# trace whose ts start from 0 (no baseTimeNanoseconds) tells no time of day.
+EPOCH_FROM_NS = 10**18
+
+
+def recorded_time(events: pl.DataFrame) -> datetime | None:
+    """Return when a run was recorded, by its own clock: its first event's start, when its
+    times are epoch times (Kineto with baseTimeNanoseconds or epoch µs, Neuron's host clock);
+    None when they are not (times from 0) or it has none."""
+    first = events["start_ns"].min() if events.height else None
+    if not isinstance(first, int) or first < EPOCH_FROM_NS:
+        return None
+    if first > time.time_ns() + 86_400 * 10**9:  # a day ahead of now: not a clock to trust
+        return None
+    return timestamp(first)
 
 
 def _capture_info(run: Run) -> Row:

@@ -39,16 +39,27 @@ COLUMNS = {
 }
 
 
+# Where a run's time comes from (``time_from``), first found first
+TIME_FROM = (
+    ("capture_time", "capture.json"),
+    ("recorded_time", "trace"),
+    ("modified_time", "file modified"),
+)
+SHOWN = 3  # runs named in a note, the rest counted
+
+
 @dataclass(frozen=True, repr=False)
 class TrendResult(RunResult):
     """``table``: one row per run (group, time, run_id, idle %, device time, executions,
-    devices); ``groups``: per group, its runs and first and last values; ``failed_runs``:
-    the runs left out because their analysis failed."""
+    devices, where the time comes from); ``groups``: per group, its runs and first and last
+    values; ``failed_runs``: the runs left out because their analysis failed; ``notes``: runs
+    placed by file time, groups joining unlike runs."""
 
     root: str
     table: pl.DataFrame
     groups: pl.DataFrame
     failed_runs: int
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         rows = [{**r, "time": time_text(r["time"])} for r in self.table.to_dicts()]
@@ -57,6 +68,7 @@ class TrendResult(RunResult):
             "rows": rows,
             "groups": self.groups.to_dicts(),
             "failed_runs": self.failed_runs,
+            "notes": list(self.notes),
         }
 
     def main_frame(self) -> pl.DataFrame:
@@ -81,12 +93,10 @@ def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = 
     path-glob."""
     if by == "path-glob" and not globs:
         raise UsageError("grouping by path-glob needs at least one {param} PATTERN", param="globs")
-    ok = df.filter(pl.col("error").is_null())
+    ok = with_times(df.filter(pl.col("error").is_null()))
     split = [SPLITTING[by][0]] if by in SPLITTING else []
     runs = ok.group_by("run_id", *split).agg(
-        time=pl.coalesce(pl.col("capture_time").first(), pl.col("modified_time").first()),
-        variant=pl.col("variant").first(),
-        backend=pl.col("backend").first(),
+        pl.col("time", "time_from", "variant", "backend", "kind").first(),
         devices=pl.col("device").drop_nulls().len(),
         busy_ns=pl.col("busy_ns").sum(),
         idle_ns=pl.col("idle_ns").sum(),
@@ -111,9 +121,63 @@ def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = 
             ),
             device_time_ms=(pl.col("busy_ns") / 1e6).round(3),
         )
-        .select("group", "time", "run_id", "idle_pct", "device_time_ms", "executions", "devices")
+        .select(
+            "group",
+            "time",
+            "run_id",
+            "idle_pct",
+            "device_time_ms",
+            "executions",
+            "devices",
+            "time_from",
+            "kind",
+        )
         .sort("group", "time", "run_id", nulls_last=True)
     )
+
+
+def with_times(df: pl.DataFrame) -> pl.DataFrame:
+    """Return the batch rows ``df`` with each run's ``time`` and where it comes from
+    (``time_from``, TIME_FROM), and its ``kind``: its workload, else the formats read (what a
+    line joining unlike runs would mix)."""
+    times = [c for c, _ in TIME_FROM if c in df.columns]  # a table before recorded_time: none
+    source = pl.lit(None, pl.String)
+    for column, said in reversed(TIME_FROM):
+        if column in times:
+            source = pl.when(pl.col(column).is_not_null()).then(pl.lit(said)).otherwise(source)
+    kinds = [c for c in ("workload", "format") if c in df.columns]
+    return df.with_columns(
+        time=pl.coalesce(*times),
+        time_from=source,
+        kind=pl.coalesce(*kinds) if kinds else pl.lit(None, pl.String),
+    )
+
+
+def trend_notes(table: pl.DataFrame) -> tuple[str, ...]:
+    """What the reader of a trend should know: the runs whose time is only when their files
+    were last changed, and the groups whose line joins runs of several workloads or formats."""
+    notes = []
+    by_file = table.filter(pl.col("time_from") == "file modified")["run_id"].unique().sort()
+    if len(by_file):
+        named = ", ".join(by_file.head(SHOWN).to_list())
+        more = f" and {len(by_file) - SHOWN} more" if len(by_file) > SHOWN else ""
+        notes.append(
+            f"{len(by_file)} run{'s' * (len(by_file) > 1)} with no time of their own (no "
+            "capture.json, and trace times not on the epoch clock) placed by when their files "
+            f"were last modified, which may not be when they ran: {named}{more}"
+        )
+    for group, kinds in (
+        table.group_by("group", maintain_order=True)
+        .agg(pl.col("kind").drop_nulls().unique().sort())
+        .iter_rows()
+    ):
+        if len(kinds) > 1:
+            notes.append(
+                f"group {group} joins runs of {len(kinds)} kinds ({', '.join(kinds[:SHOWN])}"
+                f"{' ...' if len(kinds) > SHOWN else ''}): its line compares unlike runs; "
+                "--by or --glob can part them"
+            )
+    return tuple(notes)
 
 
 def trend(
@@ -131,7 +195,7 @@ def trend(
         device_time_ms_first=pl.col("device_time_ms").first(),
         device_time_ms_last=pl.col("device_time_ms").last(),
     )
-    result = TrendResult(str(path), table, groups, failed)
+    result = TrendResult(str(path), table.drop("kind"), groups, failed, trend_notes(table))
     return RunResults(str(path), (result,), header={"by": by, "globs": list(globs)})
 
 

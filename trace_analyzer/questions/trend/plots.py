@@ -25,7 +25,9 @@ def trend(result: dict[str, Any]) -> bytes:
         bottom.plot(x, [r["device_time_ms"] for r in pts], marker="o", label=_text(name))
     top.set_ylabel("idle %")
     bottom.set_ylabel("device time (ms)")
-    bottom.set_xlabel("capture time")
+    sources = sorted({r["time_from"] for r in rows if r.get("time_from")})
+    # the time said as what it is: file modification times are not capture times
+    bottom.set_xlabel("time (" + ", ".join(sources) + ")" if sources else "time")
     top.set_title(f"trend by {result['by']}")
     if rows:
         top.legend(loc="best", fontsize="small")

@@ -6,6 +6,7 @@ from trace_analyzer.numbers import DASH, count, duration, percent
 from trace_analyzer.questions.trend.analysis import TrendResult, time_text
 from trace_analyzer.render.blocks import (
     Block,
+    Items,
     Style,
     Table,
     heading,
@@ -52,4 +53,7 @@ def trend_layout(result: TrendResult, style: Style, view: View) -> list[Block]:
         ],
         noun="runs",
     )
-    return [*lines, table]
+    notes: list[Block] = []
+    if result.notes:
+        notes = ["", Items("notes", [shown(n, style) for n in result.notes], noun="notes")]
+    return [*lines, table, *notes]
