@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         backend = resolve_name(args.backend)
         variants = VARIANTS if args.variant == "all" else (args.variant,)
         for v in variants:
+            # torch.compile's first run compiles (tens of seconds on a CPU): said before it
+            doing = " (torch.compile: compiling first, which takes a while)" * (v == "compiled")
+            print(f"capturing rmsnorm {v} on {backend}{doing}", file=sys.stderr, flush=True)
             step = rmsnorm_step(v, backend, args.shape, args.dtype, device_for(backend))
             out = args.out / v if args.variant == "all" else args.out
             where = profile(

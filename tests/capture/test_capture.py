@@ -29,6 +29,10 @@ def captured(tmp_path_factory) -> Path:
         [sys.executable, "-m", "capture", "rmsnorm", "--variant", "all", "--backend", "cpu",
          "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+    # each variant is said as it starts, torch.compile's long first run before it compiles
+    said = [line for line in done.stderr.splitlines() if line.startswith("capturing rmsnorm")]
+    assert [line.split()[2] for line in said] == ["naive", "fused", "compiled"], done.stderr
+    assert "compiling first" in said[2]
     return out
 
 
