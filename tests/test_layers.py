@@ -21,7 +21,7 @@ import pytest
 RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "base": {
         "holds": ("trace_analyzer.errors", "trace_analyzer.units", "trace_analyzer.numbers",
-                  "trace_analyzer.atomic", "trace_analyzer._version"),
+                  "trace_analyzer.atomic", "trace_analyzer._version", "trace_analyzer.progress"),
         "may_import": (),  # base only (units imports errors)
     },
     "registry": {  # the questions' registry: names and dotted paths, nothing imported

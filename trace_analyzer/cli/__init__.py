@@ -21,6 +21,7 @@ import tempfile
 from trace_analyzer.cli import answers
 from trace_analyzer.cli.fault import MEMORY_ADVICE, guard, out_of_memory
 from trace_analyzer.cli.group import cli  # imports each command's module when it is used
+from trace_analyzer.cli.progress import shown as progress_line
 
 __all__ = ["cli", "main"]
 
@@ -44,7 +45,8 @@ def main() -> None:
     code: object = 2  # what an exception that is not an exit leaves: nothing to keep
     said: str | None = None  # what failed before a command ran, when not memory
     try:
-        cli(prog_name="traceana")
+        with progress_line():  # on a terminal: what a long command is doing (cli/progress.py)
+            cli(prog_name="traceana")
     except SystemExit as e:
         code = e.code
         raise

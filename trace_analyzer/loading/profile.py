@@ -27,6 +27,7 @@ from trace_analyzer.loading.link import link
 from trace_analyzer.loading.offsets import align_exports
 from trace_analyzer.loading.parts import pick, picked, split
 from trace_analyzer.model.schema import EVENTS_SCHEMA, check_events, empty_events, numbered
+from trace_analyzer.progress import sized, step
 from trace_analyzer.readers import ReadResult as ReadResult  # a Profile's reads (cache.py too)
 from trace_analyzer.readers import read_source
 
@@ -222,16 +223,18 @@ def read_parts(run: Run, *, args: bool = False, max_bytes: int | None = None) ->
     were recorded far apart, a profile per part (parts.py)."""
     sources, copies = unique_sources(run)
     alone = len(sources) == 1  # its events may come in order (format.PathReader)
-    reads = [
-        r
-        for r in (read_source(s, args, max_bytes=max_bytes, in_order=alone) for s in sources)
-        if r is not None
-    ]
+    reads = [r for r in (read_one(s, args, max_bytes, alone) for s in sources) if r is not None]
     reads, clock_warnings, clock_notes = align_exports(reads)  # an export off trace.json's clock
     return [
         profile_of(part, held, [*said, *copies], (clock_warnings, clock_notes))
         for part, held, said in split(run, reads)  # unrelated traces in one folder: parts
     ]
+
+
+def read_one(src: Source, args: bool, max_bytes: int | None, alone: bool) -> ReadResult | None:
+    """``read_source``, said as a step of the work (``progress``: a line on a terminal)."""
+    step(f"reading {src.path.name}{sized(src.path)}")
+    return read_source(src, args, max_bytes=max_bytes, in_order=alone)
 
 
 def profile_of(
@@ -264,6 +267,7 @@ def profile_of(
     warnings += passed_lines(run.not_regular, run.root)  # a FIFO, a folder it cannot read
     pairs = neff_pairs(run, warnings)
     warnings += raw_without_export(run, has_export(reads))
+    step(f"linking {events.height:,} events")
     return Profile(
         run=run,
         events=events,

@@ -22,6 +22,7 @@ from trace_analyzer.analyses.rows import longest
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.numbers import duration, percent
+from trace_analyzer.progress import step as said
 from trace_analyzer.questions.critical import scenarios as what
 from trace_analyzer.questions.critical.graph import Graph, build
 from trace_analyzer.questions.critical.link import OWN_CODES
@@ -170,6 +171,7 @@ def critical(
     """Return the critical path of each step of ``profile`` (or of each annotation the glob
     ``window`` names; with ``step``, of that one only, the fixes measured on it) and the fixes
     ranked by the step time they save (module doc)."""
+    said("the critical path of each step")
     pattern, window = window, None if window is None else glob_regex(window)
     events = profile.keyed
     with ThreadPoolExecutor(max_workers=1) as pool:  # the host's own time beside the graph

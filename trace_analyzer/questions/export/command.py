@@ -23,12 +23,14 @@ def export(path: Path, output: Path, loading: Loading) -> None:
     Example:
         traceana export ./profile_out -o annotated.json
     """
+    from trace_analyzer.progress import step
     from trace_analyzer.questions.critical.analysis import critical
     from trace_analyzer.questions.export import perfetto
 
     profile = loading.one(path, args=True)
     gaps = loading.cache.gaps(profile)
     doc = perfetto.build(profile, gaps, source=str(path), critical=critical(profile))
+    step(f"writing {output.name}")
     with writing(output):
         perfetto.write(doc, output)
     n = doc["traceana"]

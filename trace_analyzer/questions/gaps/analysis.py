@@ -41,6 +41,7 @@ from trace_analyzer.loading.link import link
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.model.schema import text
+from trace_analyzer.progress import step as said
 from trace_analyzer.questions.chain.analysis import chain_table
 from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
@@ -185,6 +186,7 @@ def gaps(
     (``ta.load_device(path)``): a Neuron run's result then holds, below its ops, the engines
     of each op's NEFF (``engines``), as ``traceana gaps`` shows them.
     """
+    said("finding the gaps and their causes")
     result = _gaps(profile, step, span, min_gap_ns, lanes, latency_ns)
     if device is None or not isinstance(profile, Profile):
         return result

@@ -24,6 +24,7 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, RunResults
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
+from trace_analyzer.progress import step as said
 from trace_analyzer.questions import QUESTIONS, Part, resolve
 from trace_analyzer.questions.diff.analysis import DiffResult, diff, diff_runs
 from trace_analyzer.questions.engines.analysis import EnginesResult, engines
@@ -150,6 +151,7 @@ def _parts(
     found: dict[str, RunResult] = {}
     notes: dict[str, str] = {}
     for name, part in registered_parts():
+        said(f"the report's {name}")
         if not part.device:
             found[name] = resolve(part.compute)(run)
         elif device is not None and device.profiles:
