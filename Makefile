@@ -14,13 +14,14 @@ $(BIN)/python:
 # The modules compiled once, as pip compiles a package it installs (an editable install is not
 # compiled, and where PYTHONDONTWRITEBYTECODE is set nothing is compiled on first use either:
 # every command would compile traceana's sources again, 0.07 s of each; docs/benchmarks.md).
+# PYTHONWARNINGS: setuptools' editable-install warning box is for its own users, not ours.
 $(VENV)/.installed: $(BIN)/python pyproject.toml setup.py $(wildcard trace_analyzer/*/*.c trace_analyzer/*/*.h)
-	$(BIN)/pip install --quiet -e .
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e .
 	$(BIN)/python -m compileall -q trace_analyzer capture
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-capture.txt
-	$(BIN)/pip install --quiet -e '.[test]' -r requirements-test.txt
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[test]' -r requirements-test.txt
 	touch $@
 
 venv: $(VENV)/.installed
