@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import gzip
 import json
 from itertools import pairwise
@@ -14,6 +16,13 @@ from click.testing import CliRunner
 from trace_analyzer.cli import cli
 
 # The repository is /work/main; the shared corpus sits beside it in ../shared/corpus/hta.
+# pytest-xdist's workers (make test: -n auto) inherit COLUMNS=80 and LINES=24 from execnet; a
+# test sees the environment of a plain pytest run, where the width is set by the tests that
+# want one
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hta"
 CORPUS_DATA = CORPUS / "tests" / "data"
 
