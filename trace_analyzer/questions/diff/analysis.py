@@ -24,7 +24,7 @@ from trace_analyzer.questions.diff.stats import (
     verdict_text,
 )
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
-from trace_analyzer.units import Condition, failed
+from trace_analyzer.units import Condition, failed, judge
 
 SCHEMA_VERSION = 2
 
@@ -99,7 +99,8 @@ class DiffResult(RunResult):
     ``not_compared``: what a side's source lacks; ``not_comparable``: why the sides could
     not be compared (a side without hardware executions, or with too few). ``failed``: the
     ``--fail-on`` conditions that held or could not be measured (``gate``); ``gate_notes``:
-    those that held but were not significant. ``next_fix``: the head's (its first run's)
+    those that held but were not significant, or a gate that compared nothing, allowed.
+    ``next_fix``: the head's (its first run's)
     ``traceana critical`` verdict, the fix that saves the most there; None where head is a
     saved summary.
     """
@@ -335,13 +336,22 @@ def _undefined(result: DiffResult, m: dict[str, Any], name: str, suffix: str) ->
 
 
 def gate(
-    result: DiffResult, conditions: list[Condition], *, significant: bool = False
+    result: DiffResult,
+    conditions: list[Condition],
+    *,
+    significant: bool = False,
+    allow_empty: bool = False,
 ) -> DiffResult:
     """Return ``result`` with ``failed``: the conditions that hold (``DIFF_METRICS``) or
     whose metric is undefined. ``significant`` (``--min-runs``): a ``_delta`` or
     ``_pct_delta`` condition holds only when the change is significant too; one that holds
-    without being significant passes, with a line in ``gate_notes``."""
+    without being significant passes, with a line in ``gate_notes``. A gate none of whose
+    metrics has a value compared nothing: ``gates.EmptyGate``, or with ``allow_empty`` a
+    pass that says so in ``gate_notes`` (``gates.judge``)."""
     values, why = fail_metrics(result)
+    judged = judge(conditions, values, why, where=result.root, allow_empty=allow_empty)
+    if judged.notes:
+        return replace(result, failed=(), gate_notes=judged.notes)
     rows = result.by_metric()
     lines, notes = [], []
     for c in conditions:

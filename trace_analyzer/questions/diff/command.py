@@ -25,6 +25,7 @@ import click
 from trace_analyzer import atomic
 from trace_analyzer._version import __version__
 from trace_analyzer.cli.common import (
+    ALLOW_EMPTY_GATE,
     PATH,
     ROWS,
     Loading,
@@ -215,6 +216,7 @@ def side_options(fn: F) -> F:
     help="Compare even a side with no hardware executions, or too few; the verdict is then "
     "inconclusive.",
 )
+@ALLOW_EMPTY_GATE
 @run_options
 def diff(
     base: Path,
@@ -226,6 +228,7 @@ def diff(
     min_runs: int,
     min_executions_share: float,
     allow_empty: bool,
+    allow_empty_gate: bool,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -239,7 +242,8 @@ def diff(
     (idle_pct, device_time, window_us, step_time_us, idle_us, executions, gap_count,
     gap_p50_us, gap_p90_us, gap_max_us, idle_<cause>_us) alone (head's value) or with
     _delta (head − base; pp for idle_pct), _pct_delta (relative %), _base or _head. Exit 1
-    after printing when one holds or its metric is undefined.
+    after printing when one holds or its metric is undefined; a gate that compared nothing
+    (every metric undefined) is exit 2 unless --allow-empty-gate.
 
     \b
     Example:
@@ -265,7 +269,8 @@ def diff(
     compared = diff_sides(
         sides["base"], sides["head"], step=step, min_executions_share=min_executions_share
     )
-    result = diff_runs(gate_diff(compared, conditions, significant=min_runs >= 2))
+    gated = gate_diff(compared, conditions, significant=min_runs >= 2, allow_empty=allow_empty_gate)
+    result = diff_runs(gated)
     emit(result, fmt, output, View(top=top))
     exit_on_failures(result)
 
