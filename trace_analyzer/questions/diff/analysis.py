@@ -15,6 +15,7 @@ import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.questions.diff.shape import mismatch
 from trace_analyzer.questions.diff.sides import COMPARED, GAPS_JSON, Side, side_of
 from trace_analyzer.questions.diff.stats import (
     decide,
@@ -102,7 +103,8 @@ class DiffResult(RunResult):
     those that held but were not significant, or a gate that compared nothing, allowed.
     ``next_fix``: the head's (its first run's)
     ``traceana critical`` verdict, the fix that saves the most there; None where head is a
-    saved summary.
+    saved summary. ``mismatch``: how the two sides are not the same kind of run (platform,
+    ranks, devices, steps: ``shape.mismatch``), None when they are or cannot be told.
     """
 
     base: str
@@ -123,6 +125,7 @@ class DiffResult(RunResult):
     not_comparable: str | None = None
     gate_notes: tuple[str, ...] = ()
     next_fix: str | None = None
+    mismatch: str | None = None
 
     csv_table = "metrics"
 
@@ -147,6 +150,7 @@ class DiffResult(RunResult):
             "head_samples": list(self.samples[1]),
             "not_compared": list(self.not_compared),
             "not_comparable": self.not_comparable,
+            "mismatch": self.mismatch,
             "metrics": [dict(m) for m in self.metrics],
             "ops": self.ops.to_dicts(),
             "added": self.added.to_dicts(),
@@ -235,6 +239,9 @@ def diff_sides(
         not_compared=_not_compared(base, head, m, step),
         not_comparable=refusal,
         next_fix=next((s.next_fix for s in head.samples if s.next_fix), None),
+        mismatch=mismatch(
+            [s.shape for s in base.samples], [s.shape for s in head.samples], step=step
+        ),
     )
 
 

@@ -39,6 +39,7 @@ from trace_analyzer.cli.common import (
     writing,
 )
 from trace_analyzer.cli.loading import file_identity
+from trace_analyzer.cli.messages import plain
 from trace_analyzer.errors import InputError, UsageError
 from trace_analyzer.units import parse_condition, parse_duration
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 MIN_EXECUTIONS_SHARE = 10.0  # % of the other side's hardware executions
 ALLOW_EMPTY = "--allow-empty to compare anyway"
+ALLOW_MISMATCH = "--allow-mismatch to gate anyway"
 
 
 def expand(spec: Path, role: str) -> list[Path]:
@@ -164,6 +166,17 @@ def refuse(sides: dict[str, Side], *, min_runs: int, min_share: float, allow_emp
             )
 
 
+def differ(root: str, mismatch: str | None, *, gated: bool) -> None:
+    """Say that the sides ``root`` differ (``mismatch``: in what; questions/diff/shape.py):
+    a warning on stderr, or, under a gate (``gated``), a UsageError (exit 2)."""
+    if not mismatch:
+        return
+    said = f"{root}: the sides differ in {mismatch}"
+    if gated:
+        raise UsageError(f"{said}: a gate on them compares different work ({ALLOW_MISMATCH})")
+    click.echo(f"traceana: warning: {plain(said)}: not the same work?", err=True)
+
+
 def side_options(fn: F) -> F:
     """--step and --min-gap: how each run of a side is measured."""
     fn = click.option(
@@ -217,6 +230,12 @@ def side_options(fn: F) -> F:
     "inconclusive.",
 )
 @ALLOW_EMPTY_GATE
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="Gate even sides that differ in platform, ranks, devices or steps (else, with "
+    "--fail-on, exit 2); without --fail-on they are compared with a warning.",
+)
 @run_options
 def diff(
     base: Path,
@@ -229,6 +248,7 @@ def diff(
     min_executions_share: float,
     allow_empty: bool,
     allow_empty_gate: bool,
+    allow_mismatch: bool,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -269,6 +289,7 @@ def diff(
     compared = diff_sides(
         sides["base"], sides["head"], step=step, min_executions_share=min_executions_share
     )
+    differ(compared.root, compared.mismatch, gated=bool(conditions) and not allow_mismatch)
     gated = gate_diff(compared, conditions, significant=min_runs >= 2, allow_empty=allow_empty_gate)
     result = diff_runs(gated)
     emit(result, fmt, output, View(top=top))
