@@ -6,6 +6,7 @@ import os
 
 import gzip
 import json
+import re
 from itertools import pairwise
 from pathlib import Path
 
@@ -479,6 +480,13 @@ def slowed_export(dest: Path) -> Path:
 
     out = dest / NAIVE_EXPORT.name
     shutil.copytree(NAIVE_EXPORT, out)
+    slow(out)
+    return dest
+
+
+def slow(export: Path) -> None:
+    """Slow the device-profile export folder ``export`` in place, as ``slowed_export`` says."""
+    out = export
     for table in ("Instruction", "ActiveTime"):
         df = pl.read_parquet(out / f"{table}.parquet")
         tensor = pl.col("engine").str.to_lowercase() == "tensor"
@@ -496,4 +504,50 @@ def slowed_export(dest: Path) -> Path:
         .otherwise(pl.col("execution_end_ts"))
     )
     ex.write_parquet(out / "ExecutionInfo.parquet")
-    return dest
+
+NEFF_NAME = re.compile(rb"neff_(\d+)_vnc_(\d+)\.neff")
+
+
+def renamed(name: str) -> str:
+    """A NEFF's name after a recompile: its hash's digits reversed (as long, so that the
+    placeholder binaries keep their sizes), e.g. neff_123_vnc_0.neff -> neff_321_vnc_0.neff."""
+    m = NEFF_NAME.fullmatch(name.encode())
+    assert m, name
+    return f"neff_{m[1].decode()[::-1]}_vnc_{m[2].decode()}.neff"
+
+
+def renamed_copy(src: Path, dest: Path) -> dict[str, str]:
+    """Copy the fixture folder ``src`` to ``dest`` with every NEFF renamed (``renamed``), in
+    every file name, text and binary file and Parquet string column: the same run, its graphs
+    recompiled under new hashes. Return old name -> new name."""
+    import shutil
+
+    shutil.copytree(src, dest)
+    names: set[str] = set()
+    for f in dest.rglob("*"):
+        if f.is_file() and f.suffix == ".parquet":
+            df = pl.read_parquet(f)
+            cells = [v for c, t in df.schema.items() if t == pl.String for v in df[c] if v]
+            data = "\n".join(cells).encode()
+        else:
+            data = f.read_bytes() if f.is_file() else b""
+        names |= {m.group(0).decode() for m in NEFF_NAME.finditer(data + b"\n" + f.name.encode())}
+    new = {n: renamed(n) for n in sorted(names)}
+    assert len(set(new.values()) | set(new)) == 2 * len(new), "a renamed name is an old one"
+    for f in sorted(dest.rglob("*")):
+        if not f.is_file():
+            continue
+        if f.suffix == ".parquet":
+            df = pl.read_parquet(f)
+            text = [c for c, t in df.schema.items() if t == pl.String]
+            for old, now in new.items():
+                df = df.with_columns(pl.col(text).str.replace_all(old, now, literal=True))
+            df.write_parquet(f)
+        else:
+            data = f.read_bytes()
+            for old, now in new.items():
+                data = data.replace(old.encode(), now.encode())
+            f.write_bytes(data)
+        if f.name in new:
+            f.rename(f.with_name(new[f.name]))
+    return new

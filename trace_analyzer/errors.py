@@ -44,3 +44,8 @@ class UsageError(TraceanaError):
         self.param = param
         self.template = message
         super().__init__(message.replace("{param}", param) if param else message)
+
+
+class EmptyGate(UsageError):
+    """A ``--fail-on`` gate none of whose conditions compared anything (``units.judge``): a
+    gate that compared nothing never passes."""

@@ -1,5 +1,14 @@
 """Durations with units (``5us``, ``1.2ms``, ``300ns``; ``0`` alone) and ``--fail-on``
-expressions (``gap_max_us>100``: the metric's unit is in its name, the number has none)."""
+expressions (``gap_max_us>100``: the metric's unit is in its name, the number has none), and
+``judge``, the one judge of the gates of every command that gates (``gaps``, ``diff`` and
+``baseline compare``, ``engines --base``; docs/gaps.md, "Gates for CI").
+
+The rule of ``judge``: **a gate that compared nothing never passes.** A condition whose metric
+is undefined compared nothing. When every condition of a gate compared nothing, the gate is
+refused (``EmptyGate``: exit 2 in the CLI, one line naming what was gated and why nothing was
+compared) unless the caller allows it (``--allow-empty-gate``): then it passes, and says so.
+When only some conditions compared nothing, those fail (exit 1), each saying why, and the
+others are judged on their values."""
 
 from __future__ import annotations
 
@@ -9,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trace_analyzer.errors import UsageError
+from trace_analyzer.errors import EmptyGate, UsageError
 
 
 def glob_regex(pattern: str) -> str:
@@ -171,3 +180,46 @@ def parse_size(text: str) -> int:
     if m is None or unit not in SIZE_UNITS or float(m[1]) <= 0:
         raise UsageError(f"not a size: {text!r} (use e.g. 8G, 512MiB, 1000000)")
     return int(float(m[1]) * SIZE_UNITS[unit])
+
+
+ALLOW = "--allow-empty-gate"
+EMPTY = "the gate compared nothing"  # how a note of an allowed empty gate begins
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A gate judged: ``failed``, a line per condition that held or could not be measured;
+    ``notes``, what the report should say about the gate (that it compared nothing, allowed)."""
+
+    failed: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def _why(c: Condition, undefined: Mapping[str, str]) -> str:
+    why = undefined.get(c.metric)
+    return f"{c.metric} is undefined" + (f" ({why})" if why else "")
+
+
+def judge(
+    conditions: list[Condition],
+    metrics: Mapping[str, Any],
+    undefined: Mapping[str, str] | None = None,
+    *,
+    where: str,
+    allow_empty: bool = False,
+) -> Judged:
+    """Return ``conditions`` judged on ``metrics`` (``undefined``: metric -> why it has no
+    value). ``where``: what was gated, for the messages (``run/``, ``base/ → head/``). When
+    every condition's metric is undefined, raise ``EmptyGate`` saying so, or with
+    ``allow_empty`` pass with a note."""
+    why = dict(undefined or {})
+    empty = [c for c in conditions if metrics.get(c.metric) is None]
+    if conditions and len(empty) == len(conditions):
+        reasons = "; ".join(f"'{c.text}': {_why(c, why)}" for c in empty)
+        if not allow_empty:
+            raise EmptyGate(
+                f"{where}: {EMPTY} ({reasons}); a gate that compared nothing "
+                f"never passes ({ALLOW} to let it)"
+            )
+        return Judged(notes=(f"{EMPTY} ({reasons}): passed, as {ALLOW} asks",))
+    return Judged(failed=tuple(failed(conditions, metrics, why)))

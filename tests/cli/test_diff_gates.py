@@ -2,7 +2,7 @@
 too few executions, saved summaries that are malformed or measured differently.
 
 Exit codes (docs/diff.md): 0 no gate failed, 1 a gate failed or could not be measured,
-2 bad usage or an unusable side (one line on stderr). Inputs are built here: a host-only
+2 bad usage, an unusable side or a gate that compared nothing (one line on stderr). Inputs are built here: a host-only
 Kineto trace (cpu_op events only) and small GPU traces with a known number of kernels.
 """
 
@@ -84,14 +84,15 @@ def test_allow_empty_is_honest_and_gates_on_the_missing_side_fail(host):
     ]
 
 
-def test_gaps_gate_on_a_profile_without_hardware_fails(host):
-    code, out, err = run_cli("gaps", str(host), "--fail-on", "idle_pct>20")
-    assert code == 1 and out
-    assert err.strip() == (f"traceana: {host}: --fail-on 'idle_pct>20' failed: idle_pct is "
-                           "undefined (no hardware executions)")
+def test_gaps_gate_on_a_profile_without_hardware_compared_nothing(host):
+    # a gate that compared nothing never passes: exit 2, one line (tests/cli/test_empty_gates.py)
+    line = one_line_error(*run_cli("gaps", str(host), "--fail-on", "idle_pct>20"))
+    assert line == (f"traceana: error: {host}: the gate compared nothing ('idle_pct>20': "
+                    "idle_pct is undefined (no hardware executions)); a gate that compared "
+                    "nothing never passes (--allow-empty-gate to let it)")
     # even a metric that reads 0 in the summary is not measured when nothing ran
-    code, _, err = run_cli("gaps", str(host), "--fail-on", "idle_us>100")
-    assert code == 1 and "idle_us is undefined" in err
+    line = one_line_error(*run_cli("gaps", str(host), "--fail-on", "idle_us>100"))
+    assert "idle_us is undefined" in line
 
 
 def test_gaps_statistics_of_a_run_without_gaps_are_zero_for_the_gate():
@@ -111,8 +112,9 @@ def test_a_gate_that_holds_keeps_its_message():
 
 def test_diff_gate_on_a_metric_undefined_on_head_fails(tmp_path):
     # step time: base (the naive fixture) has ProfilerStep#3, this GPU run has no step
-    head = gpu_run(tmp_path / "nostep", kernels=6)
-    code, _, err = diff(NAIVE, head, "--fail-on", "step_time_us_pct_delta>5")
+    head = gpu_run(tmp_path / "nostep", kernels=6)  # (a GPU run against a Neuron one)
+    code, _, err = diff(NAIVE, head, "--fail-on", "step_time_us_pct_delta>5",
+                        "--fail-on", "executions<0", "--allow-mismatch")
     assert code == 1
     assert ("--fail-on 'step_time_us_pct_delta>5' failed: step_time_us_pct_delta is undefined "
             "(head has no step time (no ProfilerStep))") in err
@@ -120,8 +122,12 @@ def test_diff_gate_on_a_metric_undefined_on_head_fails(tmp_path):
 
 def test_relative_change_from_zero_is_undefined_and_fails():
     # the fused fixture has no idle from transfer; the naive one has 172.1 µs of it
-    code, _, err = diff(FUSED, NAIVE, "--fail-on", "idle_transfer_us_pct_delta>50")
+    code, _, err = diff(FUSED, NAIVE, "--fail-on", "idle_transfer_us_pct_delta>50",
+                        "--fail-on", "executions<0")  # the gate compares something
     assert code == 1 and "is undefined (base is 0: no relative change)" in err
+    # alone, it compared nothing: exit 2 (a gate that compared nothing never passes)
+    line = one_line_error(*diff(FUSED, NAIVE, "--fail-on", "idle_transfer_us_pct_delta>50"))
+    assert "the gate compared nothing" in line
     code, _, err = diff(FUSED, NAIVE, "--fail-on", "idle_transfer_us_delta>200")
     assert code == 0, err
 

@@ -1,7 +1,8 @@
 """`traceana engines HEAD --base BASE` through the CLI, on the naive RMSNorm export and its
-slowed copy (conftest.slowed_export) and on fused against compiled: the gate's exit 1 naming
-the NEFF, exit 2 on a bad condition, and every format showing the comparison (the figures
-themselves: tests/analyses/test_engines_diff.py)."""
+slowed copy (conftest.slowed_export) and on fused against compiled (one NEFF each, matched by
+position): the gate's exit 1 naming the NEFF, exit 2 on a bad condition, and every format
+showing the comparison (the figures themselves: tests/analyses/test_engines_diff.py; renames:
+tests/cli/test_engines_renames.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_against_itself_no_gate_fails():
              "--fail-on", "tensor_active_pct_delta>0"]  # fmt: skip
     code, out, err = run_cli("engines", BASE, "--base", BASE, *gates, "--format", "markdown")
     assert code == 0, err
-    assert "FAILED" not in out and "NEFFs on both sides" in out
+    assert "FAILED" not in out and "NEFFs matched" in out
 
 
 def test_a_bad_condition_is_one_line_exit_2():
@@ -64,11 +65,21 @@ def test_json_and_csv_show_the_comparison(tmp_path):
     assert len(rows) == 1 + 6
 
 
-def test_different_neffs_listed_and_neff_gates_pass():
-    fused = str(FIXTURES / "rmsnorm_fused" / "device_profiles")
-    compiled = str(FIXTURES / "rmsnorm_compiled" / "device_profiles")
-    code, out, err = run_cli("engines", compiled, "--base", fused,
+def test_one_neff_each_is_matched_by_position():
+    # fused and compiled each ran one NEFF, under other names, and no system profile is
+    # beside their exports: the one NEFF of each step is matched by its position
+    fused = FIXTURES / "rmsnorm_fused" / "device_profiles"
+    compiled = FIXTURES / "rmsnorm_compiled" / "device_profiles"
+
+    def window(folder: Path) -> tuple[str, int]:
+        (ex,) = folder.glob("*/ExecutionInfo.parquet")
+        (row,) = pl.read_parquet(ex).iter_rows(named=True)
+        return row["neff_name"], row["execution_end_ts"] - row["execution_start_ts"]
+
+    (b_name, b), (h_name, h) = window(fused), window(compiled)
+    assert b_name != h_name
+    code, out, err = run_cli("engines", str(compiled), "--base", str(fused),
                              "--fail-on", "window_pct_delta>5")  # fmt: skip
-    assert code == 0, err
-    assert "NEFFs added in head" in out and "NEFFs removed in head" in out
-    assert "no NEFF is on both sides" in out
+    assert code == 0 if 100 * (h - b) / b <= 5 else 1, err
+    assert f"position: {b_name}" in out and "NEFFs added in head" not in out
+    assert "compares nothing" not in out + err

@@ -225,8 +225,23 @@ def emit(
         to_file(output, pieces)  # beside it, then renamed over it
 
 
+ALLOW_EMPTY_GATE = click.option(
+    "--allow-empty-gate",
+    is_flag=True,
+    help="Let a --fail-on gate that compared nothing (every metric undefined) pass, saying so; "
+    "without it such a gate is exit 2.",
+)
+
+
 def exit_on_failures(result: RunResults[Any]) -> None:
-    """Name every --fail-on condition that held, on stderr, and exit 1 if any did."""
+    """Name every --fail-on condition that held, on stderr, and exit 1 if any did; a gate
+    that compared nothing and was allowed to pass says so on stderr (gates.py)."""
+    from trace_analyzer.units import EMPTY
+
+    for run in result.runs:
+        for note in getattr(run, "gate_notes", ()):
+            if note.startswith(EMPTY):
+                click.echo(f"traceana: warning: {plain(f'{run.root}: {note}')}", err=True)
     failures = [f"{run.root}: {line}" for run in result.runs for line in run.failed]
     for line in failures:
         click.echo(f"traceana: {plain(line)}", err=True)

@@ -134,6 +134,9 @@ class DeviceProfile:
     tables the export lacks; ``notes``: what the reader noticed (an unknown schema major, the
     columns it lacks); ``absent``: per table, the export's columns it lacks (null here: a
     figure summing one is unknown, not 0; a column present with nulls sums to its values).
+    ``network``: the network name its NEFF header records (``NeffHeader.network_name``; the
+    JSON export's ``neff_header``), None where the export has none: what matches a NEFF
+    across a rename (questions/engines/matching.py).
     """
 
     root: Path
@@ -153,6 +156,7 @@ class DeviceProfile:
     missing: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     absent: dict[str, tuple[str, ...]] = field(default_factory=dict)  # table -> columns lacked
+    network: str | None = None  # the NEFF header's network_name (NeffHeader), when exported
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,10 @@ def _neff(path: Path, doc: dict[str, Any]) -> str | None:
     return near[0] if len(near) == 1 else None
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def lacks_note(path: Path, missing: tuple[str, ...], absent: tuple[str, ...]) -> str:
     """The one note naming what the export lacks next to the Parquet tables."""
     cols = f"; its instructions have no {', '.join(absent)}" if absent else ""
@@ -245,6 +249,7 @@ def read_device_json(path: Path, doc: object | None = None) -> DeviceProfile:
         name=name,
         metadata=_metadata(_first(path, doc, "metadata")),
         summary=_summary(_first(path, doc, "summary")),
+        network=_text(_first(path, doc, "neff_header").get("network_name")),
         instructions=ins.select(list(contract.INSTRUCTION_COLUMNS)),
         active=_active(act, prefix).select(list(contract.ACTIVE_COLUMNS)),
         dma=dmas.select(list(contract.DMA_COLUMNS)),

@@ -298,6 +298,14 @@ def _order(df: pl.DataFrame, columns: dict[str, type[pl.DataType]]) -> pl.DataFr
     return df.select(list(columns))
 
 
+def _network(folder: Path) -> str | None:
+    """The network name of the NEFF header (``NeffHeader.network_name``; not one of the tables
+    the figures read, so its absence is not noted), else None."""
+    header = _first_row(read_whole(folder, "NeffHeader")) or {}
+    name = header.get("network_name")
+    return str(name) if isinstance(name, str) and name else None
+
+
 def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> DeviceProfile:
     """Return the device-profile export in ``folder``; ``listed``: its ``DeviceProfileList``
     row, when a system profile lists it (its name, instance, process and core)."""
@@ -348,6 +356,7 @@ def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> D
         schema_version=version,
         metadata=metadata,
         summary=_first_row(read_whole(folder, "Summary")),
+        network=_network(folder),
         instructions=_order(ins, contract.INSTRUCTION_COLUMNS),
         opcodes=read_whole(folder, "OpcodeSummary"),
         missing=tuple(t for t in OPTIONAL_TABLES if not table_files(folder, t)),

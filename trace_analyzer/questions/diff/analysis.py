@@ -15,6 +15,7 @@ import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.questions.diff.shape import mismatch
 from trace_analyzer.questions.diff.sides import COMPARED, GAPS_JSON, Side, side_of
 from trace_analyzer.questions.diff.stats import (
     decide,
@@ -24,7 +25,7 @@ from trace_analyzer.questions.diff.stats import (
     verdict_text,
 )
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
-from trace_analyzer.units import Condition, failed
+from trace_analyzer.units import Condition, failed, judge
 
 SCHEMA_VERSION = 2
 
@@ -99,9 +100,11 @@ class DiffResult(RunResult):
     ``not_compared``: what a side's source lacks; ``not_comparable``: why the sides could
     not be compared (a side without hardware executions, or with too few). ``failed``: the
     ``--fail-on`` conditions that held or could not be measured (``gate``); ``gate_notes``:
-    those that held but were not significant. ``next_fix``: the head's (its first run's)
+    those that held but were not significant, or a gate that compared nothing, allowed.
+    ``next_fix``: the head's (its first run's)
     ``traceana critical`` verdict, the fix that saves the most there; None where head is a
-    saved summary.
+    saved summary. ``mismatch``: how the two sides are not the same kind of run (platform,
+    ranks, devices, steps: ``shape.mismatch``), None when they are or cannot be told.
     """
 
     base: str
@@ -122,6 +125,7 @@ class DiffResult(RunResult):
     not_comparable: str | None = None
     gate_notes: tuple[str, ...] = ()
     next_fix: str | None = None
+    mismatch: str | None = None
 
     csv_table = "metrics"
 
@@ -146,6 +150,7 @@ class DiffResult(RunResult):
             "head_samples": list(self.samples[1]),
             "not_compared": list(self.not_compared),
             "not_comparable": self.not_comparable,
+            "mismatch": self.mismatch,
             "metrics": [dict(m) for m in self.metrics],
             "ops": self.ops.to_dicts(),
             "added": self.added.to_dicts(),
@@ -234,6 +239,9 @@ def diff_sides(
         not_compared=_not_compared(base, head, m, step),
         not_comparable=refusal,
         next_fix=next((s.next_fix for s in head.samples if s.next_fix), None),
+        mismatch=mismatch(
+            [s.shape for s in base.samples], [s.shape for s in head.samples], step=step
+        ),
     )
 
 
@@ -335,13 +343,22 @@ def _undefined(result: DiffResult, m: dict[str, Any], name: str, suffix: str) ->
 
 
 def gate(
-    result: DiffResult, conditions: list[Condition], *, significant: bool = False
+    result: DiffResult,
+    conditions: list[Condition],
+    *,
+    significant: bool = False,
+    allow_empty: bool = False,
 ) -> DiffResult:
     """Return ``result`` with ``failed``: the conditions that hold (``DIFF_METRICS``) or
     whose metric is undefined. ``significant`` (``--min-runs``): a ``_delta`` or
     ``_pct_delta`` condition holds only when the change is significant too; one that holds
-    without being significant passes, with a line in ``gate_notes``."""
+    without being significant passes, with a line in ``gate_notes``. A gate none of whose
+    metrics has a value compared nothing: ``gates.EmptyGate``, or with ``allow_empty`` a
+    pass that says so in ``gate_notes`` (``gates.judge``)."""
     values, why = fail_metrics(result)
+    judged = judge(conditions, values, why, where=result.root, allow_empty=allow_empty)
+    if judged.notes:
+        return replace(result, failed=(), gate_notes=judged.notes)
     rows = result.by_metric()
     lines, notes = [], []
     for c in conditions:

@@ -25,6 +25,7 @@ import click
 from trace_analyzer import atomic
 from trace_analyzer._version import __version__
 from trace_analyzer.cli.common import (
+    ALLOW_EMPTY_GATE,
     PATH,
     ROWS,
     Loading,
@@ -38,6 +39,7 @@ from trace_analyzer.cli.common import (
     writing,
 )
 from trace_analyzer.cli.loading import file_identity
+from trace_analyzer.cli.messages import plain
 from trace_analyzer.errors import InputError, UsageError
 from trace_analyzer.units import parse_condition, parse_duration
 
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 MIN_EXECUTIONS_SHARE = 10.0  # % of the other side's hardware executions
 ALLOW_EMPTY = "--allow-empty to compare anyway"
+ALLOW_MISMATCH = "--allow-mismatch to gate anyway"
 
 
 def expand(spec: Path, role: str) -> list[Path]:
@@ -163,6 +166,17 @@ def refuse(sides: dict[str, Side], *, min_runs: int, min_share: float, allow_emp
             )
 
 
+def differ(root: str, mismatch: str | None, *, gated: bool) -> None:
+    """Say that the sides ``root`` differ (``mismatch``: in what; questions/diff/shape.py):
+    a warning on stderr, or, under a gate (``gated``), a UsageError (exit 2)."""
+    if not mismatch:
+        return
+    said = f"{root}: the sides differ in {mismatch}"
+    if gated:
+        raise UsageError(f"{said}: a gate on them compares different work ({ALLOW_MISMATCH})")
+    click.echo(f"traceana: warning: {plain(said)}: not the same work?", err=True)
+
+
 def side_options(fn: F) -> F:
     """--step and --min-gap: how each run of a side is measured."""
     fn = click.option(
@@ -215,6 +229,13 @@ def side_options(fn: F) -> F:
     help="Compare even a side with no hardware executions, or too few; the verdict is then "
     "inconclusive.",
 )
+@ALLOW_EMPTY_GATE
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="Gate even sides that differ in platform, ranks, devices or steps (else, with "
+    "--fail-on, exit 2); without --fail-on they are compared with a warning.",
+)
 @run_options
 def diff(
     base: Path,
@@ -226,6 +247,8 @@ def diff(
     min_runs: int,
     min_executions_share: float,
     allow_empty: bool,
+    allow_empty_gate: bool,
+    allow_mismatch: bool,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -239,7 +262,8 @@ def diff(
     (idle_pct, device_time, window_us, step_time_us, idle_us, executions, gap_count,
     gap_p50_us, gap_p90_us, gap_max_us, idle_<cause>_us) alone (head's value) or with
     _delta (head − base; pp for idle_pct), _pct_delta (relative %), _base or _head. Exit 1
-    after printing when one holds or its metric is undefined.
+    after printing when one holds or its metric is undefined; a gate that compared nothing
+    (every metric undefined) is exit 2 unless --allow-empty-gate.
 
     \b
     Example:
@@ -265,7 +289,9 @@ def diff(
     compared = diff_sides(
         sides["base"], sides["head"], step=step, min_executions_share=min_executions_share
     )
-    result = diff_runs(gate_diff(compared, conditions, significant=min_runs >= 2))
+    differ(compared.root, compared.mismatch, gated=bool(conditions) and not allow_mismatch)
+    gated = gate_diff(compared, conditions, significant=min_runs >= 2, allow_empty=allow_empty_gate)
+    result = diff_runs(gated)
     emit(result, fmt, output, View(top=top))
     exit_on_failures(result)
 

@@ -19,6 +19,7 @@ from trace_analyzer._version import __version__
 from trace_analyzer.errors import InputError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
+from trace_analyzer.questions.diff.shape import shape_of
 from trace_analyzer.questions.gaps.analysis import CAUSES, GapsResult, gaps
 from trace_analyzer.questions.gaps.gate import GAP_STATS
 from trace_analyzer.questions.ops.analysis import ops
@@ -104,13 +105,15 @@ class Sample:
     """One run of a side: where it came from (``root``; ``source``: trace, gaps JSON or
     baseline), its compared metrics (``COMPARED``, None where undefined) and its ops
     (``OP_SCHEMA``; a gaps JSON lists only the ops with idle before them, without calls or
-    device time); ``next_fix``: where asked for, its ``traceana critical`` verdict."""
+    device time); ``next_fix``: where asked for, its ``traceana critical`` verdict;
+    ``shape``: what it recorded (``shape.shape_of``), None where its source does not say."""
 
     root: str
     source: str
     metrics: Mapping[str, float | None]
     ops: pl.DataFrame
     next_fix: str | None = None  # the run's critical-path verdict (docs/critical-path.md)
+    shape: Mapping[str, str] | None = None  # platform, ranks, devices, steps (shape.py)
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,8 @@ def sample_of(
         metrics["step_time_us"] = us(step_time_ns(profile.events))
     table = op_table(ops(profile).table, g.ops)
     label = profile.name if root is None else root
-    return Sample(label, TRACE, metrics, table, next_fix(profile) if fix else None)
+    fixed = next_fix(profile) if fix else None
+    return Sample(label, TRACE, metrics, table, fixed, shape_of(profile, g))
 
 
 def side_of(label: str, pairs: list[tuple[Profile, GapsResult]], *, head: bool = False) -> Side:
@@ -193,6 +197,7 @@ def summary_doc(side: Side, *, step: int | None, min_gap_ns: int, version: str) 
                 "root": s.root,
                 "source": s.source,
                 "metrics": dict(s.metrics),
+                **({"shape": dict(s.shape)} if s.shape is not None else {}),
                 "ops": s.ops.with_columns(pl.col("device_us", "idle_before_us").round(3))
                 .sort("name")
                 .to_dicts(),
@@ -349,8 +354,19 @@ def _read_baseline(doc: dict[str, Any], check: _Checker) -> Saved:
         check.that(source in (TRACE, GAPS_JSON, BASELINE), f"{where}.source is {source!r}")
         table = _saved_ops(check.field(run, "ops", where), check, where)
         samples.append(Sample(str(run.get("root")), BASELINE if source == TRACE else source,
-                              metrics, table))  # fmt: skip
+                              metrics, table, shape=_saved_shape(run, check, where)))  # fmt: skip
     return Saved(tuple(samples), None if step is None else int(step), int(min_gap or 0))
+
+
+def _saved_shape(run: Mapping[str, Any], check: _Checker, where: str) -> dict[str, str] | None:
+    """A saved run's ``shape`` (shape.py), None in a file written before shapes were saved."""
+    got = run.get("shape")
+    if got is None:
+        return None
+    check.that(isinstance(got, dict), f"{where}.shape is not an object")
+    for key, value in got.items():
+        check.that(isinstance(value, str), f"{where}.shape.{key} is {value!r}, not text")
+    return dict(got)
 
 
 def _saved_ops(rows: object, check: _Checker, where: str) -> pl.DataFrame:

@@ -45,6 +45,8 @@ def _diff(result: DiffResult, style: Style, top: int = 10) -> list[Block]:
     blocks += [
         result.noise + ".",
     ]
+    if result.mismatch:
+        blocks.append(shown(f"The sides differ in {result.mismatch}: not the same work?", style))
     blocks += [shown(f"Not compared: {n}.", style) for n in result.not_compared]
     blocks += [shown(f"Gate: {n}.", style) for n in result.gate_notes]
     blocks.append(_metrics(result.metrics))

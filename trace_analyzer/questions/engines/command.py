@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from trace_analyzer.cli.common import (
+    ALLOW_EMPTY_GATE,
     ROWS,
     check_output,
     cli,
@@ -58,6 +59,7 @@ CAPTURE = (
     metavar="EXPR",
     help="With --base: exit 1 when EXPR holds or cannot be measured, e.g. 'window_pct_delta>5'.",
 )
+@ALLOW_EMPTY_GATE
 @output_options
 @handle_errors
 def engines(
@@ -66,6 +68,7 @@ def engines(
     neff: str | None,
     base: Path | None,
     fail_on: tuple[str, ...],
+    allow_empty_gate: bool,
     fmt: str | None,
     output: Path | None,
 ) -> None:
@@ -78,13 +81,16 @@ def engines(
     arithmetic intensity with the roofline verdict and headroom; hints; and the export's own
     Summary beside traceana's figures, every mismatch named (docs/device.md).
 
-    With --base BASE: PATH (head) against BASE, NEFF by NEFF (matched by name): the changes
-    of window, MFU/HFU/MBU, intensity, verdict, DMA and each engine's times; NEFFs on one
-    side only listed. --fail-on metrics: mfu_pct_delta, hfu_pct_delta, mbu_pct_delta (pp),
-    window_pct_delta, tensor_active_pct_delta, vector_active_pct_delta,
-    scalar_active_pct_delta, gpsimd_active_pct_delta, dma_active_pct_delta (%, the
-    largest over the NEFFs on both sides). Exit 1 after printing when one holds or its
-    metric is undefined.
+    With --base BASE: PATH (head) against BASE, NEFF by NEFF (matched by name, else across a
+    rename by the network name in the NEFF header, by the op that launched it in the system
+    profile beside the export, or by its position in the step; each pair says how): the
+    changes of window, MFU/HFU/MBU, intensity, verdict, DMA and each engine's times; NEFFs
+    left unmatched listed, and then the whole profiles compared too. --fail-on metrics:
+    mfu_pct_delta, hfu_pct_delta, mbu_pct_delta (pp), window_pct_delta,
+    tensor_active_pct_delta, vector_active_pct_delta, scalar_active_pct_delta,
+    gpsimd_active_pct_delta, dma_active_pct_delta (%, the largest over the matched NEFFs and,
+    with a NEFF unmatched, the whole profiles). Exit 1 after printing when one holds or its
+    metric is undefined; a gate that compared nothing is exit 2 unless --allow-empty-gate.
 
     \b
     Example:
@@ -97,7 +103,7 @@ def engines(
 
     check_output(fmt, output)
     if base is not None:
-        compare(base, path, top, neff, fail_on, fmt, output)
+        compare(base, path, top, neff, fail_on, allow_empty_gate, fmt, output)
         return
     if fail_on:
         raise UsageError("--fail-on needs --base (the profile to compare with)")
@@ -122,6 +128,7 @@ def compare(
     top: int,
     neff: str | None,
     fail_on: tuple[str, ...],
+    allow_empty_gate: bool,
     fmt: str | None,
     output: Path | None,
 ) -> None:
@@ -129,12 +136,16 @@ def compare(
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.engines.analysis import engines as engines_of
     from trace_analyzer.questions.engines.diff import ENGINES_DIFF_METRICS, engines_diff, gate
+    from trace_analyzer.questions.engines.matching import match, neff_keys, ops_beside
     from trace_analyzer.render.view import View
     from trace_analyzer.units import parse_condition
 
     conditions = [parse_condition(c, ENGINES_DIFF_METRICS) for c in fail_on]
-    sides = [engines_of(loaded(p), top=top, neff=neff) for p in (base, head)]
-    result = gate(engines_diff(*sides), conditions)
+    runs = [loaded(p) for p in (base, head)]
+    sides = [engines_of(r, top=top, neff=neff) for r in runs]
+    keys = [neff_keys(r, ops_beside(p)) for r, p in zip(runs, (base, head), strict=True)]
+    compared = engines_diff(sides[0], sides[1], match(keys[0], keys[1]))
+    result = gate(compared, conditions, allow_empty=allow_empty_gate)
     emit(RunResults(str(head), (result,), header={"base": str(base)}), fmt, output, View(top=top))
     exit_on_failures(RunResults(str(head), (result,)))
 

@@ -1,13 +1,17 @@
 """Two device profiles of the same NEFFs compared: `traceana engines HEAD --base BASE`
 (docs/device.md, "Comparing two device profiles").
 
-Each side is an ``EnginesResult`` (questions/engines/analysis.py). NEFFs are matched by name; a NEFF
-in several profiles of a side is taken over all of them (its window, FLOPs, bytes and times
-summed; MFU, HFU and MBU the window-weighted mean). For each NEFF on both sides: the window,
-MFU/HFU/MBU (percentage points), intensity, verdict, DMA, and per engine (summed over cores)
-its active and instruction time, base and head and the change. A NEFF on one side only is
-``added`` (head) or ``removed`` (base). The side level (``overall``) takes every profile of
-a side: its windows summed, MFU/HFU/MBU the window-weighted mean of its profiles'.
+Each side is an ``EnginesResult`` (questions/engines/analysis.py). NEFFs are matched by name,
+or across a rename by network name, op or position (``matching.py``, which says how each pair
+was matched); a NEFF in several profiles of a side is taken over all of them (its window,
+FLOPs, bytes and times summed; MFU, HFU and MBU the window-weighted mean). For each pair of
+matched NEFFs: the window, MFU/HFU/MBU (percentage points), intensity, verdict, DMA, and per
+engine (summed over cores) its active and instruction time, base and head and the change.
+A NEFF left unmatched is ``added`` (head) or ``removed`` (base). The side level
+(``overall``) takes every profile of a side: its windows summed, MFU/HFU/MBU the
+window-weighted mean of its profiles'. When a NEFF is left unmatched, the gate's NEFF-level
+metrics also compare the whole profiles (``whole``: the window, each engine's active time
+and the DMA's, over every NEFF), so that work no NEFF pair holds is still compared.
 
 A relative change (``_pct_delta``) is 100 × (head − base) / base; 0 → 0 is 0 %, from 0 to
 anything else undefined (as ``traceana diff`` has it).
@@ -22,7 +26,8 @@ import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.questions.engines.analysis import EnginesResult
-from trace_analyzer.units import Condition, failed
+from trace_analyzer.questions.engines.matching import Pair
+from trace_analyzer.units import Condition, failed, judge
 
 USE = ("mfu_pct", "hfu_pct", "mbu_pct")
 GATED_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
@@ -32,16 +37,18 @@ ENGINES_DIFF_METRICS = {
     "mfu_pct_delta": "MFU of all profiles, head − base (percentage points)",
     "hfu_pct_delta": "HFU of all profiles, head − base (percentage points)",
     "mbu_pct_delta": "MBU of all profiles, head − base (percentage points)",
-    "window_pct_delta": "the largest relative change of a common NEFF's window (%)",
+    "window_pct_delta": "the largest relative change of a matched NEFF's window, or of the "
+    "whole profiles' when a NEFF is unmatched (%)",
     **{
-        f"{e}_active_pct_delta": f"the largest relative change of a common NEFF's {e} "
-        "active time, summed over cores (%)"
+        f"{e}_active_pct_delta": f"the largest relative change of a matched NEFF's {e} "
+        "active time, summed over cores, or of the whole profiles' (%)"
         for e in GATED_ENGINES
     },
-    "dma_active_pct_delta": "the largest relative change of a common NEFF's DMA active "
-    "time, summed over cores (%)",
+    "dma_active_pct_delta": "the largest relative change of a matched NEFF's DMA active "
+    "time, summed over cores, or of the whole profiles' (%)",
 }
 NEFF_LEVEL = {m for m in ENGINES_DIFF_METRICS if not m.startswith(USE)}
+WHOLE = "(whole profiles)"  # in ``worst``: the metric is the whole profiles' change
 
 
 @dataclass(frozen=True, repr=False)
@@ -49,11 +56,14 @@ class EnginesDiffResult(RunResult):
     """Base against head, NEFF by NEFF (docs/device.md, "Comparing two device profiles"):
 
     ``overall`` (each side's window and MFU/HFU/MBU over all its profiles, and the changes),
-    ``neffs`` (one row per NEFF: ``status`` common, added or removed; window, MFU/HFU/MBU,
+    ``neffs`` (one row per NEFF: ``status`` common (matched), added or removed; ``neff`` the
+    head's name, ``neff_base`` the base's, ``matched_by`` how; window, MFU/HFU/MBU,
     intensity, verdict, DMA active time and bytes, base, head and change), ``engines`` (per
-    common NEFF and engine: active and instruction time, base, head and change), ``added``
-    and ``removed`` (NEFF names), ``metrics`` (the --fail-on values, ``worst``: the NEFF each
-    NEFF-level one is from), ``failed`` and ``gate_notes`` (the gates), ``notes``."""
+    matched NEFF and engine: active and instruction time, base, head and change), ``added``
+    and ``removed`` (NEFF names), ``whole`` (when a NEFF is unmatched: the whole profiles'
+    window, gated engines' and DMA active time, base, head and change; else None),
+    ``metrics`` (the --fail-on values, ``worst``: the NEFF each NEFF-level one is from, or
+    ``WHOLE``), ``failed`` and ``gate_notes`` (the gates), ``notes``."""
 
     root: str
     base: str
@@ -63,6 +73,7 @@ class EnginesDiffResult(RunResult):
     engines: pl.DataFrame
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
+    whole: dict[str, Any] | None = None
     metrics: dict[str, float | None] | None = None
     worst: dict[str, str] | None = None
     failed: tuple[str, ...] = ()
@@ -76,7 +87,7 @@ class EnginesDiffResult(RunResult):
             "root": self.root, "base": self.base, "head": self.head,
             "overall": self.overall,
             "neffs": self.neffs.to_dicts(), "engines": self.engines.to_dicts(),
-            "added": list(self.added), "removed": list(self.removed),
+            "added": list(self.added), "removed": list(self.removed), "whole": self.whole,
             "metrics": dict(self.metrics or {}), "worst": dict(self.worst or {}),
             "failed": list(self.failed), "gate_notes": list(self.gate_notes),
             "notes": list(self.notes),
@@ -90,7 +101,7 @@ class EnginesDiffResult(RunResult):
         return [
             ("base", self.base),
             ("head", self.head),
-            ("NEFFs on both sides", common),
+            ("NEFFs matched", common),
             ("NEFFs added", len(self.added)),
             ("NEFFs removed", len(self.removed)),
             ("MFU change (pp)", self.overall.get("mfu_pct_delta")),
@@ -189,48 +200,93 @@ def _changes(base: dict[str, Any], head: dict[str, Any], keys: tuple[str, ...]) 
 NEFF_FIGURES = ("window_ns", *USE, "dma_active_ns", "dma_bytes")
 
 
-def _neff_rows(b: dict[str, dict[str, Any]], h: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _neff_rows(
+    b: dict[str, dict[str, Any]], h: dict[str, dict[str, Any]], pairs: list[Pair]
+) -> list[dict[str, Any]]:
+    """One row per matched pair (``neff``: head's name, ``neff_base``: base's, ``matched_by``:
+    how), then per NEFF of one side only (added, removed)."""
+    paired: list[tuple[str, str | None, str | None, str | None]]
+    paired = [("common", p.base, p.head, p.how) for p in pairs]
+    bases, heads = {p.base for p in pairs}, {p.head for p in pairs}
+    paired += [("added", None, n, None) for n in sorted(h.keys() - heads)]
+    paired += [("removed", n, None, None) for n in sorted(b.keys() - bases)]
     rows = []
-    for name in sorted(b.keys() | h.keys()):
-        status = "common" if name in b and name in h else "added" if name in h else "removed"
-        base, head = b.get(name, {}), h.get(name, {})
+    for status, bn, hn, how in paired:
+        base, head = b.get(bn or "", {}), h.get(hn or "", {})
         rows.append({
-            "neff": name, "status": status, **_changes(base, head, NEFF_FIGURES),
+            "neff": hn or bn, "status": status, **_changes(base, head, NEFF_FIGURES),
             "intensity_base": base.get("intensity"), "intensity_head": head.get("intensity"),
             "verdict_base": base.get("verdict"), "verdict_head": head.get("verdict"),
+            "neff_base": bn, "matched_by": how,
         })  # fmt: skip
     return rows
 
 
 def _engine_rows(
-    base: EnginesResult, head: EnginesResult, common: list[str]
+    base: EnginesResult, head: EnginesResult, pairs: list[Pair]
 ) -> list[dict[str, Any]]:
-    """Per common NEFF and engine (summed over cores and profiles): active and instruction
-    time, base, head and change. An engine without a row on a side ran nothing there: 0
-    (its active time null when that side has no ActiveTime)."""
+    """Per matched pair and engine (summed over cores and profiles; ``neff``: head's name):
+    active and instruction time, base, head and change. An engine without a row on a side
+    ran nothing there: 0 (its active time null when that side has no ActiveTime)."""
     cols = ["active_ns", "instruction_ns"]
     sides = [_sums(s.engines, ["neff", "engine"], cols) for s in (base, head)]
-    has_active = [s.engines.height > 0 and s.engines["active_ns"].null_count() < s.engines.height
-                  for s in (base, head)]  # fmt: skip
+    has_active = [_has_active(s) for s in (base, head)]
     rows = []
-    for name in common:
-        engines = sorted({e for s in sides for (n, e) in s if n == name and e is not None})
+    for p in pairs:
+        names = (p.base, p.head)
+        engines = sorted({e for s, name in zip(sides, names, strict=True)
+                          for (n, e) in s if n == name and e is not None})  # fmt: skip
         for e in engines:
             b, h = (s.get((name, e)) or {"active_ns": 0 if a else None, "instruction_ns": 0}
-                    for s, a in zip(sides, has_active, strict=True))  # fmt: skip
-            rows.append({"neff": name, "engine": e, **_changes(b, h, tuple(cols))})
+                    for s, name, a in zip(sides, names, has_active, strict=True))  # fmt: skip
+            rows.append({"neff": p.head, "engine": e, **_changes(b, h, tuple(cols))})
     return rows
 
 
-def engines_diff(base: EnginesResult, head: EnginesResult) -> EnginesDiffResult:
+def _has_active(side: EnginesResult) -> bool:
+    e = side.engines
+    return e.height > 0 and e["active_ns"].null_count() < e.height
+
+
+def _whole(side: EnginesResult) -> dict[str, Any]:
+    """The whole side's NEFF-level figures: its window (as ``overall``), each gated engine's
+    active time and the DMA's, summed over every NEFF and core."""
+    out: dict[str, Any] = {"window_ns": _overall(side)["window_ns"]}
+    e = side.engines
+    for name in GATED_ENGINES:
+        mine = e.filter(pl.col("engine") == name) if e.height else e
+        out[f"{name}_active_ns"] = (
+            (int(mine["active_ns"].fill_null(0).sum()) if mine.height else 0)
+            if _has_active(side)
+            else None
+        )
+    cores = side.cores
+    out["dma_active_ns"] = int(cores["dma_active_ns"].fill_null(0).sum()) if cores.height else 0
+    return out
+
+
+def by_name(base: EnginesResult, head: EnginesResult) -> list[Pair]:
+    """The NEFFs of both sides matched by name alone (``matching.match`` matches renames)."""
+    names = set(base.neffs["neff"].to_list()) if base.neffs.height else set()
+    common = names & (set(head.neffs["neff"].to_list()) if head.neffs.height else set())
+    return [Pair(n, n, "name") for n in sorted(common)]
+
+
+def engines_diff(
+    base: EnginesResult, head: EnginesResult, pairs: list[Pair] | None = None
+) -> EnginesDiffResult:
     """Return ``head`` against ``base`` (two ``engines()`` results), NEFF by NEFF (module
-    doc); the gate metrics in ``metrics`` (``gate`` judges them)."""
+    doc): ``pairs``, the NEFFs matched (``matching.match``; by name alone when None). The
+    gate metrics are in ``metrics`` (``gate`` judges them)."""
+    pairs = by_name(base, head) if pairs is None else pairs
     b, h = _by_neff(base), _by_neff(head)
-    neffs = _neff_rows(b, h)
-    common = [r["neff"] for r in neffs if r["status"] == "common"]
-    engines = _engine_rows(base, head, common)
+    pairs = [p for p in pairs if p.base in b and p.head in h]
+    neffs = _neff_rows(b, h, pairs)
+    engines = _engine_rows(base, head, pairs)
     overall = _changes(_overall(base), _overall(head), ("window_ns", *USE))
-    metrics, worst = _metrics(overall, neffs, engines)
+    unmatched = any(r["status"] != "common" for r in neffs)
+    whole = _changes(_whole(base), _whole(head), tuple(_whole(base))) if unmatched else None
+    metrics, worst = _metrics(overall, neffs, engines, whole)
     notes = [f"base: {n}" for n in base.notes] + [f"head: {n}" for n in head.notes]
     return EnginesDiffResult(
         root=head.root, base=base.root, head=head.root, overall=overall,
@@ -238,15 +294,19 @@ def engines_diff(base: EnginesResult, head: EnginesResult) -> EnginesDiffResult:
         engines=pl.DataFrame(engines, infer_schema_length=None),
         added=tuple(r["neff"] for r in neffs if r["status"] == "added"),
         removed=tuple(r["neff"] for r in neffs if r["status"] == "removed"),
-        metrics=metrics, worst=worst, notes=tuple(notes),
+        whole=whole, metrics=metrics, worst=worst, notes=tuple(notes),
     )  # fmt: skip
 
 
 def _metrics(
-    overall: dict[str, Any], neffs: list[dict[str, Any]], engines: list[dict[str, Any]]
+    overall: dict[str, Any],
+    neffs: list[dict[str, Any]],
+    engines: list[dict[str, Any]],
+    whole: dict[str, Any] | None,
 ) -> tuple[dict[str, float | None], dict[str, str]]:
     """The --fail-on values: the side-level MFU/HFU/MBU changes, and for each NEFF-level one
-    the largest over the common NEFFs (with the NEFF it is from)."""
+    the largest over the matched NEFFs and, when a NEFF is unmatched (``whole``), the whole
+    profiles' change (with the NEFF it is from, or ``WHOLE``)."""
     values: dict[str, float | None] = {f"{k}_delta": overall[f"{k}_delta"] for k in USE}
     worst: dict[str, str] = {}
     common = [r for r in neffs if r["status"] == "common"]
@@ -259,6 +319,8 @@ def _metrics(
             (r["neff"], r["active_pct_delta"]) for r in engines if r["engine"] == e
         ]  # fmt: skip
     for metric, got in per.items():
+        if whole is not None:
+            got.append((WHOLE, whole[metric]))
         known = [(v, n) for n, v in got if v is not None]
         top = max(known, default=None, key=lambda x: x[0])
         values[metric] = None if top is None else top[0]
@@ -267,25 +329,46 @@ def _metrics(
     return values, worst
 
 
-def gate(result: EnginesDiffResult, conditions: list[Condition]) -> EnginesDiffResult:
+def gate(
+    result: EnginesDiffResult, conditions: list[Condition], *, allow_empty: bool = False
+) -> EnginesDiffResult:
     """Return ``result`` with ``failed``: each condition that holds or whose metric is
-    undefined, a NEFF-level one naming its NEFF. With no NEFF on both sides a NEFF-level
-    condition compares nothing: it passes, with a line in ``gate_notes``."""
+    undefined, a NEFF-level one naming its NEFF (or the whole profiles). A gate none of
+    whose metrics has a value compared nothing: ``errors.EmptyGate``, or with ``allow_empty``
+    a pass that says so in ``gate_notes`` (``units.judge``)."""
     metrics, worst = result.metrics or {}, result.worst or {}
-    common = not result.neffs.is_empty() and (result.neffs["status"] == "common").any()
-    lines, notes = [], []
+    why = {c.metric: _undefined(c.metric) for c in conditions}
+    where = f"{result.head} against {result.base}"
+    judged = judge(conditions, metrics, why, where=where, allow_empty=allow_empty)
+    if judged.notes:
+        return replace(result, failed=(), gate_notes=judged.notes)
+    lines = []
     for c in conditions:
-        if c.metric in NEFF_LEVEL and not common:
-            notes.append(f"--fail-on '{c.text}' passed: no NEFF is on both sides, so "
-                         f"{c.metric} compares nothing")  # fmt: skip
-            continue
-        why = {c.metric: _undefined(c.metric)}
-        where = f" (NEFF {worst[c.metric]})" if c.metric in worst else ""
-        lines += [line + where for line in failed([c], metrics, why)]
-    return replace(result, failed=tuple(lines), gate_notes=tuple(notes))
+        lines += [line + _from(result, worst.get(c.metric)) for line in failed([c], metrics, why)]
+    return replace(result, failed=tuple(lines))
+
+
+def _from(result: EnginesDiffResult, neff: str | None) -> str:
+    """Where a NEFF-level value comes from: `` (NEFF x)``, with base's name and how it was
+    matched when renamed, or `` (the whole profiles: …)``."""
+    if neff is None:
+        return ""
+    if neff == WHOLE:
+        return f" (the whole profiles; NEFFs unmatched: {unmatched(result)})"
+    common = result.neffs.filter(pl.col("neff") == neff, pl.col("status") == "common")
+    row = common.row(0, named=True)
+    if row["neff_base"] == neff:
+        return f" (NEFF {neff})"
+    return f" (NEFF {neff}, base {row['neff_base']}, matched by {row['matched_by']})"
+
+
+def unmatched(result: EnginesDiffResult) -> str:
+    """``1 removed, 6 added``: the NEFFs no pair holds, why the whole profiles are compared."""
+    parts = [f"{len(result.removed)} removed"] if result.removed else []
+    return ", ".join(parts + ([f"{len(result.added)} added"] if result.added else []))
 
 
 def _undefined(metric: str) -> str:
     if metric in NEFF_LEVEL:
-        return "no common NEFF has it on both sides, or its base is 0"
+        return "no matched NEFF has it on both sides, nor the whole profiles, or its base is 0"
     return "a side has no peaks (Metadata) or no window"

@@ -18,7 +18,7 @@ from trace_analyzer.numbers import (
     percent,
     signed_percent,
 )
-from trace_analyzer.questions.engines.diff import EnginesDiffResult
+from trace_analyzer.questions.engines.diff import GATED_ENGINES, EnginesDiffResult, unmatched
 from trace_analyzer.render.blocks import (
     MARKDOWN,
     Block,
@@ -54,11 +54,13 @@ def _engines_diff(result: EnginesDiffResult, style: Style) -> list[Block]:
     if result.gate_notes:
         blocks += [*(shown(f"Gate: {n}.", style) for n in result.gate_notes), ""]
     blocks += [_overall(result.overall), ""]
+    if result.whole is not None:
+        blocks += [shown(_whole(result), style), ""]
     common = _where(result.neffs, status="common")
     if common.height:
         blocks += [_neffs(common), ""]
     else:
-        blocks += ["no NEFF is on both sides: nothing compared NEFF by NEFF", ""]
+        blocks += ["no NEFF matched: nothing compared NEFF by NEFF", ""]
     for n in common.iter_rows(named=True):
         blocks += _neff(n, _where(result.engines, neff=n["neff"]), style)
     for title, names in (("NEFFs added in head", result.added),
@@ -88,20 +90,40 @@ def _overall(o: dict[str, Any]) -> str:
     )
 
 
+def _whole(result: EnginesDiffResult) -> str:
+    """The whole profiles compared, as the gate compares them when a NEFF is unmatched."""
+    w = result.whole or {}
+    engines = "; ".join(
+        f"{e} active {signed_percent(w[f'{e}_active_pct_delta'])}" for e in GATED_ENGINES
+    )
+    return (
+        f"NEFFs unmatched ({unmatched(result)}): the whole profiles compared: window "
+        f"{duration(w['window_ns_base'])} → {duration(w['window_ns_head'])} "
+        f"({signed_percent(w['window_pct_delta'])}); {engines}; DMA active "
+        f"{signed_percent(w['dma_active_pct_delta'])}"
+    )
+
+
+def _matched(r: dict[str, Any]) -> str:
+    """How a pair was matched: ``name``, or ``op: <base's NEFF>`` when renamed."""
+    how = r.get("matched_by") or "name"
+    return how if r.get("neff_base") in (None, r["neff"]) else f"{how}: {r['neff_base']}"
+
+
 def _neffs(rows: pl.DataFrame) -> Table:
     cells = [
-        [r["neff"], duration(r["window_ns_base"]), duration(r["window_ns_head"]),
+        [r["neff"], _matched(r), duration(r["window_ns_base"]), duration(r["window_ns_head"]),
          change(r["window_ns_delta"]), signed_percent(r["window_pct_delta"]),
          _pp(r["mfu_pct_delta"]), _pp(r["hfu_pct_delta"]), _pp(r["mbu_pct_delta"]),
          _arrow(r["verdict_base"] or DASH, r["verdict_head"] or DASH)]
         for r in rows.iter_rows(named=True)
     ]  # fmt: skip
     columns = (
-        text_col("NEFF", cut=24), num_col("base"), num_col("head"), num_col("change"),
-        num_col("change %"), num_col("MFU", drop=1), num_col("HFU", drop=3),
-        num_col("MBU", drop=2), text_col("verdict", drop=4),
+        text_col("NEFF", cut=24), text_col("matched by", cut=24, drop=5), num_col("base"),
+        num_col("head"), num_col("change"), num_col("change %"), num_col("MFU", drop=1),
+        num_col("HFU", drop=3), num_col("MBU", drop=2), text_col("verdict", drop=4),
     )  # fmt: skip
-    return Table("NEFFs on both sides: window (head − base)", columns, cells)
+    return Table("NEFFs matched: window (head − base)", columns, cells)
 
 
 def _neff(n: dict[str, Any], engines: pl.DataFrame, style: Style) -> list[Block]:
@@ -125,8 +147,9 @@ def _neff(n: dict[str, Any], engines: pl.DataFrame, style: Style) -> list[Block]
         num_col("instr. change", drop=1), num_col("instr. %"),
     )  # fmt: skip
     title = "engines, summed over cores (active: ActiveTime; instr.: instruction time)"
+    renamed = "" if n.get("neff_base") in (None, n["neff"]) else f" (base {n['neff_base']})"
     return [
-        heading(f"NEFF {shown(n['neff'], style)}", style, 3),
+        heading(f"NEFF {shown(n['neff'] + renamed, style)}", style, 3),
         "",
         dma,
         "",

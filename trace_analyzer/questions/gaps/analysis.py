@@ -82,7 +82,8 @@ class GapsResult(RunResult):
     idle). ``ops``: the idle before each op, in all and by cause. ``summary``: the totals over
     devices, what ``--fail-on`` and diff read. ``chain``: the chains the gaps were attributed with
     (``questions.chain.analysis.chain_table``). ``root``: the run. ``failed``: the ``--fail-on``
-    conditions that held (``gate``). ``engines``: where the run has device-profile exports, per op
+    conditions that held (``gate``); ``gate_notes``: a gate that compared nothing and
+    was allowed to pass. ``engines``: where the run has device-profile exports, per op
     and NEFF the NEFF's engines and roofline (``questions.engines.below``; ``gaps(device=...)`` sets
     it), else None. ``next_fix``: where asked for (``gaps --next``), the run's critical-path
     verdict (``critical.analysis.next_fix``)."""
@@ -98,6 +99,7 @@ class GapsResult(RunResult):
     steps: pl.DataFrame = field(default_factory=pl.DataFrame)
     root: str | None = None
     failed: tuple[str, ...] = ()
+    gate_notes: tuple[str, ...] = ()  # a gate that compared nothing, allowed (gates.judge)
     hints: tuple[dict[str, Any], ...] = ()
     engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
     next_fix: str | None = None  # with --next: the run's critical-path verdict
@@ -127,6 +129,7 @@ class GapsResult(RunResult):
             "steps": self.steps.to_dicts(),
             "hints": list(self.hints),
             "failed": list(self.failed),
+            **({"gate_notes": list(self.gate_notes)} if self.gate_notes else {}),
             **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
             **({} if self.next_fix is None else {"next_fix": self.next_fix}),
             **({} if self.no_hardware is None else {"no_hardware": self.no_hardware}),

@@ -11,7 +11,15 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import ROWS, Loading, cli, emit, exit_on_failures, run_command
+from trace_analyzer.cli.common import (
+    ALLOW_EMPTY_GATE,
+    ROWS,
+    Loading,
+    cli,
+    emit,
+    exit_on_failures,
+    run_command,
+)
 from trace_analyzer.errors import UsageError
 from trace_analyzer.units import parse_condition, parse_duration
 
@@ -75,6 +83,7 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     help="Exit 1 when EXPR holds for a run, e.g. 'idle_pct>20', 'gap_max_us>500' (the "
     "metric's unit is in its name: gap_max_us is in µs).",
 )
+@ALLOW_EMPTY_GATE
 @click.option(
     "--next",
     "next_fix",
@@ -93,6 +102,7 @@ def gaps(
     lane_glob: str | None,
     by: str,
     fail_on: tuple[str, ...],
+    allow_empty_gate: bool,
     next_fix: bool,
     fmt: str | None,
     output: Path | None,
@@ -104,7 +114,8 @@ def gaps(
     collective, runtime, uncorrelated (docs/gaps.md), each with its evidence and a next step.
     Durations take units: 5us, 1.2ms, 300ns (0 needs none). --fail-on metrics: idle_pct, gap_max_us,
     gap_p50_us, gap_p90_us, gap_p99_us, gap_count, busy_us, idle_us, executions,
-    leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds.
+    leading_us, trailing_us, idle_<cause>_us. Exit 1 after printing when one holds; exit 2
+    when the gate compared nothing (no hardware executions) unless --allow-empty-gate.
 
     \b
     Example:
@@ -120,21 +131,12 @@ def gaps(
     profiles = loading.runs(path)
     from trace_analyzer.loading.device import device_beside
 
-    results = [
-        gate(
-            loading.cache.gaps(
-                p,
-                step=step,
-                span=window,
-                min_gap_ns=min_gap_ns,
-                lanes=lane_glob,
-                latency_ns=latency_ns,
-                device=device_beside(p),
-            ),
-            conditions,
-        )
+    measured = [
+        loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob,
+                           latency_ns=latency_ns, device=device_beside(p))
         for p in profiles
-    ]
+    ]  # fmt: skip
+    results = [gate(g, conditions, allow_empty=allow_empty_gate) for g in measured]
     if next_fix:
         results = [with_next_fix(r, p, step=step) for r, p in zip(results, profiles, strict=True)]
     warned = [p.warnings for p in profiles]

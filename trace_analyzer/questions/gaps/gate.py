@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from trace_analyzer.analyses.results import replaced
 from trace_analyzer.questions.gaps.causes import CAUSES
-from trace_analyzer.units import Condition, failed
+from trace_analyzer.units import Condition, judge
 
 if TYPE_CHECKING:
     from trace_analyzer.loading.profile import Profile
@@ -63,11 +63,15 @@ def metrics(summary: dict[str, Any]) -> dict[str, float | None]:
 GAP_STATS = ("gap_p50_us", "gap_p90_us", "gap_p99_us", "gap_max_us")
 
 
-def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
+def gate(
+    result: GapsResult, conditions: list[Condition], *, allow_empty: bool = False
+) -> GapsResult:
     """Return ``result`` with ``failed``: the conditions (``units.parse_condition``) that
     hold, and those on a metric that is undefined, which fail too: with no hardware
     executions every metric but ``executions`` is. A run with executions and no gaps has
-    gap statistics of 0 here (no gap is longer)."""
+    gap statistics of 0 here (no gap is longer). A gate none of whose conditions has a value
+    compared nothing: ``gates.EmptyGate``, or with ``allow_empty`` a pass saying so in
+    ``gate_notes`` (``gates.judge``)."""
     measured = metrics(result.summary)
     why: dict[str, str] = {}
     if not result.summary["executions"]:
@@ -75,7 +79,9 @@ def gate(result: GapsResult, conditions: list[Condition]) -> GapsResult:
         why = dict.fromkeys(METRICS, "no hardware executions")
     elif not result.summary["gap_count"]:
         measured.update(dict.fromkeys(GAP_STATS, 0.0))
-    return _replace(result, failed=tuple(failed(conditions, measured, why)))
+    where = result.root or "the run"
+    judged = judge(conditions, measured, why, where=where, allow_empty=allow_empty)
+    return _replace(result, failed=judged.failed, gate_notes=judged.notes)
 
 
 def _replace(result: GapsResult, **changes: Any) -> GapsResult:

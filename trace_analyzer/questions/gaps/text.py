@@ -37,6 +37,11 @@ from trace_analyzer.render.view import View
 
 
 def _verdict(result: GapsResult) -> str:
+    notes = "".join(f"Gate: {n}. " for n in result.gate_notes)  # an empty gate, allowed
+    return notes + _measured(result)
+
+
+def _measured(result: GapsResult) -> str:
     s, w = result.summary, result.window
     if result.no_hardware:  # nothing recorded, or only host activity: why (analyses/absent)
         return result.no_hardware
