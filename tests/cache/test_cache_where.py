@@ -146,3 +146,15 @@ def test_an_archive_is_never_cached(tmp_path):
     done = traceana("gaps", archive, xdg=xdg, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert not (xdg / "traceana").exists() or not any((xdg / "traceana").glob("*.parquet"))
+
+
+def test_a_missing_home_is_not_made_for_the_cache(tmp_path):
+    """No XDG_CACHE_HOME and a HOME that does not exist: no cache, and no home made for one."""
+    home = tmp_path / "nobody"
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("TRACEANA_") and k not in ("XDG_CACHE_HOME", "MPLCONFIGDIR")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", ENTRY, "gaps", str(FIXTURES / "rmsnorm_naive")],
+                          env={**base, "HOME": str(home)}, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not home.exists()

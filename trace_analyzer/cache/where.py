@@ -2,7 +2,8 @@
 
 By default, in the user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME/traceana``, else
 ``~/.cache/traceana`` on Linux, ``~/Library/Caches/traceana`` on macOS), so that nothing is
-written inside a profile folder, which may be read-only, shared, or someone else's. Entries
+written inside a profile folder, which may be read-only, shared, or someone else's. A home
+that does not exist is not made for it: then there is no cache. Entries
 are named and keyed by each run's real path and files (store.py), so one folder holds every
 run's. ``--cache-dir DIR`` (``TRACEANA_CACHE_DIR``) names another; ``--cache-in-profile``
 (``TRACEANA_CACHE_IN_PROFILE``) keeps it in ``.traceana-cache/`` inside the folder named, as
@@ -37,6 +38,8 @@ def cache_place(
     if folder is not None:
         return Path(folder), None
     if not in_profile:
-        return default_folder(), None
+        default = default_folder()
+        # made when needed, with the user cache directory (~/.cache), never a missing home
+        return (default, None) if default.parent.parent.is_dir() else None
     named = Path(named)
     return (named / CACHE_DIR_NAME, named) if named.is_dir() else None
