@@ -1,8 +1,10 @@
 """The progress line of a long command on a terminal (docs/output.md, "Progress").
 
 Only when standard error is a terminal, and only for work that lasts: the line appears once a
-step has run ``DELAY`` seconds, says the step and its time, is redrawn every ``TICK`` seconds
-by a daemon thread, and is erased when the command ends, so that nothing of it stays in the
+step has run ``DELAY`` seconds, says the step and its time, and is redrawn every ``TICK``
+seconds by a daemon thread: a carriage return, the text, spaces over a longer line before (no
+escape sequence: traceana sends none to a terminal). It is erased (spaces over it) before
+anything else is written and when the command ends, so that nothing of it stays in the
 scrollback, a pipe or a file (an answer the cache keeps never holds it: it is written to the
 terminal itself, past any capture of ``sys.stderr``). The steps are the library's
 (``trace_analyzer.progress.step``).
@@ -20,6 +22,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from trace_analyzer import progress
+from trace_analyzer.cli.messages import plain
 
 DELAY, TICK = 1.0, 0.5  # seconds: a step shown once it lasts this long, redrawn this often
 
@@ -30,7 +33,7 @@ class Line:
     def __init__(self, stream: TextIO):
         self.stream, self.what, self.since = stream, "", time.monotonic()
         self.begun = time.monotonic()
-        self.shown = False
+        self.shown = 0  # the length of the line on the terminal (0: none)
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._tick, daemon=True, name="traceana-progress")
@@ -47,11 +50,12 @@ class Line:
 
     def _draw(self, text: str) -> None:
         width = max(20, shutil.get_terminal_size().columns - 1)
+        text = plain(text)  # a file's name is data: its escapes shown, never sent
         text = text if len(text) <= width else text[: width - 1] + "…"
-        try:
-            self.stream.write("\r\x1b[2K" + text)
+        try:  # over the line before, padded to cover it: no escape sequence at all
+            self.stream.write("\r" + text.ljust(self.shown) + "\r")
             self.stream.flush()
-            self.shown = True
+            self.shown = len(text)
         except (OSError, ValueError):  # the terminal went away: nothing more to say
             self.done.set()
 
@@ -61,9 +65,9 @@ class Line:
         with self.lock:
             self.what = ""
             if self.shown:
-                self.shown = False
+                blank, self.shown = " " * self.shown, 0
                 try:
-                    self.stream.write("\r\x1b[2K")
+                    self.stream.write("\r" + blank + "\r")
                     self.stream.flush()
                 except (OSError, ValueError):
                     pass
