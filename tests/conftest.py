@@ -551,3 +551,41 @@ def renamed_copy(src: Path, dest: Path) -> dict[str, str]:
         if f.name in new:
             f.rename(f.with_name(new[f.name]))
     return new
+
+
+def raw_host_figures(doc: dict) -> dict:
+    """The host's figures of a raw Kineto trace document, computed here from its events and
+    not by traceana: ``steps`` (ProfilerStep#N → its length in ns, first start to last end),
+    ``span_ns`` (the first event's start to the last end, the profiler's own 'Trace' span and
+    instants left out), ``self_ns`` (per op name, the summed self CPU time: each op's duration
+    less its direct children's on its thread; ops are ``cpu_op``, or ``Operator`` in old
+    traces) and ``calls`` per op name."""
+    import re
+    from collections import defaultdict
+
+    xs = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "Trace"]
+    spans: dict[int, list[int]] = {}
+    for e in xs:
+        m = re.fullmatch(r"ProfilerStep#(\d+)", e["name"])
+        if m:
+            s, end = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
+            lo, hi = spans.get(int(m[1]), [s, end])
+            spans[int(m[1])] = [min(lo, s), max(hi, end)]
+    ops = sorted((e for e in xs if e.get("cat") in ("cpu_op", "Operator")),
+                 key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))  # fmt: skip
+    self_ns: dict[str, int] = defaultdict(int)
+    calls: dict[str, int] = defaultdict(int)
+    stack: list[tuple[object, str, int]] = []  # (thread, name, end) of the open ops
+    for e in ops:
+        thread, start, dur = (e["pid"], e["tid"]), round(e["ts"] * 1000), round(e["dur"] * 1000)
+        while stack and (stack[-1][0] != thread or stack[-1][2] <= start):
+            stack.pop()
+        if stack:
+            self_ns[stack[-1][1]] -= dur  # the direct parent's own time loses the child's
+        self_ns[e["name"]] += dur
+        calls[e["name"]] += 1
+        stack.append((thread, e["name"], start + dur))
+    starts = [round(e["ts"] * 1000) for e in xs]
+    ends = [round((e["ts"] + e["dur"]) * 1000) for e in xs]
+    return {"steps": {k: hi - lo for k, (lo, hi) in sorted(spans.items())},
+            "span_ns": max(ends) - min(starts), "self_ns": dict(self_ns), "calls": dict(calls)}

@@ -192,8 +192,15 @@ def test_a_summary_measured_otherwise_is_exit_2(tmp_path):
 
 
 def test_baseline_save_refuses_an_empty_run_and_its_own_input(tmp_path, host):
-    line = one_line_error(*run_cli("baseline", "save", str(host), "-o", str(tmp_path / "h.json")))
+    empty = tmp_path / "empty"
+    write_trace(empty / "trace.json", kineto([], baseTimeNanoseconds=BASE_NS))
+    line = one_line_error(*run_cli("baseline", "save", str(empty), "-o", str(tmp_path / "e.json")))
     assert "no hardware executions" in line
+    # a host-only run has what a host-only diff compares: its step time and ops' self CPU
+    code, _, err = run_cli("baseline", "save", str(host), "-o", str(tmp_path / "h.json"))
+    assert code == 0, err
+    (run,) = json.loads((tmp_path / "h.json").read_text())["runs"]
+    assert run["metrics"]["step_time_us"] == 900 and run["metrics"]["self_cpu_us"] == 100
     saved = tmp_path / "naive.json"
     assert run_cli("baseline", "save", str(NAIVE), "-o", str(saved))[0] == 0
     assert "the input itself" in one_line_error(*run_cli("baseline", "save", str(saved),
@@ -222,3 +229,35 @@ def test_baseline_compare_is_diff(tmp_path):
 def test_a_glob_that_matches_nothing_is_exit_2(tmp_path):
     line = one_line_error(*diff(tmp_path / "nothing-*", NAIVE))
     assert "no path matches" in line and "base" in line
+
+
+# --- two host-only sides: compared on the host (issue 39) --------------------------------------
+
+def test_two_host_only_runs_are_compared_on_the_host(tmp_path, host):
+    slower = tmp_path / "slower"  # the step 1,200 µs instead of 900, aten::add 80 µs instead of 50
+    write_trace(slower / "trace.json", kineto([
+        X("user_annotation", "ProfilerStep#3", 0, 1200, pid=HOST, tid=HOST),
+        X("cpu_op", "aten::add", 10, 80, pid=HOST, tid=HOST),
+        X("cpu_op", "aten::mul", 100, 50, pid=HOST, tid=HOST),
+    ], baseTimeNanoseconds=BASE_NS))
+    code, out, err = diff(host, slower, "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    m = {r["metric"]: r for r in run["metrics"]}
+    assert (m["step_time_us"]["base"], m["step_time_us"]["head"]) == (900, 1200)
+    assert m["step_time_us"]["delta"] == 300 and m["self_cpu_us"]["delta"] == 30
+    assert run["verdict"] == "worse" and run["time_metric"] == "step_time_us"
+    assert run["host_only"] and run["not_comparable"] is None
+    (add,) = [o for o in run["ops"] if o["name"] == "aten::add"]
+    got = (add["self_cpu_us_base"], add["self_cpu_us_head"], add["self_cpu_us_delta"])
+    assert got == (50, 80, 30)
+    # a gate on a host metric gates; on a device metric it would compare nothing: exit 2
+    code, _, err = diff(host, slower, "--fail-on", "step_time_us_pct_delta>10")
+    assert code == 1 and "step_time_us_pct_delta = 33.33" in err, err
+    line = one_line_error(*diff(host, slower, "--fail-on", "idle_pct_delta>2"))
+    assert "idle_pct is measured on hardware" in line and "it would compare nothing" in line
+
+
+def test_a_host_only_run_against_a_device_run_is_still_refused(host):
+    line = one_line_error(*diff(host, NAIVE, "--fail-on", "step_time_us_pct_delta>5"))
+    assert line.startswith(f"traceana: error: base ({host}) has no hardware executions")

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import run_process
+from conftest import raw_host_figures, run_process
 
 REAL3 = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "real3"
 HOST_ONLY = "no hardware lanes: this profile records host activity only"
@@ -97,9 +97,21 @@ def test_kineto_array_is_read_with_its_gpu_idle():
 @pytest.mark.parametrize("rel", ["gpu_practice/operator_format", "dtu_mlops/cpu_minimal"])
 def test_cpu_only_traces_are_host_only_kineto_runs(rel):
     (run,) = _gaps(rel).values()
-    assert run["no_hardware"] == HOST_ONLY
+    # host only, and what to run instead (issue 39): ops; not critical, with no step to replay
+    assert run["no_hardware"] == HOST_ONLY + ": run `traceana ops` for each op's self CPU time"
     code, said = answer("info", _leaf(rel))
     assert code == 0 and [f for *_, f in said.values()] == [["kineto-json"]]
+    # the host's figures: no ProfilerStep, so the recorded span; the ops by self CPU time,
+    # each held to the figure computed here from the raw trace
+    (trace,) = _leaf(rel).glob("*.json")
+    want, host = raw_host_figures(json.loads(trace.read_bytes())), run["host"]
+    assert want["steps"] == {} and host["steps"] == [] and host["step_time_ns"] is None
+    assert host["span_ns"] == pytest.approx(want["span_ns"], abs=1)
+    ranked = sorted(want["self_ns"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    assert [o["name"] for o in host["ops"][:3]] == [name for name, _ in ranked]
+    for o, (_, ns) in zip(host["ops"], ranked, strict=False):
+        assert o["self_cpu_us"] == pytest.approx(ns / 1000, abs=0.003 * o["calls"])
+    assert [n["command"] for n in host["next"]] == [f"traceana ops {_leaf(rel)}"]
 
 
 def test_launches_without_device_records_are_said():

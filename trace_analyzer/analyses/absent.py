@@ -6,7 +6,8 @@ without an Explorer export: the export command); it records nothing (an empty tr
 the host launched device work that the profiler did not record (runtime calls that launch a
 kernel, copy or set, ``LAUNCHING``, each with the correlation id its device record would
 carry, and no device record: the device's activity was not captured); else it records host
-activity only (naming the files beside it that were not read: a foreign trace, say).
+activity only (naming the files beside it that were not read: a foreign trace, say), and
+what to run instead (``traceana ops``, ``traceana critical``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from trace_analyzer.inputs.archive import AnyPath
 from trace_analyzer.inputs.neff import device_export, raw_without_export, unpaired
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
+from trace_analyzer.questions.gaps.host_summary import step_lengths
 
 NOTHING = "no events: this profile records nothing (an empty trace or table)"
 HOST_ONLY = "no hardware lanes: this profile records host activity only"
@@ -43,7 +45,7 @@ def why_none(p: Profile | pl.DataFrame) -> str:
     """``no_hardware`` of a run, or of a bare events table (nothing, or host only)."""
     if isinstance(p, Profile):
         return no_hardware(p)
-    return NOTHING if not p.height else HOST_ONLY
+    return NOTHING if not p.height else HOST_ONLY + host_next(p)
 
 
 def no_hardware(p: Profile, *, listed: bool = False) -> str:
@@ -58,7 +60,19 @@ def no_hardware(p: Profile, *, listed: bool = False) -> str:
         return launched
     passed = [f"{_name(r.source.path, p.root)} ({r.notes[0] if r.notes else r.format})"
               for r in p.reads if not r.read]  # fmt: skip
-    return HOST_ONLY + ("; not read: " + "; ".join(passed) if passed else "")
+    return HOST_ONLY + host_next(p.events) + ("; not read: " + "; ".join(passed) if passed else "")
+
+
+def host_next(events: pl.DataFrame) -> str:
+    """Return what to run instead on a run that records host activity only: ``ops`` where it
+    has ops, ``critical`` where it has steps to replay (``gaps`` shows the host's figures too:
+    questions/gaps/host_summary.py), else ``info``."""
+    said = []
+    if events.select((pl.col("lane_kind") == "framework_op").any()).item():
+        said.append("`traceana ops` for each op's self CPU time")
+    if step_lengths(events).height:
+        said.append("`traceana critical` for each step's critical path on the host")
+    return ": run " + (" and ".join(said) or "`traceana info` for what it holds")
 
 
 def _launches(events: pl.DataFrame) -> str | None:

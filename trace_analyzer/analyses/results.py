@@ -32,6 +32,11 @@ class RunResult:
         """Return the result as the plain data of its command's JSON output (one run)."""
         raise NotImplementedError
 
+    def csv_rows(self, data: dict[str, Any]) -> list[Any]:
+        """Return the rows a CSV shows of ``data``, the result's JSON: its ``csv_table``."""
+        rows: list[Any] = data[self.csv_table]
+        return rows
+
     def main_frame(self) -> pl.DataFrame:
         """Return the table the result is about (what ``to_pandas`` converts)."""
         raise NotImplementedError

@@ -22,8 +22,9 @@ from trace_analyzer.render.view import View
 
 
 def render(result: RunResults[Any], *, options: View = View()) -> str:
-    """Return each run's main table of ``result`` (its type's ``csv_table``) as CSV (times in ns,
-    durations in µs as named); ``options`` change nothing here."""
+    """Return each run's main table of ``result`` (its ``csv_rows``, mostly its type's
+    ``csv_table``) as CSV (times in ns, durations in µs as named); ``options`` change nothing
+    here."""
     df = table(result)
     return "" if df is None else df.write_csv()
 
@@ -44,7 +45,7 @@ def table(result: RunResults[Any]) -> pl.DataFrame | None:
     frames = []
     for run in result.runs:
         data = run.to_json()
-        rows = data[run.csv_table]
+        rows = run.csv_rows(data)
         if rows:
             frames.append(as_frame(rows).with_columns(run=pl.lit(data["root"])))
     if not frames:

@@ -4,6 +4,8 @@ A side is one run or several (``baseline.Side``: runs as samples). Changes are o
 head − base: an absolute delta (pp for percentages) and a relative change in %. With two
 runs or more on both sides a change counts only when Welch's t-test finds it significant
 (``diff_stats``); with one run on either side the thresholds alone decide (docs/diff.md).
+Two sides that record host activity only are compared on the host: step time and self CPU
+time, per run and per op (``host_gates`` refuses a gate on what they do not measure).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from typing import Any
 import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
+from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.questions.diff.shape import mismatch
-from trace_analyzer.questions.diff.sides import COMPARED, GAPS_JSON, Side, side_of
+from trace_analyzer.questions.diff.sides import COMPARED, GAPS_JSON, HOST_METRICS, Side, side_of
 from trace_analyzer.questions.diff.stats import (
     decide,
     metric_rows,
@@ -60,13 +63,15 @@ def op_rows(base: Side, head: Side) -> pl.DataFrame:
             device_us_delta=delta("device_us", inventory),
             idle_before_us_delta=delta("idle_before_us"),
             calls_delta=delta("calls", inventory),
+            self_cpu_us_delta=delta("self_cpu_us", inventory),
         )
         .drop("in_base", "in_head")
         .sort(
             pl.col("device_us_delta").abs(),
             pl.col("idle_before_us_delta").abs(),
+            pl.col("self_cpu_us_delta").abs(),
             "name",
-            descending=[True, True, False],
+            descending=[True, True, True, False],
             nulls_last=True,
         )
     )
@@ -83,7 +88,11 @@ def _side_ops(side: Side, suffix: str) -> pl.DataFrame:
         return pl.when(pl.col(c).is_null().all()).then(None).otherwise(total).alias(f"{c}_{suffix}")
 
     return per_op.group_by("name").agg(
-        mean("calls"), mean("device_us"), mean("idle_before_us"), pl.lit(True).alias(f"in_{suffix}")
+        mean("calls"),
+        mean("device_us"),
+        mean("idle_before_us"),
+        mean("self_cpu_us"),
+        pl.lit(True).alias(f"in_{suffix}"),
     )
 
 
@@ -105,6 +114,8 @@ class DiffResult(RunResult):
     ``traceana critical`` verdict, the fix that saves the most there; None where head is a
     saved summary. ``mismatch``: how the two sides are not the same kind of run (platform,
     ranks, devices, steps: ``shape.mismatch``), None when they are or cannot be told.
+    ``host_only``: both sides record host activity only, compared on the host (step time,
+    self CPU time).
     """
 
     base: str
@@ -126,6 +137,7 @@ class DiffResult(RunResult):
     gate_notes: tuple[str, ...] = ()
     next_fix: str | None = None
     mismatch: str | None = None
+    host_only: bool = False
 
     csv_table = "metrics"
 
@@ -158,6 +170,7 @@ class DiffResult(RunResult):
             "failed": list(self.failed),
             "gate_notes": list(self.gate_notes),
             "next_fix": self.next_fix,
+            "host_only": self.host_only,
         }
 
     def main_frame(self) -> pl.DataFrame:
@@ -214,10 +227,11 @@ def diff_sides(
     time_metric = "step_time_us" if step is None and has_steps else "window_us"
     label = f"ProfilerStep#{step}" if step is not None else "step time" if has_steps else "window"
     tested = len(base.samples) >= 2 and len(head.samples) >= 2
-    sig = signals(m, time_metric, label, tested)
+    host = base.host_only and head.host_only  # compared on the host: no device signal
+    sig = signals(m, time_metric, label, tested, host=host)
     word = decide([s["state"] for s in sig])
     text = verdict_text(sig, word)
-    refusal = _not_comparable(m["executions"], min_executions_share)
+    refusal = None if host else _not_comparable(m["executions"], min_executions_share)
     if refusal:
         word, text = "inconclusive", f"{refusal}: inconclusive"
     table = op_rows(base, head)
@@ -242,6 +256,7 @@ def diff_sides(
         mismatch=mismatch(
             [s.shape for s in base.samples], [s.shape for s in head.samples], step=step
         ),
+        host_only=host,
     )
 
 
@@ -264,11 +279,16 @@ def _not_comparable(executions: dict[str, Any], min_share: float) -> str | None:
 def _not_compared(base: Side, head: Side, m: dict[str, Any], step: int | None) -> tuple[str, ...]:
     """What the sources of the sides do not carry, in words."""
     out = []
+    if base.host_only and head.host_only:
+        out.append(
+            "the device: both sides record host activity only (no hardware executions), "
+            "compared on step time and self CPU time"
+        )
     for role, side in (("base", base), ("head", head)):
         if not side.op_inventory:
             out.append(
-                f"{role} is a gaps JSON: it lists the idle before each op, not their calls or "
-                "device time, so ops added and removed are not known"
+                f"{role} is a gaps JSON: it lists the idle before each op, not their calls, "
+                "device time or self CPU time, so ops added and removed are not known"
             )
     st = m["step_time_us"]
     if step is None and (st["base"] is None) != (st["head"] is None):
@@ -329,7 +349,7 @@ def _undefined(result: DiffResult, m: dict[str, Any], name: str, suffix: str) ->
     """Why the --fail-on metric ``name`` + ``suffix`` has no value."""
     roles = {"_base": ("base",), "": ("head",), "_head": ("head",)}.get(suffix, ("base", "head"))
     for role in roles:
-        if not m["executions"][role]:
+        if not m["executions"][role] and (name not in HOST_METRICS or not result.host_only):
             return f"{role} has no hardware executions"
         if m[name][role] is None:
             source = result.sources[0 if role == "base" else 1]
@@ -338,8 +358,27 @@ def _undefined(result: DiffResult, m: dict[str, Any], name: str, suffix: str) ->
                     "a gaps JSON carries no step time" if GAPS_JSON in source else "no ProfilerStep"
                 )
                 return f"{role} has no step time ({lacks})"
+            if name == "window_us" and result.host_only:
+                return f"{role} records no hardware: its window is a step's (--step N)"
             return f"undefined on {role}"
     return "base is 0: no relative change"
+
+
+def host_gates(base: Side, head: Side, conditions: list[Condition]) -> None:
+    """Refuse (UsageError) a ``--fail-on`` condition on a metric measured on hardware when
+    both sides record host activity only: it would compare nothing (``HOST_METRICS`` are
+    what they have)."""
+    if not (base.host_only and head.host_only):
+        return
+    for c in conditions:
+        name, _ = split_metric(c.metric)
+        if name not in HOST_METRICS:
+            raise UsageError(
+                f"--fail-on '{c.text}': {name} is measured on hardware and both sides record "
+                f"host activity only (no hardware executions): it would compare nothing; "
+                f"their metrics are {', '.join(HOST_METRICS[:2])} and, with --step, window_us "
+                "(--allow-empty-gate to let a gate that compares nothing pass)"
+            )
 
 
 def gate(

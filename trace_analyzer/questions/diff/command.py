@@ -4,7 +4,8 @@
 Each side is one run or several (samples): a profile folder or trace file, a folder of
 runs, a quoted glob, or a saved summary (``traceana gaps --format json`` or ``traceana
 baseline save``). A side with no hardware executions, or far fewer than the other, is
-refused (exit 2) unless ``--allow-empty`` (docs/diff.md).
+refused (exit 2) unless ``--allow-empty``; two sides that record host activity only are
+compared on the host: step time and self CPU time (docs/diff.md).
 
 ``baseline save PATH -o FILE.json`` writes, per run of PATH, the metrics ``diff`` compares
 and per op its calls, device time and idle before (no gap rows: a few kB); ``traceana diff
@@ -136,7 +137,8 @@ def load_side(
 def refuse(sides: dict[str, Side], *, min_runs: int, min_share: float, allow_empty: bool) -> None:
     """Raise a UsageError when a side has fewer than ``min_runs`` runs, or (unless
     ``allow_empty``) a run without hardware executions, or fewer executions than
-    ``min_share`` % of the other side's."""
+    ``min_share`` % of the other side's; two sides that record host activity only are
+    compared on the host, not refused."""
     n = {role: len(side.samples) for role, side in sides.items()}
     if min(n.values()) < min_runs:
         raise UsageError(
@@ -145,8 +147,8 @@ def refuse(sides: dict[str, Side], *, min_runs: int, min_share: float, allow_emp
                 f"{r} ({s.label}) has {n[r]} run{'s' * (n[r] != 1)}" for r, s in sides.items()
             )
         )
-    if allow_empty:
-        return
+    if allow_empty or all(side.host_only for side in sides.values()):
+        return  # two host-only sides are compared on the host (docs/diff.md)
     mean = {}
     for role, side in sides.items():
         for s in side.samples:
@@ -259,7 +261,7 @@ def diff(
     ('runs/base-*': each run one sample), or a summary saved by `traceana gaps --format
     json` or `traceana baseline save`. With two runs or more per side, changes are tested
     for significance (Welch's t-test, 95 %). --fail-on metrics: every compared metric
-    (idle_pct, device_time, window_us, step_time_us, idle_us, executions, gap_count,
+    (idle_pct, device_time, window_us, step_time_us, self_cpu_us, idle_us, executions, gap_count,
     gap_p50_us, gap_p90_us, gap_max_us, idle_<cause>_us) alone (head's value) or with
     _delta (head − base; pp for idle_pct), _pct_delta (relative %), _base or _head. Exit 1
     after printing when one holds or its metric is undefined; a gate that compared nothing
@@ -275,6 +277,7 @@ def diff(
         DIFF_METRICS_HINT,
         diff_runs,
         diff_sides,
+        host_gates,
     )
     from trace_analyzer.questions.diff.analysis import gate as gate_diff
     from trace_analyzer.render import View
@@ -286,6 +289,8 @@ def diff(
         for role, spec in (("base", base), ("head", head))
     }
     refuse(sides, min_runs=min_runs, min_share=min_executions_share, allow_empty=allow_empty)
+    if not allow_empty_gate:  # allowed, the judge says the gate compared nothing, and passes
+        host_gates(sides["base"], sides["head"], conditions)
     compared = diff_sides(
         sides["base"], sides["head"], step=step, min_executions_share=min_executions_share
     )
@@ -341,7 +346,7 @@ def save(
         raise UsageError(f"-o {output} is the input itself: name another file")
     min_gap_ns = parse_duration(min_gap)
     side = load_side(path, "PATH", loading, step=step, min_gap_ns=min_gap_ns)
-    empty = [s.root for s in side.samples if not s.metrics["executions"]]
+    empty = [s.root for s in side.samples if not (s.metrics["executions"] or s.host_only)]
     if empty and not allow_empty:
         raise UsageError(
             f"{empty[0]} has no hardware executions: nothing to save "

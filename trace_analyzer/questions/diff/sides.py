@@ -18,10 +18,10 @@ import polars as pl
 from trace_analyzer._version import __version__
 from trace_analyzer.errors import InputError
 from trace_analyzer.loading.profile import Profile
-from trace_analyzer.model.schema import text
 from trace_analyzer.questions.diff.shape import shape_of
 from trace_analyzer.questions.gaps.analysis import CAUSES, GapsResult, gaps
 from trace_analyzer.questions.gaps.gate import GAP_STATS
+from trace_analyzer.questions.gaps.host_summary import step_lengths
 from trace_analyzer.questions.ops.analysis import ops
 
 KIND = "traceana-baseline"  # the ``kind`` of a summary file
@@ -35,6 +35,7 @@ COMPARED = {
     "idle_us": "idle in gaps (µs)",
     "window_us": "window (µs)",
     "step_time_us": "step time (mean ProfilerStep, µs)",
+    "self_cpu_us": "ops' self CPU time (µs)",
     "executions": "hardware executions",
     "gap_count": "gaps",
     "gap_p50_us": "median gap (µs)",
@@ -48,12 +49,16 @@ COMPARED = {
     "memory_us": "copies and sets alone (µs)",
 }
 # Metrics a baseline file may lack (written before they were measured).
-OPTIONAL = ("exposed_communication_us", "memory_us")
+OPTIONAL = ("exposed_communication_us", "memory_us", "self_cpu_us")
+# What a run that records host activity only has (docs/diff.md, "Host-only runs"); with
+# --step N, window_us is that step's span there too. The rest is measured on hardware.
+HOST_METRICS = ("step_time_us", "self_cpu_us", "window_us")
 OP_SCHEMA = {
     "name": pl.String,
     "calls": pl.Int64,
     "device_us": pl.Float64,
     "idle_before_us": pl.Float64,
+    "self_cpu_us": pl.Float64,
 }
 
 
@@ -86,18 +91,12 @@ def summary_metrics(s: Mapping[str, Any], window_ns: int | None) -> dict[str, fl
     return out
 
 
-STEP = r"^ProfilerStep#\d+$"
-
-
 def step_time_ns(events: pl.DataFrame) -> float | None:
     """Return the mean length of the run's ProfilerStep#N spans (each step from its first
-    start to its last end, as ``--step`` measures it); None without steps."""
-    steps = (
-        events.filter(text("name").str.contains(STEP))
-        .group_by("name")
-        .agg(length=pl.col("end_ns").max() - pl.col("start_ns").min())
-    )
-    return None if steps.is_empty() else float(steps["length"].mean())  # type: ignore[arg-type]
+    start to its last end, as ``--step`` measures it: ``host_summary.step_lengths``); None
+    without steps."""
+    steps = step_lengths(events)
+    return None if steps.is_empty() else float(steps["duration_ns"].mean())  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -115,6 +114,13 @@ class Sample:
     next_fix: str | None = None  # the run's critical-path verdict (docs/critical-path.md)
     shape: Mapping[str, str] | None = None  # platform, ranks, devices, steps (shape.py)
 
+    @property
+    def host_only(self) -> bool:
+        """True for a run with no hardware execution that records host work: a step time
+        or ops with self CPU time (``HOST_METRICS``)."""
+        m = self.metrics
+        return not m["executions"] and any(m.get(k) is not None for k in HOST_METRICS)
+
 
 @dataclass(frozen=True)
 class Side:
@@ -129,15 +135,22 @@ class Side:
         return all(s.source != GAPS_JSON for s in self.samples)
 
     @property
+    def host_only(self) -> bool:
+        """True when every run of the side records host activity only (``Sample.host_only``)."""
+        return bool(self.samples) and all(s.host_only for s in self.samples)
+
+    @property
     def sources(self) -> str:
         """The kinds of sources of the runs, e.g. ``trace`` or ``gaps JSON``."""
         return ", ".join(sorted({s.source for s in self.samples}))
 
 
 def op_table(op_stats: pl.DataFrame, idle: pl.DataFrame) -> pl.DataFrame:
-    """Return per op its calls and device µs (``op_stats``: an ops table) with the idle
-    before it (``idle``: ``GapsResult.ops``; null where no gap came before it)."""
-    df = op_stats.select(pl.col(c).cast(OP_SCHEMA[c]) for c in ("name", "calls", "device_us"))
+    """Return per op its calls, device µs and self CPU µs (``op_stats``: an ops table) with
+    the idle before it (``idle``: ``GapsResult.ops``; null where no gap came before it)."""
+    df = op_stats.select(
+        pl.col(c).cast(OP_SCHEMA[c]) for c in ("name", "calls", "device_us", "self_cpu_us")
+    )
     if idle.height:
         idle_us = idle.select(name="op", idle_before_us=pl.col("idle_before_ns") / 1000)
         return df.join(idle_us, on="name", how="full", coalesce=True)
@@ -148,11 +161,18 @@ def sample_of(
     profile: Profile, g: GapsResult, root: str | None = None, *, fix: bool = False
 ) -> Sample:
     """Return one run as a sample: its gaps ``g`` (computed with the diff's options), its
-    ops, and its mean step time; with ``fix``, its next fix (``next_fix``)."""
+    ops, its mean step time and its ops' self CPU time; with ``fix``, its next fix
+    (``next_fix``). A run with no hardware execution has these host metrics alone (and with
+    ``--step N`` the step's span as its window: ``HOST_METRICS``)."""
     metrics = summary_metrics(g.summary, g.window.duration_ns if g.window else None)
-    if metrics["executions"]:
-        metrics["step_time_us"] = us(step_time_ns(profile.events))
-    table = op_table(ops(profile).table, g.ops)
+    metrics["step_time_us"] = us(step_time_ns(profile.events))
+    op_stats = ops(profile).table
+    metrics["self_cpu_us"] = (
+        round(float(op_stats["self_cpu_us"].sum()), 3) if op_stats.height else None
+    )
+    if not metrics["executions"] and g.window is not None:  # --step N: the step's span
+        metrics["window_us"] = us(g.window.duration_ns)
+    table = op_table(op_stats, g.ops)
     label = profile.name if root is None else root
     fixed = next_fix(profile) if fix else None
     return Sample(label, TRACE, metrics, table, fixed, shape_of(profile, g))
@@ -198,7 +218,9 @@ def summary_doc(side: Side, *, step: int | None, min_gap_ns: int, version: str) 
                 "source": s.source,
                 "metrics": dict(s.metrics),
                 **({"shape": dict(s.shape)} if s.shape is not None else {}),
-                "ops": s.ops.with_columns(pl.col("device_us", "idle_before_us").round(3))
+                "ops": s.ops.with_columns(
+                    pl.col("device_us", "idle_before_us", "self_cpu_us").round(3)
+                )
                 .sort("name")
                 .to_dicts(),
             }
@@ -321,7 +343,8 @@ def _idle_ops(run: Mapping[str, Any], check: _Checker, where: str) -> pl.DataFra
         here = f"{where}.ops[{j}]"
         check.that(isinstance(o, dict) and isinstance(o.get("op"), str), f"{here} has no op name")
         idle = check.number(o.get("idle_before_ns"), f"{here}.idle_before_ns", null=False)
-        out.append({"name": o["op"], "calls": None, "device_us": None, "idle_before_us": us(idle)})
+        out.append({"name": o["op"], "calls": None, "device_us": None, "idle_before_us": us(idle),
+                    "self_cpu_us": None})  # fmt: skip
     return pl.DataFrame(out, schema=OP_SCHEMA)
 
 
@@ -377,7 +400,7 @@ def _saved_ops(rows: object, check: _Checker, where: str) -> pl.DataFrame:
         here = f"{where}.ops[{j}]"
         check.that(isinstance(o, dict) and isinstance(o.get("name"), str), f"{here} has no name")
         row = {"name": o["name"]}
-        for key in ("calls", "device_us", "idle_before_us"):
+        for key in ("calls", "device_us", "idle_before_us", "self_cpu_us"):  # self CPU: optional
             row[key] = check.number(o.get(key), f"{here}.{key}")
         check.that(row["calls"] is None or float(row["calls"]).is_integer(), f"{here}.calls")
         out.append(row)

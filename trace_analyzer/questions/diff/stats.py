@@ -160,16 +160,26 @@ def _state(row: dict[str, Any], key: str, threshold: float, tested: bool) -> str
 
 
 def signals(
-    m: dict[str, dict[str, Any]], time_metric: str, time_label: str, tested: bool
+    m: dict[str, dict[str, Any]],
+    time_metric: str,
+    time_label: str,
+    tested: bool,
+    *,
+    host: bool = False,
 ) -> list[dict[str, Any]]:
     """Return the three signals the verdict weighs: the time (window or step), device time
-    and idle %, each with its means, its change (% or pp) and how it moved."""
+    and idle %, each with its means, its change (% or pp) and how it moved; ``host`` (both
+    sides record host activity only): the time and the ops' self CPU time."""
     out = []
-    for metric, label, key, unit, threshold in (
-        (time_metric, time_label, "pct_delta", "%", TIME_PCT),
-        ("device_time", "device time", "pct_delta", "%", DEVICE_PCT),
-        ("idle_pct", "idle", "delta", "pp", IDLE_PP),
-    ):
+    weighed = [(time_metric, time_label, "pct_delta", "%", TIME_PCT)]
+    if host:
+        weighed.append(("self_cpu_us", "self CPU", "pct_delta", "%", DEVICE_PCT))
+    else:
+        weighed += [
+            ("device_time", "device time", "pct_delta", "%", DEVICE_PCT),
+            ("idle_pct", "idle", "delta", "pp", IDLE_PP),
+        ]
+    for metric, label, key, unit, threshold in weighed:
         row = m[metric]
         state = _state(row, key, threshold, tested)
         out.append(

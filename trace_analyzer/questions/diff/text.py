@@ -50,21 +50,22 @@ def _diff(result: DiffResult, style: Style, top: int = 10) -> list[Block]:
     blocks += [shown(f"Not compared: {n}.", style) for n in result.not_compared]
     blocks += [shown(f"Gate: {n}.", style) for n in result.gate_notes]
     blocks.append(_metrics(result.metrics))
+    host = result.host_only  # the ops' self CPU time, not their device time
+    kept = ("self_cpu_us_delta",) if host else ("device_us_delta", "idle_before_us_delta")
     changed = result.ops.filter(
-        pl.any_horizontal(
-            pl.col(c).fill_null(0) != 0
-            for c in ("device_us_delta", "calls_delta", "idle_before_us_delta")
-        )
+        pl.any_horizontal(pl.col(c).fill_null(0) != 0 for c in ("calls_delta", *kept))
     )
     if changed.height:
-        blocks.append(_op_changes(changed, top))
+        blocks.append(_host_op_changes(changed, top) if host else _op_changes(changed, top))
+    measure = "self_cpu_us" if host else "device_us"
     for title, ops in (
         ("ops added in head", result.added),
         ("ops removed in head", result.removed),
     ):
         names = [
             f"{shown(o['name'], style)} "
-            f"({from_us(first(o['device_us_head'], o['device_us_base']))})"
+            f"({from_us(first(o[f'{measure}_head'], o[f'{measure}_base']))}"
+            f"{' self CPU' if host else ''})"
             for o in ops.head(top).iter_rows(named=True)
         ]
         if names:
@@ -131,9 +132,7 @@ def _metrics(metrics: Sequence[dict[str, Any]]) -> Table:
 
 
 def _op_changes(ops: pl.DataFrame, top: int) -> Table:
-    def calls(v: float | None) -> str:
-        return DASH if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-
+    calls = _calls
     return Table(
         "ops that changed most",
         (
@@ -159,6 +158,40 @@ def _op_changes(ops: pl.DataFrame, top: int) -> Table:
         noun="changed ops",
         more=TOP_MORE,
     )
+
+
+def _host_op_changes(ops: pl.DataFrame, top: int) -> Table:
+    """The ops that changed most between two host-only sides: calls and self CPU time."""
+    ordered = ops.sort(
+        pl.col("self_cpu_us_delta").abs(), "name", descending=[True, False], nulls_last=True
+    )
+    return Table(
+        "ops that changed most (self CPU time)",
+        (
+            text_col("op"),
+            num_col("calls", drop=1),
+            num_col("self CPU base", drop=2),
+            num_col("self CPU head", drop=2),
+            num_col("self CPU Δ"),
+        ),
+        [
+            [
+                o["name"],
+                f"{_calls(o['calls_base'])} → {_calls(o['calls_head'])}",
+                from_us(o["self_cpu_us_base"]),
+                from_us(o["self_cpu_us_head"]),
+                _delta("device_time", o["self_cpu_us_delta"]),
+            ]
+            for o in ordered.head(top).iter_rows(named=True)
+        ],
+        total=ops.height,
+        noun="changed ops",
+        more=TOP_MORE,
+    )
+
+
+def _calls(v: float | None) -> str:
+    return DASH if v is None else f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def diff_layout(result: DiffResult, style: Style, view: View) -> list[Block]:

@@ -58,6 +58,7 @@ from trace_analyzer.questions.gaps.causes import (
 )
 from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import run_hints
+from trace_analyzer.questions.gaps.host_summary import HostRun, host_run
 from trace_analyzer.questions.gaps.waits import launch_latency
 from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import glob_regex
@@ -86,7 +87,8 @@ class GapsResult(RunResult):
     was allowed to pass. ``engines``: where the run has device-profile exports, per op
     and NEFF the NEFF's engines and roofline (``questions.engines.below``; ``gaps(device=...)`` sets
     it), else None. ``next_fix``: where asked for (``gaps --next``), the run's critical-path
-    verdict (``critical.analysis.next_fix``)."""
+    verdict (``critical.analysis.next_fix``). ``no_hardware``: why the run has no hardware lanes;
+    ``host``: then its host's figures, step time and ops by self CPU (``host_summary``)."""
 
     window: Window | None
     lanes: pl.DataFrame
@@ -104,6 +106,7 @@ class GapsResult(RunResult):
     engines: pl.DataFrame | None = None  # per op and NEFF, its device profile (device_ops.py)
     next_fix: str | None = None  # with --next: the run's critical-path verdict
     no_hardware: str | None = None  # with no hardware lanes, why (analyses/absent.py)
+    host: HostRun | None = None  # with no hardware lanes, the host's figures (host_summary.py)
 
     csv_table = "gaps"
 
@@ -133,7 +136,13 @@ class GapsResult(RunResult):
             **({} if self.engines is None else {"engines": self.engines.to_dicts()}),
             **({} if self.next_fix is None else {"next_fix": self.next_fix}),
             **({} if self.no_hardware is None else {"no_hardware": self.no_hardware}),
+            **({} if self.host is None else {"host": self.host.to_json()}),
         }
+
+    def csv_rows(self, data: dict[str, Any]) -> list[Any]:
+        """The gaps; a run without hardware lanes has none: its host's ops instead."""
+        rows: list[Any] = data["host"]["ops"] if self.host is not None else data[self.csv_table]
+        return rows
 
     def main_frame(self) -> pl.DataFrame:
         return self.gaps
@@ -220,7 +229,9 @@ def _gaps(
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
     w = window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
-        return _empty(w, root, None if not hw.is_empty() else why_none(profile))
+        if not hw.is_empty():
+            return _empty(w, root)
+        return _empty(w, root, why_none(profile), host_run(profile))
     edges = profile.edges if isinstance(profile, Profile) else link(events)
     if step is not None:  # to the end of the work the step launched, as ranks' windows run
         end = step_end(events, edges, step)
@@ -444,7 +455,9 @@ NO_WINDOW = ("idle_pct", "active_idle_pct", "exposed_communication_pct", "memory
              "gap_p50_ns", "gap_p90_ns", "gap_p99_ns", "gap_max_ns")  # fmt: skip
 
 
-def _empty(w: Window | None, root: str | None, why: str | None) -> GapsResult:
+def _empty(
+    w: Window | None, root: str | None, why: str | None = None, host: HostRun | None = None
+) -> GapsResult:
     none = pl.DataFrame()
     summary: dict[str, Any] = dict.fromkeys(TOTALS, 0)  # the window × 0 devices
     summary.update(dict.fromkeys(NO_WINDOW, None), idle_by_cause_ns=dict.fromkeys(CAUSES, 0))
@@ -460,6 +473,7 @@ def _empty(w: Window | None, root: str | None, why: str | None) -> GapsResult:
         summary=summary,
         root=root,
         no_hardware=why,
+        host=host,
     )
 
 

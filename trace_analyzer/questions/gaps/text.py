@@ -17,6 +17,7 @@ from trace_analyzer.analyses.rows import longest
 from trace_analyzer.numbers import DASH, count, duration, instant
 from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.gaps.causes import CAUSES
+from trace_analyzer.questions.gaps.text_host import host_blocks
 from trace_analyzer.render.below import engines_below
 from trace_analyzer.render.blocks import (
     MARKDOWN,
@@ -195,6 +196,8 @@ def gaps_layout(result: GapsResult, style: Style, view: View) -> list[Block]:
     if result.next_fix:  # gaps --next: the fix that saves the most per step
         fix = shown(result.next_fix, style)
         blocks += ["", f"**Next:** {fix}" if style == MARKDOWN else f"Next: {fix}"]
+    if result.host is not None:  # no hardware lanes: the host's figures (host_summary.py)
+        return blocks + host_blocks(result.host, style, top)
     w = result.window
     if w is None or not result.summary["executions"]:  # no window: nothing ran on hardware
         return blocks
