@@ -1,9 +1,13 @@
-"""The report page writes durations as people read them (issue 39, docs/report.md), with
-traceana run as a real process.
+"""The report page writes durations as people read them, and its histogram weighs gaps by the
+idle they hold (issue 39, docs/report.md), with traceana run as a real process.
 
 Durations: a real trace's page holds no raw µs (``7,891,466.0 µs``; a header in µs over raw
 numbers): each duration is a number and a unit, the number below 1000 and at least 1 of its
 unit (but 0 and ns), and it reads within its four significant digits as the JSON's value.
+Histogram: its bins (the page's timeline JSON, what the plot draws) add up to the device gaps'
+idle that the test sums itself from ``traceana gaps --format json``, and on a small trace whose
+gaps are known by construction, the one long gap's bin holds its idle, however many short
+gaps there are.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import run_process
+from conftest import X, kineto, run_process, write_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -122,3 +126,30 @@ def lookup(run: dict, key: str):
     for part in key.split("."):
         run = run[part]
     return run
+
+
+@pytest.mark.parametrize("path", REAL[:1], ids=lambda p: p.name)
+def test_the_histogram_of_a_real_trace_adds_up_to_its_idle(path, tmp_path):
+    _, timeline = report(real(path), tmp_path / "r.html")
+    h = timeline["runs"][0]["histogram"]
+    gaps = gaps_json(path)["runs"][0]["device_gaps"]
+    assert sum(map(sum, h["idle_ns"].values())) == sum(g["idle_ns"] for g in gaps)
+    assert sum(map(sum, h["counts"].values())) == len(gaps)
+
+
+def test_one_long_gap_holds_its_idle_however_many_short_ones(tmp_path):
+    """Thirty-nine 1 µs gaps and one of 2 ms on one stream (41 kernels of 10 µs): the idle is
+    2.039 ms, 2 ms of it in the bin of the long gap, which counts one gap where the short
+    ones count 39."""
+    events, t = [], 100.0
+    for i in range(41):
+        events.append(X("kernel", f"k{i}", t, 10, pid=0, tid=7, device=0, stream=7))
+        t += 10 + (2000 if i == 20 else 1)
+    write_trace(tmp_path / "run" / "trace.json", kineto(events))
+    _, timeline = report(tmp_path / "run", tmp_path / "r.html")
+    h = timeline["runs"][0]["histogram"]
+    idle = [sum(b) for b in zip(*h["idle_ns"].values(), strict=True)]
+    counts = [sum(b) for b in zip(*h["counts"].values(), strict=True)]
+    assert sum(idle) == 39 * 1_000 + 2_000_000
+    assert max(idle) == idle[-1] == 2_000_000 and counts[-1] == 1  # the long gap's bin
+    assert sum(counts) == 40 and counts[0] == 39  # counted, the short gaps would hide it
