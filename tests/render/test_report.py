@@ -24,7 +24,7 @@ from conftest import X, gaps_doc, kineto, run_cli, write_trace
 from PIL import Image  # matplotlib's own dependency
 
 from trace_analyzer import load
-from trace_analyzer.numbers import duration, instant
+from trace_analyzer.numbers import duration, from_us, instant
 from trace_analyzer.questions.report import plots
 from trace_analyzer.questions.report import timeline as timeline_module
 from trace_analyzer.questions.report.timeline import TOP_GAPS
@@ -164,8 +164,10 @@ def test_every_summary_number_is_the_json_s(pages):
         value = lookup(run, row["key"])
         if value is None:  # nothing to say (no DataLoader in the run): an empty cell
             assert shown == "" and row["key"] == "summary.idle_in_data_loader_ns", label
-        elif unit == "µs":  # shown in µs, held in ns: the same number, exactly
-            assert round(number(shown) * 1000) == value and value in in_json, label
+        elif "_ns" in row["key"]:  # a duration, as every text output writes it (no raw µs),
+            # its unit in the cell; the JSON's ns exactly in data-sort
+            assert shown == duration(value) and unit == "", label
+            assert int(row["sorts"][1]) == value and value in in_json, label
         else:
             assert number(shown) == value and value in in_json, label
     idle_pct = next(r for r in rows if r["key"] == "summary.idle_pct")
@@ -177,10 +179,14 @@ def test_the_ops_table_is_the_ops_json(pages):
     table = parse(pages["alone"]).tables["ops-table"][1:]  # after the header row
     columns = ["name", "calls", "self_cpu_us", "cpu_total_us", "device_us", "device_pct",
                "executions", "executions_per_call", "mean_dispatch_to_hw_us"]
+    durations = {"self_cpu_us", "cpu_total_us", "device_us", "mean_dispatch_to_hw_us"}
     assert len(table) == len(ops) == 4
     for row, op in zip(table, ops, strict=True):
         assert row["cells"][0] == op["name"]
-        assert [number(c) for c in row["cells"][1:]] == [op[c] for c in columns[1:]]
+        for c, text, sort in zip(columns[1:], row["cells"][1:], row["sorts"][1:], strict=True):
+            assert (None if sort is None else float(sort)) == op[c], c  # sorted by the JSON's
+            # a duration as `traceana ops` writes it (7.891 s, never 7,891,466.0 µs)
+            assert text == from_us(op[c]) if c in durations else number(text) == op[c], c
 
 
 def test_the_gaps_table_lists_every_device_gap(pages):

@@ -4,10 +4,11 @@ A layout (``render/text.py``, ``text_gaps.py``) returns blocks: lines of text (`
 tables (``Table``) and lists (``Items``); ``draw`` turns them into the lines of a style. A
 table's cells are text (numbers as ``numbers.py`` writes them), made inert as they are
 drawn. Its columns say how to draw them (docs/output.md): numbers right-aligned (``---:`` in
-Markdown); in a terminal of a given width, which text a cell may be cut to (an ellipsis where
-it was cut) and in which order columns are dropped; which columns are hidden when no row
-shown has a value (empty, a dash or zero). ``cap`` draws fewer rows: how ``text.fit`` keeps
-a Markdown document under its budget.
+Markdown); in a terminal of a given width, which text a cell may be cut to (names in their
+middle, keeping what tells the column's names apart: ``render/cut.py``), which text wraps
+onto more lines instead (evidence), and in which order columns are dropped; which columns
+are hidden when no row shown has a value (empty, a dash or zero). ``cap`` draws fewer rows:
+how ``text.fit`` keeps a Markdown document under its budget.
 """
 
 from __future__ import annotations
@@ -22,14 +23,18 @@ import polars as pl
 
 from trace_analyzer.numbers import DASH, count, number, percent
 from trace_analyzer.numbers import plural as plural  # the layouts take it from here
+from trace_analyzer.render.cut import END, MIDDLE, START, Where, cut_apart
+from trace_analyzer.render.cut import cut as cut_text
 from trace_analyzer.render.safe import MARKDOWN as MARKDOWN
 from trace_analyzer.render.safe import TABLE as TABLE
 from trace_analyzer.render.safe import Style as Style
-from trace_analyzer.render.safe import clip, markdown, plain
 from trace_analyzer.render.safe import heading as heading
+from trace_analyzer.render.safe import markdown, plain
 
 MARKDOWN_CELL = 160  # the most characters of a cell in Markdown (names can be kilobytes)
 NOTHING = re.compile(r"^(|–|-|0|0 ns|0 %|0\.0+)$")  # what an optional column may hold, hidden
+UNIT = re.compile(r"(?<=\d) (?=(ns|µs|ms|s)\b|%)")  # the space between a number and its unit
+NBSP = "\u00a0"
 NUMERIC = re.compile(r"^(–|[+\-−]?[\d,.]+( ?[a-zµ%]+)?)$")
 
 
@@ -38,8 +43,11 @@ class Column:
     """One column of a ``Table``: its header ``name``; ``right``: a number, right-aligned;
     ``drop``: a narrow terminal drops the columns with ``drop`` > 0, 1 first; ``cut``: the
     fewest characters a narrow terminal may cut this text column to (0: never cut, but as a
-    last resort); ``keep_end``: cut at the start, keeping the end (``…/GPU:0``);
-    ``optional``: hidden when no row shown has a value."""
+    last resort); text is cut in its middle (``cut.cut_apart``), or with ``keep_end`` at its
+    start, keeping the end (``…/GPU:0``); ``wrap``: prose that a narrow terminal wraps onto
+    more lines, to ``cut`` characters at the least, before any other column is narrowed (cut
+    at its end in a Markdown cell over ``MARKDOWN_CELL``); ``optional``: hidden when no row
+    shown has a value."""
 
     name: str
     right: bool = False
@@ -47,6 +55,12 @@ class Column:
     cut: int = 0
     keep_end: bool = False
     optional: bool = False
+    wrap: bool = False
+
+    @property
+    def at(self) -> Where:
+        """Where the column's text is cut (``cut.cut``)."""
+        return END if self.wrap else START if self.keep_end else MIDDLE
 
 
 def num_col(name: str, drop: int = 0, optional: bool = False) -> Column:
@@ -54,9 +68,12 @@ def num_col(name: str, drop: int = 0, optional: bool = False) -> Column:
     return Column(name, right=True, drop=drop, optional=optional)
 
 
-def text_col(name: str, cut: int = 16, drop: int = 0, keep_end: bool = False) -> Column:
-    """Return a column of text that a narrow terminal may cut to ``cut`` characters."""
-    return Column(name, cut=cut, drop=drop, keep_end=keep_end)
+def text_col(
+    name: str, cut: int = 16, drop: int = 0, keep_end: bool = False, wrap: bool = False
+) -> Column:
+    """Return a column of text that a narrow terminal may cut (or ``wrap``) to ``cut``
+    characters."""
+    return Column(name, cut=cut, drop=drop, keep_end=keep_end, wrap=wrap)
 
 
 # The ``more`` of a table that ``--top N`` cuts.
@@ -161,7 +178,7 @@ def _table(t: Table, style: Style, width: int | None, cap: int | None) -> list[s
     if not rows:
         return []
     if style == MARKDOWN:
-        cells = [[markdown(clip(_filled(c), MARKDOWN_CELL)) for c in r] for r in rows]
+        cells = _markdown_cells(t.columns, [[_filled(c) for c in r] for r in rows])
     else:
         cells = [[plain(_filled(c)) for c in r] for r in rows]
     cols = [
@@ -192,6 +209,13 @@ def _filled(cell: object) -> str:
     return DASH if cell is None or cell == "" else str(cell)
 
 
+def _markdown_cells(columns: Sequence[Column], rows: list[list[str]]) -> list[list[str]]:
+    """Return the cells of ``rows`` as Markdown: each column's cut to ``MARKDOWN_CELL``
+    characters where it is cut (``Column.at``; names kept apart), then made inert."""
+    shown = [cut_apart((r[i] for r in rows), MARKDOWN_CELL, c.at) for i, c in enumerate(columns)]
+    return [[markdown(shown[i][v]) for i, v in enumerate(r)] for r in rows]
+
+
 def _pipe(
     columns: Sequence[Column],
     heads: list[str],
@@ -200,15 +224,25 @@ def _pipe(
     widths: dict[int, int],
     style: Style,
 ) -> list[str]:
-    """Return the pipe-table lines (header, delimiter, rows) of the columns ``cols``."""
+    """Return the pipe-table lines (header, delimiter, rows) of the columns ``cols``: text cut
+    to each column's width (``cut.cut_apart``), a ``wrap`` column's onto more lines, the other
+    cells of a row blank on them, so that every line keeps the columns aligned."""
+    shown = {
+        i: cut_apart((r[i] for r in cells), widths[i], columns[i].at)
+        for i in cols
+        if not columns[i].wrap
+    }
 
     def line(values: Sequence[str]) -> str:
         parts = []
-        for i in cols:
-            c, w = columns[i], widths[i]
-            v = clip(values[i], w, c.keep_end)
-            parts.append(v.rjust(w) if c.right else v.ljust(w))
+        for i, v in zip(cols, values, strict=True):
+            w = widths[i]
+            parts.append(v.rjust(w) if columns[i].right else v.ljust(w))
         return "| " + " | ".join(parts) + " |"
+
+    def row(r: list[str]) -> list[str]:
+        pieces = [_wrap(r[i], widths[i]) if i not in shown else [shown[i][r[i]]] for i in cols]
+        return [line([p[k] if k < len(p) else "" for p in pieces]) for k in range(_tallest(pieces))]
 
     marks = [
         "-" * (widths[i] + 1) + ":"
@@ -216,7 +250,24 @@ def _pipe(
         else "-" * (widths[i] + 2)
         for i in cols
     ]
-    return [line(heads), "|" + "|".join(marks) + "|", *(line(r) for r in cells)]
+    head = line([cut_text(heads[i], widths[i], END) for i in cols])
+    return [head, "|" + "|".join(marks) + "|", *(ln for r in cells for ln in row(r))]
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Return ``text`` (inert already) wrapped at words to ``width``, a number kept with its
+    unit (``118.4 µs``) and a word longer than the width broken: every character kept but
+    the spaces where it breaks."""
+    if len(text) <= width:
+        return [text]
+    glue = NBSP not in text  # held apart by a no-break space, which textwrap does not break
+    held = UNIT.sub(NBSP, text) if glue else text
+    lines = textwrap.wrap(held, width, break_on_hyphens=False) or [text[:width]]
+    return [ln.replace(NBSP, " ") for ln in lines] if glue else lines
+
+
+def _tallest(pieces: list[list[str]]) -> int:
+    return max((len(p) for p in pieces), default=1)
 
 
 def _fit(
@@ -230,7 +281,8 @@ def _fit(
     order += [i for i in reversed(keep[1:]) if i not in order]
     while True:
         floors = {i: min(natural[i], columns[i].cut or natural[i]) for i in keep}
-        widths = _shrunk(natural, keep, floors, width)
+        wrapping = {i for i in keep if columns[i].wrap}
+        widths = _shrunk(natural, keep, floors, width, wrapping)
         if widths is not None:
             return keep, widths
         if not order:
@@ -239,16 +291,22 @@ def _fit(
 
 
 def _shrunk(
-    natural: dict[int, int], keep: list[int], floors: dict[int, int], width: int
+    natural: dict[int, int],
+    keep: list[int],
+    floors: dict[int, int],
+    width: int,
+    wrapping: set[int],
 ) -> dict[int, int] | None:
-    """Return widths of ``keep`` whose table fits ``width``, the widest columns cut first but
-    none below its floor; None when they cannot fit."""
+    """Return widths of ``keep`` whose table fits ``width``, the columns that wrap
+    (``wrapping``) narrowed first, then the widest cut first, none below its floor; None when
+    they cannot fit."""
     widths = {i: natural[i] for i in keep}
     need = sum(widths.values()) + 3 * len(keep) + 1 - width
     if need > sum(widths[i] - floors[i] for i in keep):
         return None
-    while need > 0:
-        i = max((k for k in keep if widths[k] > floors[k]), key=lambda k: widths[k])
+    while need > 0:  # wrapping loses nothing: the columns that wrap narrow first
+        room = [k for k in keep if widths[k] > floors[k]]
+        i = max([k for k in room if k in wrapping] or room, key=lambda k: widths[k])
         widths[i] -= 1
         need -= 1
     return widths

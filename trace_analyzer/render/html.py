@@ -13,9 +13,10 @@ shows text from a trace (``safe.html_text``): control characters as the text of 
 (a browser acts on a bidirectional override and draws other controls as nothing), then
 HTML-escaped, so that no name makes an element or an attribute, or reorders what follows;
 None is nothing. Only markup is written as it is: a macro's output, a filled template, or
-``Markup`` (the page's own styles, script and JSON blocks). The filters show numbers as the
-JSON holds them (``num``, ``us``, ``signed``) or as the text outputs write times
-(``duration``, ``instant``).
+``Markup`` (the page's own styles, script and JSON blocks). The filters show counts and other
+numbers as the JSON holds them (``num``, ``signed``), and every time as the text outputs
+write it (numbers.py: ``duration`` of ns, ``from_us`` of µs, ``change_us`` a change in µs,
+``instant``), in the unit that suits it (``7.891 s``, never ``7,891,466.0 µs``).
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ import jinja2
 import orjson
 from markupsafe import Markup
 
-from trace_analyzer.numbers import duration, instant
+from trace_analyzer.numbers import change, duration, from_us, instant
 from trace_analyzer.render.safe import html_text
 
-__all__ = ["Markup", "esc", "fill", "num", "us"]
+__all__ = ["Markup", "change_us", "esc", "fill", "num"]
 
 SHARED = "trace_analyzer.render"  # the package of a template named without one
 
@@ -48,9 +49,10 @@ def num(v: object) -> str:
     return f"{v:,}"
 
 
-def us(ns: float | None) -> str:
-    """Return a time ``ns`` as µs text (``num`` of ns / 1000), None as nothing."""
-    return "" if ns is None else num(ns / 1000)
+def change_us(us: float | None) -> str:
+    """Return a change of a duration the JSON holds in µs as the text outputs write it, with
+    its sign (``numbers.change``: ``+1.2 ms``), None as nothing."""
+    return "" if us is None else change(us * 1000)
 
 
 def signed(v: float | None) -> str:
@@ -98,7 +100,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         num=num,
-        us=us,
+        from_us=from_us,
+        change_us=change_us,
         signed=signed,
         duration=duration,
         instant=instant,

@@ -13,6 +13,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from trace_analyzer.errors import UsageError
+from trace_analyzer.render.cut import cut as cut_text
+from trace_analyzer.render.cut import cut_apart
 from trace_analyzer.render.safe import plain
 
 if TYPE_CHECKING:  # matplotlib is imported only to draw
@@ -125,6 +127,13 @@ def short_names(names: list[str]) -> list[str]:
 
 
 def cut(name: str, most: int = 60) -> str:
-    """A name as a plot's label: its first ``most`` characters (a C++ kernel's name can be a
-    thousand)."""
-    return name if len(name) <= most else name[: most - 1] + "…"
+    """A name as a plot's label: in ``most`` characters at most, cut in its middle (a C++
+    kernel's name can be a thousand; render/cut.py)."""
+    return cut_text(name, most)
+
+
+def cut_names(names: list[str], most: int = 60) -> list[str]:
+    """The labels of ``names`` drawn side by side: each ``cut``, names that would read the
+    same keeping the part where they differ (``cut.cut_apart``)."""
+    shown = cut_apart(names, most)
+    return [shown[n] for n in names]

@@ -27,6 +27,7 @@ from trace_analyzer.render.blocks import (
     num_col,
     text_col,
 )
+from trace_analyzer.render.metrics import metric_change, metric_label, metric_value
 from trace_analyzer.render.safe import shown
 from trace_analyzer.render.view import View
 
@@ -76,30 +77,6 @@ def _diff(result: DiffResult, style: Style, top: int = 10) -> list[Block]:
     return blocks
 
 
-def _is_time(metric: str) -> bool:
-    return metric == "device_time" or metric.endswith("_us")
-
-
-def _value(metric: str, v: float | None) -> str:
-    """A metric's value as people read it: durations auto-scaled, idle % with its sign."""
-    if v is None:
-        return DASH
-    if _is_time(metric):
-        return from_us(v)
-    if metric == "idle_pct":
-        return f"{v:g} %"
-    return f"{v:,g}" if isinstance(v, float) else f"{v:,}"
-
-
-def _delta(metric: str, d: float | None) -> str:
-    if d is None:
-        return DASH
-    sign = "+" if d > 0 else ""
-    if _is_time(metric):
-        return sign + from_us(d) if d else "0"
-    return f"{d:+g} pp" if metric == "idle_pct" else f"{d:+g}"
-
-
 def _metrics(metrics: Sequence[dict[str, Any]]) -> Table:
     """The key numbers: every metric either side has, with each side's sd where it has two
     runs or more, and whether the change is significant where it was tested."""
@@ -117,12 +94,12 @@ def _metrics(metrics: Sequence[dict[str, Any]]) -> Table:
     rows = []
     for m in listed:
         name = m["metric"]
-        row = [m["what"].replace(" (µs)", "").replace(", µs)", ")")]
+        row = [metric_label(m["what"])]
         for side in ("base", "head"):
-            row.append(_value(name, m[side]))
+            row.append(metric_value(name, m[side]))
             if spread[side]:
-                row.append(_value(name, m[f"{side}_sd"]).replace(" %", " pp"))
-        row.append(_delta(name, m["delta"]))
+                row.append(metric_value(name, m[f"{side}_sd"]).replace(" %", " pp"))
+        row.append(metric_change(name, m["delta"]))
         row.append(DASH if m["pct_delta"] is None else f"{m['pct_delta']:+g} %")
         if tested:
             sig = m["significant"]
@@ -149,8 +126,8 @@ def _op_changes(ops: pl.DataFrame, top: int) -> Table:
                 f"{calls(o['calls_base'])} → {calls(o['calls_head'])}",
                 from_us(o["device_us_base"]),
                 from_us(o["device_us_head"]),
-                _delta("device_time", o["device_us_delta"]),
-                _delta("device_time", o["idle_before_us_delta"]),
+                metric_change("device_time", o["device_us_delta"]),
+                metric_change("device_time", o["idle_before_us_delta"]),
             ]
             for o in ops.head(top).iter_rows(named=True)
         ],
@@ -180,7 +157,7 @@ def _host_op_changes(ops: pl.DataFrame, top: int) -> Table:
                 f"{_calls(o['calls_base'])} → {_calls(o['calls_head'])}",
                 from_us(o["self_cpu_us_base"]),
                 from_us(o["self_cpu_us_head"]),
-                _delta("device_time", o["self_cpu_us_delta"]),
+                metric_change("device_time", o["self_cpu_us_delta"]),
             ]
             for o in ordered.head(top).iter_rows(named=True)
         ],

@@ -150,7 +150,7 @@ def _gap_rows(gaps: pl.DataFrame, where: str, origin: int, total: int) -> Table:
             Column("cause"),
             text_col("after op", cut=12, drop=1),
             text_col("next op", cut=12),
-            text_col("evidence", cut=24, drop=2),
+            text_col("evidence", cut=24, drop=2, wrap=True),
         ),
         [
             [

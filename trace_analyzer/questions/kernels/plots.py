@@ -17,7 +17,7 @@ def kernels(run: dict[str, Any], most: int = 15) -> bytes:
     rows = sorted(run["kernels"], key=lambda r: -r["total_ns"])[:most]
     if not rows:
         return plotting.as_png(plotting.message("no device work: no kernels", "png"))
-    names = [plotting.cut(r["neff"] or r["name"]) for r in rows]
+    names = plotting.cut_names([r["neff"] or r["name"] for r in rows])
     ranked = len({r["rank"] for r in run["kernels"]}) > 1
     labels = [
         plotting.text(f"rank {r['rank']}: {n}" if ranked else n)

@@ -165,7 +165,9 @@ def _plots(report: ReportResult, names: dict[str, str]) -> str:
         "with `--no-images` for text alone.",
         f"![timeline of {path}]({quote(names['timeline'])})",
         *([f"![timeline of {base}]({quote(names['base-timeline'])})"] if base else []),
-        f"## gap durations\n\n![gap durations]({quote(names['histogram'])})",
+        "## idle by gap duration\n\nEach bar is the idle time of the device gaps of that "
+        "length (not their count), stacked by cause: the few long gaps that hold most of the "
+        f"idle show.\n\n![idle time by gap duration]({quote(names['histogram'])})",
     ]
     return "\n\n".join(lines)
 

@@ -248,25 +248,29 @@ def _label_ops(
 
 
 def histogram(report: dict[str, Any], *, fmt: str = "png") -> bytes | str:
-    """Return a histogram of the device gap durations of the run (and the base) of
-    ``report`` (its parts' JSON), stacked by cause, one panel per run on one x scale; the
-    counts are the timelines' ``histogram``. ``fmt``: "png" (bytes) or "svg" (text)."""
+    """Return a histogram of the device gaps of the run (and the base) of ``report`` (its
+    parts' JSON) by their duration, each bar the idle time of its gaps (so that the few long
+    gaps that hold most of the idle show), stacked by cause, one panel per run on one x
+    scale; the sums are the timelines' ``histogram`` (``idle_ns``). ``fmt``: "png" (bytes) or
+    "svg" (text)."""
     runs = [(report["path"], report["timeline"]["runs"][0]["histogram"])]
     if report.get("base_timeline"):
         runs.append((report["base"], report["base_timeline"]["runs"][0]["histogram"]))
-    counted = [(p, h or {"edges_ns": [], "log": False, "counts": {}}) for p, h in runs]
+    empty: dict[str, Any] = {"edges_ns": [], "log": False, "counts": {}, "idle_ns": {}}
+    counted = [(p, h or empty) for p, h in runs]
     ratios = [3 if h["counts"] else 1 for _, h in counted]
     fig = _figure(1.2 + 0.8 * sum(ratios))
     axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False, height_ratios=ratios)[:, 0]
     seen: set[str] = set()
     log = any(h["log"] for _, h in counted)
+    per, unit = unit_of(max((e for _, h in counted for e in h["edges_ns"]), default=0))
     for ax, (path, h) in zip(axes, counted, strict=True):
-        seen |= _histogram_panel(ax, path, h)
+        seen |= _histogram_panel(ax, path, h, per)
     if log:
         axes[-1].set_xscale("log")
     if not seen:
         axes[-1].set_xticks([])
-    axes[-1].set_xlabel("gap duration (µs)", fontsize=9)
+    axes[-1].set_xlabel(f"gap duration ({unit})", fontsize=9)
     if seen:
         fig.legend(
             handles=[_patch(CAUSE_COLOURS[c], c) for c in CAUSES if c in seen],
@@ -278,12 +282,15 @@ def histogram(report: dict[str, Any], *, fmt: str = "png") -> bytes | str:
     return _save(fig, fmt)
 
 
-def _histogram_panel(ax: Axes, path: str, h: dict[str, Any]) -> set[str]:
-    """Draw one run's histogram ``h`` (edges, counts per cause) on ``ax``; return its causes."""
-    from matplotlib.ticker import MaxNLocator
-
+def _histogram_panel(ax: Axes, path: str, h: dict[str, Any], per: int) -> set[str]:
+    """Draw one run's histogram ``h`` (edges, idle per bin of each cause; x in units of
+    ``per`` ns) on ``ax``; return its causes."""
     n = sum(sum(c) for c in h["counts"].values())
-    ax.set_title(f"{_text(path)}: {n:,} device gaps", fontsize=10, loc="left")
+    idle = h.get("idle_ns") or {}
+    total = sum(sum(c) for c in idle.values())
+    ax.set_title(
+        f"{_text(path)}: {duration(total)} idle in {n:,} device gaps", fontsize=10, loc="left"
+    )
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     if not h["counts"]:
@@ -299,20 +306,21 @@ def _histogram_panel(ax: Axes, path: str, h: dict[str, Any]) -> set[str]:
         )
         ax.set_yticks([])
         return set()
-    edges = [e / 1000 for e in h["edges_ns"]]
+    edges = [e / per for e in h["edges_ns"]]
     mids = [((a * b) ** 0.5 if h["log"] else (a + b) / 2) for a, b in pairwise(edges)]
-    present = [c for c in CAUSES if c in h["counts"]]
+    present = [c for c in CAUSES if c in idle]
+    tallest = max(map(sum, zip(*(idle[c] for c in present), strict=True)), default=0)
+    y_per, y_unit = unit_of(tallest)
     ax.hist(
         [mids] * len(present),
         bins=edges,
-        weights=[h["counts"][c] for c in present],
+        weights=[[v / y_per for v in idle[c]] for c in present],
         stacked=True,
         color=[CAUSE_COLOURS[c] for c in present],
         edgecolor="white",
         linewidth=0.5,
     )
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylabel("gaps", fontsize=9)
+    ax.set_ylabel(f"idle in these gaps ({y_unit})", fontsize=9)
     ax.grid(axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     return set(present)

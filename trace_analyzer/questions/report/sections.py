@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from trace_analyzer.numbers import duration
 from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.report.analysis import registered_parts
-from trace_analyzer.render.html import fill, num, us
+from trace_analyzer.render.html import fill, num
 from trace_analyzer.render.idle import idle_phrase
+from trace_analyzer.render.metrics import metric_change, metric_label, metric_value
 from trace_analyzer.render.plotting import CAUSE_COLOURS
 
 
@@ -30,13 +32,13 @@ def headline(run: dict[str, Any]) -> str:
     causes = {c: ns for c, ns in s["idle_by_cause_ns"].items() if ns}
     text = (
         f"{s['devices']} device(s) {idle_phrase(s, w['origin'], num)}: "
-        f"{us(s['idle_ns'])} µs in {s['gap_count']} gaps"
+        f"{duration(s['idle_ns'])} in {num(s['gap_count'])} gaps"
     )
     if s["gap_count"]:
-        text += f", the longest {us(s['gap_max_ns'])} µs"
+        text += f", the longest {duration(s['gap_max_ns'])}"
     if causes:
         top = max(causes, key=lambda c: causes[c])
-        text += f"; top cause {top} ({us(causes[top])} µs)"
+        text += f"; top cause {top} ({duration(causes[top])})"
     return text + "."
 
 
@@ -73,7 +75,7 @@ def diff_section(d: dict[str, Any]) -> str:
     return fill(
         _template("diff.html"),
         d=d,
-        metrics=[m for m in d["metrics"] if m["base"] or m["head"]],
+        metrics=[_metric(m) for m in d["metrics"] if m["base"] or m["head"]],
         changed=[
             o
             for o in d["ops"]
@@ -82,25 +84,38 @@ def diff_section(d: dict[str, Any]) -> str:
     )
 
 
-SUMMARY = [  # (label, key in the run, unit)
-    ("window", "window.duration_ns", "µs"),
+def _metric(m: dict[str, Any]) -> dict[str, Any]:
+    """Return a diff metric ``m`` with its label and values as the diff's text writes them
+    (durations in their unit, render/metrics.py)."""
+    name = m["metric"]
+    return {
+        **m,
+        "label": metric_label(m["what"]),
+        "base_text": metric_value(name, m["base"]),
+        "head_text": metric_value(name, m["head"]),
+        "delta_text": metric_change(name, m["delta"]),
+    }
+
+
+SUMMARY = [  # (label, key in the run, unit: "ns" a duration, written as durations are)
+    ("window", "window.duration_ns", "ns"),
     ("devices", "summary.devices", ""),
     ("hardware lanes", "summary.lanes", ""),
-    ("busy", "summary.busy_ns", "µs"),
-    ("idle in gaps", "summary.idle_ns", "µs"),
+    ("busy", "summary.busy_ns", "ns"),
+    ("idle in gaps", "summary.idle_ns", "ns"),
     ("idle, of the window", "summary.idle_pct", "%"),
     ("idle, of the active spans", "summary.active_idle_pct", "%"),
-    ("active spans", "summary.active_ns", "µs"),
-    ("leading idle", "summary.leading_ns", "µs"),
-    ("trailing idle", "summary.trailing_ns", "µs"),
+    ("active spans", "summary.active_ns", "ns"),
+    ("leading idle", "summary.leading_ns", "ns"),
+    ("trailing idle", "summary.trailing_ns", "ns"),
     ("executions", "summary.executions", ""),
     ("gaps", "summary.gap_count", ""),
-    ("median gap", "summary.gap_p50_ns", "µs"),
-    ("p90 gap", "summary.gap_p90_ns", "µs"),
-    ("p99 gap", "summary.gap_p99_ns", "µs"),
-    ("longest gap", "summary.gap_max_ns", "µs"),
-    *((f"idle from {c}", f"summary.idle_by_cause_ns.{c}", "µs") for c in CAUSES),
-    ("idle inside the DataLoader", "summary.idle_in_data_loader_ns", "µs"),
+    ("median gap", "summary.gap_p50_ns", "ns"),
+    ("p90 gap", "summary.gap_p90_ns", "ns"),
+    ("p99 gap", "summary.gap_p99_ns", "ns"),
+    ("longest gap", "summary.gap_max_ns", "ns"),
+    *((f"idle from {c}", f"summary.idle_by_cause_ns.{c}", "ns") for c in CAUSES),
+    ("idle inside the DataLoader", "summary.idle_in_data_loader_ns", "ns"),
 ]
 
 
@@ -113,13 +128,18 @@ def _lookup(run: dict[str, Any], key: str) -> Any:
 
 def summary_section(run: dict[str, Any]) -> str:
     """Return the summary section of a gaps ``run``: the window, and the ``SUMMARY`` rows in
-    two tables (each row: its key, label, the number shown, its unit, a cause's colour)."""
+    two tables (each row: its key, label, the number shown, its unit, a cause's colour, the
+    number as the JSON holds it). A duration is written as the text outputs write it, its
+    unit in it (``7.891 s``); nothing where the JSON has none."""
     rows = []
     for label, key, unit in SUMMARY:
         v = _lookup(run, key)
         cause = key.rsplit(".", 1)[-1] if "idle_by_cause" in key else None
         colour = CAUSE_COLOURS[cause] if cause else None
-        rows.append((key, label, us(v) if unit == "µs" else num(v), unit, colour))
+        if unit == "ns":
+            rows.append((key, label, "" if v is None else duration(v), "", colour, v))
+        else:
+            rows.append((key, label, num(v), unit, colour, v))
     split = next(i for i, (_, key, _) in enumerate(SUMMARY) if key == "summary.gap_count")
     origin = run["window"]["origin"] if run["window"] else "no window: nothing ran on hardware"
     return fill(_template("summary.html"), origin=origin, tables=(rows[:split], rows[split:]))

@@ -34,7 +34,7 @@ MAX_BUCKETS, MIN_BUCKETS = 4000, 500
 MAX_CELLS = 64_000  # buckets × bucketed rows of one run: about 600 kB of JSON
 EXACT_GAPS = 2000  # a run's lanes list their gaps one by one while they hold this many
 EXACT_OPS = 1000  # ops listed one by one up to this many, else bucketed
-NAME_CHARS = 160  # an op's name is drawn cut to this many characters (with "…")
+NAME_CHARS = 160  # an op's name is drawn cut in its middle to this many characters (with "…")
 TOP_GAPS = 200  # the longest gaps, always listed (the page's gap table holds as many)
 DETAIL_WINDOWS, DETAIL_GAPS = 20, 3000  # around the longest device gaps: every gap, this many
 # per row key (a lane, an op row): each column's value in every bucket
@@ -134,7 +134,8 @@ def timeline(
         .select(*OP_COLUMNS)
     )
     long = text("name").str.len_chars() > NAME_CHARS
-    cut = text("name").str.slice(0, NAME_CHARS - 1) + "…"
+    head = NAME_CHARS // 2  # cut in the middle, as every table cuts a name (render/cut.py)
+    cut = text("name").str.slice(0, head) + "…" + text("name").str.slice(head + 1 - NAME_CHARS)
     ops = packed(ops.with_columns(name=pl.when(long).then(cut).otherwise(text("name"))))
     lanes = sorted(g.lanes["lane"].to_list(), key=_natural)
     rows = min(len(lanes), MAX_LANES) + (0 if ops.height <= EXACT_OPS else ops["row"].n_unique())
