@@ -167,9 +167,9 @@ def sample_of(
     metrics = summary_metrics(g.summary, g.window.duration_ns if g.window else None)
     metrics["step_time_us"] = us(step_time_ns(profile.events))
     op_stats = ops(profile).table
-    metrics["self_cpu_us"] = (
-        round(float(op_stats["self_cpu_us"].sum()), 3) if op_stats.height else None
-    )
+    self_cpu = float(op_stats["self_cpu_us"].sum()) if op_stats.height else 0.0
+    # none measured (no ops, or ops of no duration): nothing to compare, not "unchanged"
+    metrics["self_cpu_us"] = round(self_cpu, 3) if self_cpu > 0 else None
     if not metrics["executions"] and g.window is not None:  # --step N: the step's span
         metrics["window_us"] = us(g.window.duration_ns)
     table = op_table(op_stats, g.ops)
