@@ -1,13 +1,26 @@
-"""The README's CPU recipe, end to end (issue 39): the three RMSNorm variants captured on the
-CPU with the capture module, then ``traceana gaps`` and ``traceana diff`` on them as real
-processes. A host-only run must show its step time and its top ops by self CPU time, and
-never say "host activity only" without what to run instead; the diff of two of them must
-compare them. Every figure is held to what this test computes from the raw trace JSON
-(``conftest.raw_host_figures``), never to traceana's own output."""
+"""The README's quick start and CPU recipe, end to end, from a fresh clone (issue 39).
+
+The repository is cloned (its committed HEAD: a file the commands need but git does not
+track fails here, as it would for a user), and the command lines of the README's quick start
+and CPU recipe are read from the clone's README and run there as written, the clone's own
+``trace_analyzer`` and ``capture`` doing the work (``.venv/bin/X`` is this interpreter
+running the clone's package; ``make demo`` runs what ``make -n`` says it runs once the venv is
+installed; ``pip install -r requirements-capture.txt`` is checked, not run: its torch is the
+one installed here). ``make test`` is what CI runs from a fresh checkout: not run again here.
+
+No line of their output may say "host activity only" without saying what to run instead.
+Then the recipe's profile is analysed: a host-only run must show its step time and its top
+ops by self CPU time, and the diff of two of them must compare them. Every figure is held to
+what this test computes from the raw trace JSON (``conftest.raw_host_figures``), never to
+traceana's own output."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -21,18 +34,102 @@ pytest.importorskip("torch", reason="the CPU recipe captures with torch (require
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("compiled", "fused", "naive")  # as gaps lists the runs: by folder
+TRACEANA = "import sys; from trace_analyzer.cli import main; sys.argv[0] = 'traceana'; main()"
 
 
 @pytest.fixture(scope="module")
-def profile_out(tmp_path_factory) -> Path:
-    """``python -m capture rmsnorm --variant all --out DIR``, as the README's recipe runs it
-    (``--backend cpu``: what ``auto`` picks on a machine without an accelerator)."""
-    out = tmp_path_factory.mktemp("recipe") / "profile_out"
-    done = subprocess.run(
-        [sys.executable, "-m", "capture", "rmsnorm", "--variant", "all", "--backend", "cpu",
-         "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out
+def clone(tmp_path_factory) -> Path:
+    """A fresh clone of this repository's committed HEAD."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (or no git): the fresh clone needs one")
+    dest = tmp_path_factory.mktemp("fresh") / "traceana"
+    done = subprocess.run(["git", "clone", "--quiet", str(ROOT), str(dest)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dest
+
+
+def readme_blocks(clone: Path) -> list[list[str]]:
+    """The command lines of the code blocks of the clone's README "Quick start" section."""
+    text = (clone / "README.md").read_text()
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```\n(.*?)^```", section, flags=re.S | re.M)
+    return [[ln for ln in b.splitlines() if ln.strip()] for b in blocks]
+
+
+def as_run(line: str, clone: Path) -> list[list[str]]:
+    """The processes that run one README line in the clone (see the module's docstring)."""
+    argv = shlex.split(line, comments=True)
+    if argv == ["make", "demo"]:
+        made = subprocess.run(["make", "-s", "-n", "-o", ".venv/.installed", "demo"], cwd=clone,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        lines = [ln for ln in made.stdout.splitlines() if ln.startswith(".venv/bin/")]
+        assert lines, made.stdout
+        return [cmd for ln in lines for cmd in as_run(ln, clone)]
+    if argv == ["make", "test"]:
+        return []  # CI's own run, from a fresh checkout
+    if argv[:3] == [".venv/bin/pip", "install", "-r"]:
+        pins = (clone / argv[3]).read_text()
+        assert re.search(r"^torch==2\.13\.0$", pins, flags=re.M), pins
+        return []  # the torch it pins is the one installed here (importorskip above)
+    if argv[0] == ".venv/bin/python":
+        return [[sys.executable, *argv[1:]]]
+    assert argv[0] == ".venv/bin/traceana", line
+    return [[sys.executable, "-c", TRACEANA, *argv[1:]]]
+
+
+def run_in(clone: Path, cmd: list[str]) -> str:
+    """Run ``cmd`` in the clone, its package first on the path; its stdout (exit 0 asserted)."""
+    env = {**os.environ, "PYTHONPATH": str(clone), "TRACEANA_NO_PROGRESS": "1"}
+    done = subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)  # fmt: skip
+    assert done.returncode == 0, (cmd[3:] or cmd, done.stderr[-2000:])
+    return done.stdout + done.stderr
+
+
+def says_what_to_run(output: str) -> None:
+    """Every line that says "host activity only" names the command to run instead."""
+    said = [ln for ln in output.splitlines() if "host activity only" in ln]
+    assert all("traceana ops" in ln for ln in said), said
+
+
+@pytest.fixture(scope="module")
+def recipe(clone) -> tuple[Path, str]:
+    """The README's CPU recipe run in the clone: (its profile folder, the last command's
+    output). On a machine without an accelerator, capture's ``auto`` backend is the CPU."""
+    quick, steps = readme_blocks(clone)[:2]
+    assert [ln.split()[0] for ln in quick] == ["make", "make"], quick
+    out = ""
+    for line in steps:
+        for cmd in as_run(line, clone):
+            out = run_in(clone, cmd)
+    assert "gaps: ./profile_out" in out or "gaps: profile_out" in out, out[:500]
+    return clone / "profile_out", out
+
+
+@pytest.fixture(scope="module")
+def profile_out(recipe) -> Path:
+    return recipe[0]
+
+
+def test_the_quick_start_demo_runs_from_a_fresh_clone(clone):
+    (quick, *_) = readme_blocks(clone)
+    (demo,) = [cmd for line in quick for cmd in as_run(line, clone)]
+    assert demo[3:] == ["gaps", "fixtures/rmsnorm_naive"], demo
+    out = run_in(clone, demo)
+    assert out.startswith("gaps: fixtures/rmsnorm_naive\n"), out[:300]
+    says_what_to_run(out)
+
+
+def test_the_recipe_ends_in_what_to_run_not_host_activity_only(recipe):
+    profile, out = recipe
+    assert sorted(p.name for p in profile.iterdir()) == sorted(VARIANTS)
+    capture = json.loads(next(profile.glob("naive/*_pid_*/*/capture.json")).read_text())
+    if capture.get("backend") != "cpu":
+        pytest.skip(f"capture ran on {capture.get('backend')}: the host-only lines are CPU's")
+    assert out.count("host activity only") == 3, out
+    says_what_to_run(out)
 
 
 def raw(run: Path) -> dict:
