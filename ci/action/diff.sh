@@ -7,6 +7,8 @@
 # INPUT_FAIL_ON           gate expressions, one per line or comma-separated ('idle_pct_delta>2')
 # INPUT_MIN_RUNS          passed as --min-runs N when set
 # INPUT_ALLOW_EMPTY       true: pass --allow-empty
+# INPUT_ALLOW_EMPTY_GATE  true: pass --allow-empty-gate
+# INPUT_ALLOW_MISMATCH    true: pass --allow-mismatch
 # TRACEANA, TRACEANA_PYTHON  the command and the helper's interpreter (install.sh's outputs)
 # Outputs: verdict, exit-code, report (the report's Markdown file), json (diff's JSON file).
 set -euo pipefail
@@ -33,6 +35,10 @@ while IFS= read -r expr; do
 done < <(printf '%s\n' "${INPUT_FAIL_ON:-}" | tr ',' '\n')
 if [ -n "${INPUT_MIN_RUNS:-}" ]; then args+=(--min-runs "$INPUT_MIN_RUNS"); fi
 if traceana_bool allow-empty "${INPUT_ALLOW_EMPTY:-false}"; then args+=(--allow-empty); fi
+if traceana_bool allow-empty-gate "${INPUT_ALLOW_EMPTY_GATE:-false}"; then
+    args+=(--allow-empty-gate)
+fi
+if traceana_bool allow-mismatch "${INPUT_ALLOW_MISMATCH:-false}"; then args+=(--allow-mismatch); fi
 
 out=$(traceana_out_dir)
 md=$out/traceana-diff.md

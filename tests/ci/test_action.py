@@ -147,8 +147,9 @@ def pr(tmp_path) -> Runner:
 
 def test_action_yml_is_a_composite_of_scripts():
     action = yaml.safe_load((ROOT / "action.yml").read_text())
-    assert {"base", "head", "fail-on", "min-runs", "allow-empty", "comment", "github-token",
-            "python", "install"} <= set(action["inputs"])
+    assert {"base", "head", "fail-on", "min-runs", "allow-empty", "allow-empty-gate",
+            "allow-mismatch", "comment", "github-token", "python", "install"} <= set(
+        action["inputs"])
     assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert {"verdict", "exit-code"} <= set(action["outputs"])
     for step in action["runs"]["steps"]:
@@ -250,6 +251,8 @@ def test_options_are_passed_only_when_set(pr, tmp_path):
     md, _ = argv(**{"fail-on": " a>1 ,b<2\nc>=3", "min-runs": "3", "allow-empty": "True"})
     assert md[7:] == ["--fail-on", "a>1", "--fail-on", "b<2", "--fail-on", "c>=3",
                       "--min-runs", "3", "--allow-empty"]
+    md, _ = argv(**{"fail-on": "a>1", "allow-empty-gate": "yes", "allow-mismatch": "1"})
+    assert md[7:] == ["--fail-on", "a>1", "--allow-empty-gate", "--allow-mismatch"]
     r = pr(base="a", head="b", **{"allow-empty": "maybe"})
     assert r.failed and r.step("diff").rc == 2
     assert "allow-empty: 'maybe' is neither true nor false" in r.log
