@@ -216,3 +216,21 @@ def _duration(ns: int) -> str:
     from trace_analyzer.numbers import duration
 
     return duration(ns)
+
+
+def test_a_saved_gaps_json_of_a_host_only_run_diffs_as_its_trace(profile_out, tmp_path):
+    base, head = profile_out / "naive", profile_out / "fused"
+    saved = tmp_path / "naive.json"
+    traceana("gaps", base, "--format", "json", "-o", saved)
+    (run,) = json.loads(traceana("diff", saved, head, "--format", "json"))["runs"]
+    (b,), (h,) = raw(base)["steps"].values(), raw(head)["steps"].values()
+    m = {r["metric"]: r for r in run["metrics"]}
+    assert run["host_only"] and run["base_source"] == "gaps JSON"
+    assert m["step_time_us"]["base"] == pytest.approx(b / 1000, abs=0.0021)
+    assert m["step_time_us"]["delta"] == pytest.approx((h - b) / 1000, abs=0.0041)
+    want = raw(base)["self_ns"]
+    assert m["self_cpu_us"]["base"] == pytest.approx(sum(want.values()) / 1000,
+                                                     abs=0.006 * sum(raw(base)["calls"].values()))
+    got = raw(head)["self_ns"]  # ops added and removed are known, as on the trace
+    assert {o["name"] for o in run["removed"]} == set(want) - set(got)
+    assert {o["name"] for o in run["added"]} == set(got) - set(want)

@@ -131,8 +131,9 @@ class Side:
 
     @property
     def op_inventory(self) -> bool:
-        """True when every run lists all its ops with calls and device time (no gaps JSON)."""
-        return all(s.source != GAPS_JSON for s in self.samples)
+        """True when every run lists all its ops with calls and device time: no gaps JSON, or
+        a gaps JSON of a host-only run (its host summary lists every op, calls, self CPU)."""
+        return all(s.source != GAPS_JSON or s.host_only for s in self.samples)
 
     @property
     def host_only(self) -> bool:
@@ -315,12 +316,53 @@ def _read_gaps_json(doc: dict[str, Any], check: _Checker) -> Saved:
             length = check.number(check.field(window, "duration_ns", where), f"{where}.window")
             steps.add(_step_of(str(window.get("origin")), check, where))
         metrics = summary_metrics(s, None if length is None else int(length))
-        samples.append(
-            Sample(str(run.get("root")), GAPS_JSON, metrics, _idle_ops(run, check, where))
-        )
+        table = _idle_ops(run, check, where)
+        host = run.get("host")
+        if host is not None:  # a run that records host activity (gaps' host summary)
+            check.that(isinstance(host, dict), f"{where}.host is not an object")
+            table = _host_metrics(host, metrics, table, check, f"{where}.host")
+            if not metrics["executions"] and length is not None:  # --step N: its span
+                metrics["window_us"] = us(length)
+        samples.append(Sample(str(run.get("root")), GAPS_JSON, metrics, table))
     check.that(len(steps) <= 1, "its runs were measured over different windows")
     step = steps.pop() if steps else None
     return Saved(tuple(samples), step, int(min_gap or 0))
+
+
+def _host_metrics(
+    host: Mapping[str, Any],
+    metrics: dict[str, float | None],
+    idle_ops: pl.DataFrame,
+    check: _Checker,
+    where: str,
+) -> pl.DataFrame:
+    """Set the host metrics of a gaps JSON run from its host summary, as ``sample_of`` measures
+    them on the trace: the mean of its steps' lengths and its ops' self CPU time (undefined
+    when 0). Return its ops: a host-only run's are the host summary's (calls, self CPU µs)."""
+    steps = check.field(host, "steps", where)
+    check.that(isinstance(steps, list), f"{where}.steps is not a list")
+    lengths = []
+    for j, st in enumerate(steps):
+        check.that(isinstance(st, dict), f"{where}.steps[{j}] is not an object")
+        ns = check.number(check.field(st, "duration_ns", f"{where}.steps[{j}]"),
+                          f"{where}.steps[{j}].duration_ns", null=False)  # fmt: skip
+        lengths.append(float(ns))  # type: ignore[arg-type]
+    metrics["step_time_us"] = us(sum(lengths) / len(lengths)) if lengths else None
+    self_cpu = check.number(host.get("self_cpu_us"), f"{where}.self_cpu_us")
+    metrics["self_cpu_us"] = round(self_cpu, 3) if self_cpu else None
+    if metrics["executions"]:
+        return idle_ops
+    rows = check.field(host, "ops", where)
+    check.that(isinstance(rows, list), f"{where}.ops is not a list")
+    out = []
+    for j, o in enumerate(rows):
+        here = f"{where}.ops[{j}]"
+        check.that(isinstance(o, dict) and isinstance(o.get("name"), str), f"{here} has no name")
+        calls = check.number(o.get("calls"), f"{here}.calls")
+        self_cpu = check.number(o.get("self_cpu_us"), f"{here}.self_cpu_us")
+        out.append({"name": o["name"], "calls": calls, "device_us": None, "idle_before_us": None,
+                    "self_cpu_us": self_cpu})  # fmt: skip
+    return pl.DataFrame(out, schema=OP_SCHEMA, strict=False)
 
 
 def _step_of(origin: str, check: _Checker, where: str) -> int | None:
