@@ -16,6 +16,7 @@ traceana's own output."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -234,3 +235,18 @@ def test_a_saved_gaps_json_of_a_host_only_run_diffs_as_its_trace(profile_out, tm
     got = raw(head)["self_ns"]  # ops added and removed are known, as on the trace
     assert {o["name"] for o in run["removed"]} == set(want) - set(got)
     assert {o["name"] for o in run["added"]} == set(got) - set(want)
+
+
+def test_the_report_of_a_host_only_run_leads_with_its_host_summary(profile_out, tmp_path):
+    run, page = profile_out / "naive", tmp_path / "naive.html"
+    traceana("report", run, "-o", page, "--no-images")
+    text = page.read_text(encoding="utf-8")
+    assert '<section id="summary"><h2>Summary: the host</h2>' in text
+    want = raw(run)
+    (step,) = want["steps"].values()
+    row = re.search(r'<tr data-key="host.step_time_ns">.*?data-sort="(\d+)"', text)
+    assert row and int(row[1]) == pytest.approx(step, abs=1)
+    table = text.split('id="host-ops"', 1)[1].split("</table>", 1)[0]
+    names = [html.unescape(n) for n in re.findall(r"<tr><td>(.*?)</td>", table)]
+    ranked = sorted(want["self_ns"].items(), key=lambda kv: (-kv[1], kv[0]))
+    assert names == [name for name, _ in ranked[:10]]

@@ -31,10 +31,10 @@ import jinja2
 import orjson
 from markupsafe import Markup
 
-from trace_analyzer.numbers import change, duration, from_us, instant
+from trace_analyzer.numbers import change, duration, from_us, instant, percent
 from trace_analyzer.render.safe import html_text
 
-__all__ = ["Markup", "change_us", "esc", "fill", "num"]
+__all__ = ["Markup", "change_us", "esc", "fill", "num", "pct"]
 
 SHARED = "trace_analyzer.render"  # the package of a template named without one
 
@@ -47,6 +47,12 @@ def num(v: object) -> str:
     if isinstance(v, bool):
         return str(v).lower()
     return f"{v:,}"
+
+
+def pct(v: float | None) -> str:
+    """Return a percentage ``v`` (already ×100) as the text outputs write it, without its
+    sign: at most two decimals (``numbers.percent``: ``5.05``), None as nothing."""
+    return "" if v is None else percent(v).removesuffix(" %")
 
 
 def change_us(us: float | None) -> str:
@@ -100,6 +106,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         num=num,
+        pct=pct,
         from_us=from_us,
         change_us=change_us,
         signed=signed,

@@ -34,6 +34,7 @@ from trace_analyzer.questions.report.sections import (
     gaps_section,
     header_section,
     histogram_section,
+    host_section,
     note_section,
     ops_section,
     summary_section,
@@ -150,7 +151,8 @@ def _sections(s: dict[str, Any], images: bool, notes: Mapping[str, str]) -> list
     run = s["gaps"]["runs"][0]
     drawn = {"histogram": plots.as_png(plots.histogram(s))} if images else {}
     diff = s["diff"]["runs"][0] if s.get("diff") else None
-    parts = [header_section(s, run, diff), *_warnings(s, run), summary_section(run)]
+    summary = host_section(run) if run.get("host") else summary_section(run)
+    parts = [header_section(s, run, diff), *_warnings(s, run), summary]
     parts.append(timeline_section(s))
     parts.append(histogram_section(drawn))
     if diff:

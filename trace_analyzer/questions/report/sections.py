@@ -145,6 +145,26 @@ def summary_section(run: dict[str, Any]) -> str:
     return fill(_template("summary.html"), origin=origin, tables=(rows[:split], rows[split:]))
 
 
+HOST_ROWS = [  # (key in the run, label, unit: ns and us durations, "" a count)
+    ("host.step_time_ns", "step time (median)", "ns"),
+    ("host.steps", "steps", ""),
+    ("host.span_ns", "host span", "ns"),
+    ("host.self_cpu_us", "ops' self CPU time", "us"),
+]
+HOST_TOP = 10  # ops shown by self CPU time
+
+
+def host_section(run: dict[str, Any]) -> str:
+    """Return the summary of a gaps ``run`` that records host activity only (its ``host``
+    object): its step time and steps, its span, and its first ``HOST_TOP`` ops by self CPU."""
+    host = run["host"]
+    rows = [
+        (key, label, unit, len(host["steps"]) if key == "host.steps" else _lookup(run, key))
+        for key, label, unit in HOST_ROWS
+    ]
+    return fill(_template("host.html"), host=host, rows=rows, top=HOST_TOP)
+
+
 def histogram_section(images: dict[str, bytes]) -> str:
     """Return the section of the gap histogram, ``images["histogram"]`` (PNG bytes; a note
     when it was not drawn, ``--no-images``)."""
