@@ -74,8 +74,9 @@ from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
 # Explorer export's args_json kept only when args are asked for; 14: steps from the host's
 # ProfilerStep annotations only; 15: Neuron ranks from Explorer's worker_gid, an export's
 # steps taken per process; 16: a stream wait's awaited stream and event record, two columns;
-# 17: a folder of traces recorded far apart kept as its parts, an entry each and one listing).
-FORMAT = 17
+# 17: a folder of traces recorded far apart kept as its parts, an entry each and one listing;
+# 18: each trace's world size, from its distributedInfo).
+FORMAT = 18
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 
@@ -373,6 +374,7 @@ def _read_result(r: dict[str, Any], sources: dict[str, Source]) -> ReadResult:
         schema_version=r["schema_version"],
         rank=r["rank"],
         rank_origin=r["rank_origin"],
+        world_size=r["world_size"],
         notes=r["notes"],
         warnings=r["warnings"],
         read=r["read"],
@@ -389,6 +391,7 @@ def reads_meta(reads: list[ReadResult]) -> list[dict[str, Any]]:
             "schema_version": r.schema_version,
             "rank": r.rank,
             "rank_origin": r.rank_origin,
+            "world_size": r.world_size,
             "notes": r.notes,
             "warnings": r.warnings,
             "read": r.read,

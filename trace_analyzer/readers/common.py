@@ -31,6 +31,7 @@ class ReadResult:
     schema_version: str | None = None
     rank: int | None = None
     rank_origin: str | None = None
+    world_size: int | None = None  # distributedInfo's world_size, where the trace has one
     notes: list[str] = field(default_factory=list)  # facts worth showing (clock, skipped records)
     warnings: list[str] = field(default_factory=list)  # things that may make results wrong
     read: bool = True  # False when the source was recognised and deliberately not read
@@ -120,6 +121,21 @@ def json_text(value: object) -> str | None:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     except (RecursionError, ValueError, TypeError):
         return None
+
+
+def distributed(result: ReadResult, meta: dict[str, Any]) -> None:
+    """Set the rank (and where it came from) and the world size of ``result`` from a trace's
+    ``distributedInfo`` (``meta``: the trace's top-level keys), its rank falling back to its
+    source's (a file or folder name, docs/distributed.md); every event carries the rank."""
+    info = meta.get("distributedInfo")
+    info = info if isinstance(info, dict) else {}
+    if (rank := as_i64(info.get("rank"))) is not None:
+        result.rank, result.rank_origin = rank, "distributedInfo"
+    else:
+        result.rank, result.rank_origin = result.source.rank, result.source.rank_origin
+    result.world_size = as_i64(info.get("world_size"))
+    if result.rank is not None:
+        result.events = result.events.with_columns(rank=pl.lit(result.rank, dtype=pl.Int64))
 
 
 def as_i64(value: object) -> int | None:

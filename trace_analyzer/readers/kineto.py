@@ -21,6 +21,7 @@ from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
     assign_steps,
+    distributed,
     finish,
     json_text,
 )
@@ -159,9 +160,7 @@ def _result(
         df = _set_flows(df, binding, result)
         df = assign_steps(conform(df))
     result.events = df
-    result.rank, result.rank_origin = _rank(meta, src)
-    if result.rank is not None:
-        result.events = df.with_columns(rank=pl.lit(result.rank, dtype=pl.Int64))
+    distributed(result, meta)
     if skipped:
         detail = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
         result.notes.append(f"not events: {detail}")
@@ -465,12 +464,6 @@ def _set_flows(df: pl.DataFrame, binding: Binding | None, result: ReadResult) ->
         result.notes.append(f"{unbound} flow endpoints matched no event")
     return df.with_columns(flow_ids=ids)
 
-
-def _rank(meta: dict[str, Any], src: Source) -> tuple[int | None, str | None]:
-    info = meta.get("distributedInfo")
-    if isinstance(info, dict) and as_i64(info.get("rank")) is not None:
-        return as_i64(info.get("rank")), "distributedInfo"
-    return src.rank, src.rank_origin
 
 
 FORMAT = Format(

@@ -25,7 +25,7 @@ from trace_analyzer.inputs.archive import cap_for
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.model.schema import EVENTS_SCHEMA, Text, conform
 from trace_analyzer.readers import kineto
-from trace_analyzer.readers.common import ReadResult, as_i64, assign_steps
+from trace_analyzer.readers.common import ReadResult, assign_steps, distributed
 from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.perfetto_decode import Decoder
 from trace_analyzer.readers.perfetto_slices import COLUMNS, Lanes, aligned, pair, rows
@@ -84,9 +84,7 @@ def _result(src: Source, dec: Decoder, keep_args: bool) -> ReadResult:
     else:
         df = conform(df.with_columns(file=pl.lit(str(src.path))))
     result.events = df
-    result.rank, result.rank_origin = _rank(dec.metadata, src)
-    if result.rank is not None:
-        result.events = df.with_columns(rank=pl.lit(result.rank, dtype=pl.Int64))
+    distributed(result, dec.metadata)
     result.notes.extend(_notes(dec, inferred))
     return result
 
@@ -110,12 +108,6 @@ def _label(df: pl.DataFrame, meta: dict[str, Any], src: Source) -> pl.DataFrame:
     )
     return assign_steps(conform(df))
 
-
-def _rank(meta: dict[str, Any], src: Source) -> tuple[int | None, str | None]:
-    info = meta.get("distributedInfo")
-    if isinstance(info, dict) and as_i64(info.get("rank")) is not None:
-        return as_i64(info.get("rank")), "distributedInfo"
-    return src.rank, src.rank_origin
 
 
 def _notes(dec: Decoder, inferred: int) -> list[str]:

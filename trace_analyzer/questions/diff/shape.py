@@ -2,8 +2,9 @@
 the same kind of run (docs/diff.md, "Sides that differ").
 
 A run's **shape**: its **platform** (what ran on the hardware: Neuron, CUDA, ROCm, MTIA),
-its **ranks** (the rank numbers its processes carry), its **devices** (how many ran work) and
-its **steps** (how many ProfilerStep#N it recorded). Rank 3 of an 8-rank run against rank 1
+its **ranks** (the rank numbers its processes carry), its **world size** (the ranks of the job
+it was part of, as its traces' ``distributedInfo`` says), its **devices** (how many ran work)
+and its **steps** (how many ProfilerStep#N it recorded). Rank 3 of an 8-rank run against rank 1
 of a 2-rank run, a GPU trace against a Neuron one, one step against ten: the figures of such
 sides differ for reasons that are no change of the code, and a gate on them would judge the
 wrong thing. A side's value is the set of its runs' values; a side whose runs have no shape
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.questions.gaps.analysis import GapsResult
 
-KEYS = ("platform", "ranks", "devices", "steps")
+KEYS = ("platform", "ranks", "world_size", "devices", "steps")
 PLATFORMS = {"neuron_hw": "Neuron", "cuda": "CUDA", "rocm": "ROCm", "mtia": "MTIA"}
 STEP = r"^ProfilerStep#\d+$"
 
@@ -42,16 +43,19 @@ def _spans(numbers: Sequence[int]) -> str:
 def shape_of(profile: Profile, g: GapsResult) -> dict[str, str]:
     """Return the shape of one run (module doc), each value as words: ``platform`` (the
     platforms of its hardware events, ``none`` without), ``ranks`` (``none`` without rank
-    numbers), ``devices`` (the devices that ran work) and ``steps`` (ProfilerStep#N)."""
+    numbers), ``world_size`` (``none`` where no trace says), ``devices`` (the devices that ran
+    work) and ``steps`` (ProfilerStep#N)."""
     ev = profile.events
     hardware = ev.filter(pl.col("lane_kind").cast(pl.String) == "hardware")
     sources = hardware["source"].cast(pl.String).unique().to_list()
     platform = ", ".join(sorted({PLATFORMS.get(s, s) for s in sources if s})) or "none"
     ranks = [int(r) for r in ev["rank"].drop_nulls().unique().to_list()]
     steps = ev.filter(text("name").str.contains(STEP))["name"].n_unique()
+    worlds = sorted({r.world_size for r in profile.reads if r.world_size is not None})
     return {
         "platform": platform,
         "ranks": _spans(ranks) or "none",
+        "world_size": ", ".join(map(str, worlds)) or "none",
         "devices": str(g.devices.height),
         "steps": str(steps),
     }
@@ -88,5 +92,5 @@ def mismatch(
             continue
         b, h = _values(base, key), _values(head, key)
         if b not in unknown and h not in unknown and b != h:
-            out.append(f"{key} (base {b}, head {h})")
+            out.append(f"{key.replace('_', ' ')} (base {b}, head {h})")
     return ", ".join(out) or None
