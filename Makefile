@@ -27,8 +27,8 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt requirements-c
 venv: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	@echo '$(DEMO) is a synthetic profile (fixtures/make_fixtures.py); capture your own: README.md' >&2
 	$(BIN)/traceana gaps $(DEMO)
+	@echo '($(DEMO) is a synthetic profile, made by fixtures/make_fixtures.py; to capture your own: README.md)' >&2
 
 # ruff (lint and format) and mypy over the package, as configured in pyproject.toml.
 lint: $(VENV)/.installed-test
