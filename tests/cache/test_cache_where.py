@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import X, kineto, write_trace
+
+from trace_analyzer.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -75,25 +78,38 @@ def writable_after(tmp_path):
         os.chmod(here, 0o755)
 
 
-def test_every_command_leaves_the_fixtures_and_the_corpus_as_they_were(tmp_path, writable_after):
+RUNS = {"rmsnorm_naive": FIXTURES / "rmsnorm_naive", "rmsnorm_fused": FIXTURES / "rmsnorm_fused",
+        **CORPUS}
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_every_command_leaves_the_fixtures_and_the_corpus_as_they_were(
+    name, tmp_path, writable_after, monkeypatch
+):
+    """Every command, in-process with the user's environment (no TRACEANA_ variable, the
+    user's cache directory at ``xdg``), on read-only copies: nothing written inside them."""
+    if not RUNS[name].is_dir():
+        pytest.skip(f"{RUNS[name]} is absent (the shared corpus)")
     xdg, out, cwd = tmp_path / "xdg", tmp_path / "out", tmp_path / "cwd"
     out.mkdir()
     cwd.mkdir()
     profiles = tmp_path / "profiles"
-    runs = {name: read_only_copy(FIXTURES / name, profiles / name)
-            for name in ("rmsnorm_naive", "rmsnorm_fused")}  # fmt: skip
-    runs |= {k: read_only_copy(v, profiles / k) for k, v in CORPUS.items() if v.is_dir()}
+    other_name = "rmsnorm_fused" if name != "rmsnorm_fused" else "rmsnorm_naive"
+    run = read_only_copy(RUNS[name], profiles / name)
+    other = read_only_copy(RUNS[other_name], profiles / other_name)
+    for key in [k for k in os.environ if k.startswith("TRACEANA_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    monkeypatch.chdir(cwd)
     before = snapshot(profiles)
-    for name, run in runs.items():
-        other = runs["rmsnorm_fused" if name != "rmsnorm_fused" else "rmsnorm_naive"]
-        for argv in commands(run, other, out):
-            for f in out.iterdir():  # each command writes its output anew
-                shutil.rmtree(f) if f.is_dir() else f.unlink()
-            done = traceana(*argv, xdg=xdg, cwd=cwd)
-            # engines on a run without a device export, diff of unlike runs: refused, not a crash
-            assert done.returncode in (0, 1, 2), (argv, done.stderr)
-            assert "Traceback" not in done.stderr and "internal error" not in done.stderr, argv
-            assert snapshot(profiles) == before, argv
+    for argv in commands(run, other, out):
+        for f in out.iterdir():  # each command writes its output anew
+            shutil.rmtree(f) if f.is_dir() else f.unlink()
+        done = CliRunner().invoke(cli, [str(a) for a in argv])
+        # engines on a run without a device export, diff of unlike runs: refused, not a crash
+        assert done.exit_code in (0, 1, 2), (argv, done.stderr, done.exception)
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, argv
+        assert snapshot(profiles) == before, argv
     assert list(cwd.iterdir()) == []
     # what was cached went to the user's cache directory, marked as a cache folder
     cache = xdg / "traceana"
