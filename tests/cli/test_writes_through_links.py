@@ -1,9 +1,9 @@
-"""Nothing the user gave is lost through a link, a mount or a full disk (issue 37), as real
-processes: every command that writes a file, its -o given as a hard link, a symbolic link or a
-bind-mounted path to each input, is refused with one line (exit 2) and the input is left as
-it was, byte for byte; on a full disk (a real 2 MiB tmpfs) over an existing output, one line,
-exit 2 and the old output intact; a report's plot beside it that is a link replaces the link,
-never the file it names."""
+"""Nothing the user gave is lost through a link, a mount or a full disk (issue 37): every
+command that writes a file, its -o given as a hard link, a symbolic link or a bind-mounted
+path to each input, is refused with one line (exit 2) and the input is left as it was, byte
+for byte (in-process); on a full disk (a real 2 MiB tmpfs) over an existing output, as a real
+process, one line, exit 2 and the old output intact; a report's plot beside it that is a link
+replaces the link, never the file it names."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import fill, run_process
+from conftest import fill, run_cli, run_process
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -76,7 +76,7 @@ def test_an_output_that_is_an_input_under_another_name_is_refused(run, tmp_path,
         out = mounted / file.relative_to(root)
     try:
         argv = [a.format(root=root) for a in args]
-        line = one_line(*run_process(*argv, "-o", out, "--no-cache"))
+        line = one_line(*run_cli(*argv, "-o", out, "--no-cache"))  # in-process: the same check
         if out.suffix == suffix:  # (else the name is refused first, for its extension)
             assert "is an input of this command" in line or "is the input itself" in line, line
         assert file.read_bytes() == before
