@@ -465,7 +465,6 @@ def _set_flows(df: pl.DataFrame, binding: Binding | None, result: ReadResult) ->
     return df.with_columns(flow_ids=ids)
 
 
-
 FORMAT = Format(
     "kineto-json",
     "PyTorch profiler (Kineto) Chrome trace",

@@ -109,7 +109,6 @@ def _label(df: pl.DataFrame, meta: dict[str, Any], src: Source) -> pl.DataFrame:
     return assign_steps(conform(df))
 
 
-
 def _notes(dec: Decoder, inferred: int) -> list[str]:
     """Return the notes of a read: what was not events, the categories inferred."""
     notes = []
