@@ -5,7 +5,8 @@ The CLI maps flags and environment variables to the library's arguments (``Loadi
 requested threshold failed, 2 bad usage or unusable input (and out of memory, and an output
 that cannot be written), 130 interrupted (Ctrl-C), 141 the reader of standard output went away
 (``| head``: quietly, as a program killed by SIGPIPE). Option names mean one thing in every
-command (``--top N``: how many rows; docs/output.md).
+command (``--top N``: how many rows the text and Markdown reports show; docs/output.md,
+"Conventions").
 """
 
 from __future__ import annotations
@@ -95,21 +96,44 @@ def refuse_inputs(path: Path) -> None:
         )
 
 
-MARKDOWN_TOP = 10  # rows of an ops or chain Markdown report without --top
+TOP = 10  # rows of a text or Markdown report without --top (View's default)
 
 
 def top_option(what: str) -> Callable[[F], F]:
-    """--top N (its old name --limit still taken) of ops and chain: only the first N rows, in
-    every format; without it every row, the Markdown report showing the first 10."""
+    """--top N, one meaning in every command (docs/output.md, "Conventions"): how many
+    ``what`` the text and Markdown reports show, default ``TOP``; JSON and CSV have every
+    row."""
     return click.option(
         "--top",
+        type=ROWS,
+        default=TOP,
+        show_default=True,
+        metavar="N",
+        help=f"How many {what} the text and Markdown reports show (JSON and CSV have them all).",
+    )
+
+
+def limit_option(what: str) -> Callable[[F], F]:
+    """--limit N of ops and chain: only the first N rows, in every format (JSON and CSV
+    too); without it every row."""
+    return click.option(
         "--limit",
-        "top",
         type=ROWS,
         metavar="N",
-        help=f"Only the first N {what} (every format; without it all of them, Markdown "
-        f"showing the first {MARKDOWN_TOP}).",
+        help=f"Only the first N {what}, in every format (default: all; the text and Markdown "
+        "reports show them all unless --top asks for fewer).",
     )
+
+
+def rows_shown(top: int, limit: int | None) -> int:
+    """The rows a text or Markdown report shows: ``top``, but the ``limit`` rows a --limit
+    kept when --top is left at its default (``--limit 25`` shows 25)."""
+    ctx = click.get_current_context(silent=True)
+    given = ctx is not None and ctx.get_parameter_source("top") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    )
+    return top if given or limit is None else limit
 
 
 def output_file(help_text: str) -> Callable[[F], F]:

@@ -28,7 +28,6 @@ from trace_analyzer._version import __version__
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
     PATH,
-    ROWS,
     Loading,
     cli,
     emit,
@@ -37,6 +36,7 @@ from trace_analyzer.cli.common import (
     load_options,
     output_file,
     run_options,
+    top_option,
     writing,
 )
 from trace_analyzer.cli.loading import file_identity
@@ -195,13 +195,7 @@ def side_options(fn: F) -> F:
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("head", type=click.Path(path_type=Path))
 @side_options
-@click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many changed ops the text reports show.",
-)
+@top_option("changed ops")
 @click.option(
     "--fail-on",
     "fail_on",

@@ -10,13 +10,13 @@ import click
 
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
-    ROWS,
     check_output,
     cli,
     emit,
     exit_on_failures,
     handle_errors,
     output_options,
+    top_option,
 )
 from trace_analyzer.errors import UsageError
 
@@ -32,14 +32,7 @@ CAPTURE = (
 
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many opcodes, HLO ops and NKI source lines per NEFF and core (and HLO ops on "
-    "the roofline).",
-)
+@top_option("opcodes, HLO ops and NKI source lines per NEFF and core (and HLO ops on the roofline)")
 @click.option(
     "--neff",
     metavar="GLOB",
@@ -107,7 +100,7 @@ def engines(
         return
     if fail_on:
         raise UsageError("--fail-on needs --base (the profile to compare with)")
-    result = engines_of(loaded(path), top=top, neff=neff)
+    result = engines_of(loaded(path), neff=neff)  # every row: the text shows --top
     emit(RunResults(str(path), (result,)), fmt, output, View(top=top))
 
 
@@ -142,7 +135,7 @@ def compare(
 
     conditions = [parse_condition(c, ENGINES_DIFF_METRICS) for c in fail_on]
     runs = [loaded(p) for p in (base, head)]
-    sides = [engines_of(r, top=top, neff=neff) for r in runs]
+    sides = [engines_of(r, neff=neff) for r in runs]
     keys = [neff_keys(r, ops_beside(p)) for r, p in zip(runs, (base, head), strict=True)]
     compared = engines_diff(sides[0], sides[1], match(keys[0], keys[1]))
     result = gate(compared, conditions, allow_empty=allow_empty_gate)

@@ -172,8 +172,13 @@ def dma_rows(dma: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return per.join(busy, on=keys, how="left")
 
 
-def tops(work: pl.DataFrame, top: int) -> pl.DataFrame:
-    """Return per NEFF and core the ``top`` opcodes (with their engine), HLO ops and NKI
+def first(top: int | None, frame: pl.DataFrame) -> int:
+    """The rows a ``head`` of each group of ``frame`` keeps for ``top``: all for None."""
+    return max(frame.height, 1) if top is None else top
+
+
+def tops(work: pl.DataFrame, top: int | None) -> pl.DataFrame:
+    """Return per NEFF and core the ``top`` (None: all) opcodes (with their engine), HLO ops and NKI
     source locations by summed instruction time: ``kind``, ``engine``, ``name``, ``count``,
     ``ns`` (nulls left out)."""
     out = []
@@ -185,7 +190,7 @@ def tops(work: pl.DataFrame, top: int) -> pl.DataFrame:
             .agg(count=pl.len().cast(pl.Int64), ns=pl.col("duration_ns").sum())
             .sort("ns", col, descending=[True, False])
             .group_by(CORE, maintain_order=True)
-            .head(top)
+            .head(first(top, work))
             .select(
                 *CORE,
                 kind=pl.lit(kind),
