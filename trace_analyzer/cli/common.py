@@ -67,6 +67,29 @@ class Rows(click.IntRange):
 
 ROWS = Rows()
 
+
+class Words(click.Choice):  # type: ignore[type-arg]
+    """The words of a ``--by`` (docs/output.md, "Conventions": one word per concept in every
+    command); a word renamed (``old``: old word -> new) is still taken as the new one, with
+    a note on stderr naming it. --help lists the new words only."""
+
+    def __init__(self, words: tuple[str, ...], old: dict[str, str] | None = None) -> None:
+        super().__init__(list(words))
+        self.old = dict(old or {})
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.old:
+            flag = param.opts[0] if param is not None and param.opts else "--by"
+            new = self.old[value]
+            click.echo(
+                f"traceana: note: {flag} {value} is now {flag} {new}, the same grouping "
+                '(docs/output.md, "Conventions")',
+                err=True,
+            )
+            value = new
+        return super().convert(value, param, ctx)
+
+
 # The parameters of a command that name what it writes, not what it reads.
 WRITTEN = ("output", "plot_path", "cache_dir")
 
