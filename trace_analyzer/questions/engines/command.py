@@ -10,12 +10,11 @@ import click
 
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
-    check_output,
+    Loading,
     cli,
     emit,
     exit_on_failures,
-    handle_errors,
-    output_options,
+    run_command,
     top_option,
 )
 from trace_analyzer.errors import UsageError
@@ -31,7 +30,6 @@ CAPTURE = (
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
 @top_option("opcodes, HLO ops and NKI source lines per NEFF and core (and HLO ops on the roofline)")
 @click.option(
     "--neff",
@@ -53,8 +51,7 @@ CAPTURE = (
     help="With --base: exit 1 when EXPR holds or cannot be measured, e.g. 'window_pct_delta>5'.",
 )
 @ALLOW_EMPTY_GATE
-@output_options
-@handle_errors
+@run_command
 def engines(
     path: Path,
     top: int,
@@ -64,6 +61,7 @@ def engines(
     allow_empty_gate: bool,
     fmt: str | None,
     output: Path | None,
+    loading: Loading,
 ) -> None:
     """Per NEFF and physical core: each engine's busy time, DMA, MFU/HFU/MBU and roofline.
 
@@ -85,6 +83,12 @@ def engines(
     with a NEFF unmatched, the whole profiles). Exit 1 after printing when one holds or its
     metric is undefined; a gate that compared nothing is exit 2 unless --allow-empty-gate.
 
+    The loading options are every run command's (docs/output.md, "Conventions"): --run NAME
+    the exports below PATH/NAME, --rank the profiles of those ranks' processes (the system
+    profile beside them gives the ranks), --max-bytes the cap on a .json.gz export and each
+    Parquet table; the cache options reach the system profile beside the exports (ranks, the
+    ops that launched each NEFF), and --strict has nothing to drop in an export.
+
     \b
     Example:
         traceana engines ./device_export --top 5 --format markdown
@@ -94,28 +98,28 @@ def engines(
     from trace_analyzer.questions.engines.analysis import engines as engines_of
     from trace_analyzer.render.view import View
 
-    check_output(fmt, output)
     if base is not None:
-        compare(base, path, top, neff, fail_on, allow_empty_gate, fmt, output)
+        compare(loading, base, path, top, neff, fail_on, allow_empty_gate, fmt, output)
         return
     if fail_on:
         raise UsageError("--fail-on needs --base (the profile to compare with)")
-    result = engines_of(loaded(path), neff=neff)  # every row: the text shows --top
+    result = engines_of(loaded(loading, path), neff=neff)  # every row: the text shows --top
     emit(RunResults(str(path), (result,)), fmt, output, View(top=top))
 
 
-def loaded(path: Path) -> DeviceRun:
-    """The device profiles under ``path`` (exit 2 saying what to do when it holds none)."""
+def loaded(loading: Loading, path: Path) -> DeviceRun:
+    """The device profiles under ``path``, as ``loading`` reads them (exit 2 saying what to do
+    when it holds none)."""
     from trace_analyzer.errors import InputError
-    from trace_analyzer.readers.device_profile import load_device
 
-    run = load_device(path)
+    run = loading.device(path)
     if not run.profiles:
         raise InputError(path, nothing_found(run))
     return run
 
 
 def compare(
+    loading: Loading,
     base: Path,
     head: Path,
     top: int,
@@ -134,9 +138,10 @@ def compare(
     from trace_analyzer.units import parse_condition
 
     conditions = [parse_condition(c, ENGINES_DIFF_METRICS) for c in fail_on]
-    runs = [loaded(p) for p in (base, head)]
+    runs = [loaded(loading, p) for p in (base, head)]
     sides = [engines_of(r, neff=neff) for r in runs]
-    keys = [neff_keys(r, ops_beside(p)) for r, p in zip(runs, (base, head), strict=True)]
+    ops = [ops_beside(r.root, loading.beside(r.root)) for r in runs]
+    keys = [neff_keys(r, o) for r, o in zip(runs, ops, strict=True)]
     compared = engines_diff(sides[0], sides[1], match(keys[0], keys[1]))
     result = gate(compared, conditions, allow_empty=allow_empty_gate)
     emit(RunResults(str(head), (result,), header={"base": str(base)}), fmt, output, View(top=top))

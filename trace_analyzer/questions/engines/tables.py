@@ -188,7 +188,7 @@ def tops(work: pl.DataFrame, top: int | None) -> pl.DataFrame:
             work.filter(pl.col(col).is_not_null())
             .group_by(*CORE, *engine, col)
             .agg(count=pl.len().cast(pl.Int64), ns=pl.col("duration_ns").sum())
-            .sort("ns", col, descending=[True, False])
+            .sort("ns", col, *engine, descending=[True, False, *[False] * len(engine)])
             .group_by(CORE, maintain_order=True)
             .head(first(top, work))
             .select(
@@ -201,6 +201,6 @@ def tops(work: pl.DataFrame, top: int | None) -> pl.DataFrame:
             )
         )
         out.append(rows)
-    return pl.concat(out).sort(
-        *CORE, "kind", "ns", "name", descending=[False, False, False, True, False]
+    return pl.concat(out).sort(  # an opcode on two engines in as long: by engine
+        *CORE, "kind", "ns", "name", "engine", descending=[False, False, False, True, False, False]
     )
