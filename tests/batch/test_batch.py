@@ -378,14 +378,21 @@ def test_trend_table_by_variant(batched):
     assert text.splitlines()[0].startswith("group,time,run_id,idle_pct,device_time_ms")
 
 
-def test_trend_by_path_glob_and_plot(batched, tmp_path):
+def test_trend_by_glob_and_plot(batched, tmp_path):
     out = batched[0]
-    code, text, err = run_cli("trend", out, "--by", "path-glob", "--glob", "*.tar.gz!*",
-                              "--glob", "*.zip!*", "--format", "json")
+    globs = ("--glob", "*.tar.gz!*", "--glob", "*.zip!*", "--format", "json")
+    code, text, err = run_cli("trend", out, "--by", "glob", *globs)
     assert code == 0, err
     groups = {g["group"]: g["runs"] for g in json.loads(text)["runs"][0]["groups"]}
     assert groups == {"*.tar.gz!*": 6, "*.zip!*": 6, "(other)": 12}
-    code, _, err = run_cli("trend", out, "--by", "path-glob")
+    assert json.loads(text)["by"] == "glob"
+    # path-glob, its old word (issue 39): the same output, and a note on stderr naming glob
+    code, old, err = run_cli("trend", out, "--by", "path-glob", *globs)
+    assert code == 0 and old == text
+    assert err.splitlines() == [
+        'traceana: note: --by path-glob is now --by glob, the same grouping (docs/output.md, '
+        '"Conventions")']
+    code, _, err = run_cli("trend", out, "--by", "glob")
     assert code == 2 and "--glob" in err
     pytest.importorskip("matplotlib")
     code, _, err = run_cli("trend", out, "-o", tmp_path / "trend.png")

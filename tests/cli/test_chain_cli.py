@@ -442,16 +442,35 @@ def test_graph_on_several_runs_is_exit_2_with_one_line(tmp_path):
     assert not out.exists()
 
 
-# --- --top N: one name for "how many rows" in every command (its old name --limit still works)
+# --- --top N: the rows the text and Markdown reports show, in every command (default 10; JSON
+# and CSV have them all); --limit N, of ops and chain: the first N rows in every format
 
 
 @pytest.mark.parametrize("command", ["chain", "ops"])
-def test_top_and_its_old_name_limit_are_one_option(command):
-    top = cli_json(command, NAIVE, "--top", "2")["runs"][0]["rows"]
-    assert len(top) == 2
-    assert cli_json(command, NAIVE, "--limit", "2")["runs"][0]["rows"] == top
+def test_top_cuts_the_text_and_limit_every_format(command):
+    every = cli_json(command, NAIVE)["runs"][0]["rows"]
+    assert len(every) > 2
+    assert cli_json(command, NAIVE, "--top", "2")["runs"][0]["rows"] == every  # all in JSON
+    assert cli_json(command, NAIVE, "--limit", "2")["runs"][0]["rows"] == every[:2]
     help_text = run_cli(command, "--help")[1]
-    assert "--top, --limit N" in help_text
+    assert "--top N" in help_text and "--limit N" in help_text
+    assert "--top, --limit" not in help_text  # two options now, not one with two names
+
+
+def table_rows(text: str) -> list[str]:
+    """The rows of the one table of a chain or ops report, in a terminal or in Markdown."""
+    return [ln for ln in text.splitlines() if ln.startswith("| aten")]
+
+
+def test_the_text_shows_ten_rows_by_default_and_what_limit_kept():
+    lnc2 = FIXTURES / "rmsnorm_naive_lnc2"  # 12 executions
+    code, out, err = run_cli("chain", lnc2, "--no-cache")
+    assert code == 0, err
+    assert len(table_rows(out)) == 10 and "and 2 more executions" in out
+    code, out, err = run_cli("chain", lnc2, "--limit", "12", "--no-cache")
+    assert len(table_rows(out)) == 12 and "more executions" not in out  # --limit's N shown
+    code, out, err = run_cli("chain", lnc2, "--limit", "12", "--top", "3", "--no-cache")
+    assert len(table_rows(out)) == 3 and "and 9 more executions" in out
 
 
 def test_chain_markdown_shows_the_top_rows_and_counts_the_rest():
@@ -460,4 +479,4 @@ def test_chain_markdown_shows_the_top_rows_and_counts_the_rest():
     assert len(pipe_table(out)) == 6 and "more executions" not in out
     code, out, err = run_cli("ops", NAIVE, "--format", "markdown", "--top", "3")
     assert code == 0, err
-    assert len(pipe_table(out)) == 3 and "more ops" not in out  # the result has 3 rows
+    assert len(pipe_table(out)) == 3 and "and 1 more ops" in out  # the result has them all

@@ -5,7 +5,6 @@ and the one-line errors when a path holds no export."""
 from __future__ import annotations
 
 import json
-import sys
 import types
 from pathlib import Path
 
@@ -57,11 +56,12 @@ def example() -> DeviceProfile:
 
 @pytest.fixture
 def reader(monkeypatch):
-    """A stand-in ``readers.device_profile`` whose ``load_device`` returns ``reader.run``."""
-    fake = types.ModuleType("trace_analyzer.readers.device_profile")
-    fake.run = DeviceRun(Path("/x"), [example()], [PAIR])  # type: ignore[attr-defined]
-    fake.load_device = lambda path: fake.run  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trace_analyzer.readers.device_profile", fake)
+    """``readers.device_profile`` with a stand-in ``load_device`` that returns ``reader.run``
+    (the module itself kept: the command's loading imports the other readers, which use it)."""
+    from trace_analyzer.readers import device_profile
+
+    fake = types.SimpleNamespace(run=DeviceRun(Path("/x"), [example()], [PAIR]))
+    monkeypatch.setattr(device_profile, "load_device", lambda path, **kw: fake.run)
     return fake
 
 

@@ -22,7 +22,7 @@ def first_neff() -> str:
 
 def test_a_window_gate_fails_naming_the_neff(tmp_path):
     head = slowed_export(tmp_path)
-    code, out, err = run_cli("engines", head, "--base", BASE, "--fail-on", "window_pct_delta>5")
+    code, out, err = run_cli("diff", BASE, head, "--engines", "--fail-on", "window_pct_delta>5")
     assert code == 1, err
     assert "window_pct_delta" in out and first_neff() in out  # the report says it too
     (line,) = err.strip().splitlines()
@@ -33,13 +33,13 @@ def test_a_window_gate_fails_naming_the_neff(tmp_path):
 def test_against_itself_no_gate_fails():
     gates = ["--fail-on", "window_pct_delta>0", "--fail-on", "mfu_pct_delta!=0",
              "--fail-on", "tensor_active_pct_delta>0"]  # fmt: skip
-    code, out, err = run_cli("engines", BASE, "--base", BASE, *gates, "--format", "markdown")
+    code, out, err = run_cli("diff", BASE, BASE, "--engines", *gates, "--format", "markdown")
     assert code == 0, err
     assert "FAILED" not in out and "NEFFs matched" in out
 
 
 def test_a_bad_condition_is_one_line_exit_2():
-    line = one_line_error(*run_cli("engines", BASE, "--base", BASE, "--fail-on", "nonsense>1"))
+    line = one_line_error(*run_cli("diff", BASE, BASE, "--engines", "--fail-on", "nonsense>1"))
     assert "unknown metric 'nonsense'" in line and "window_pct_delta" in line
 
 
@@ -50,7 +50,7 @@ def test_fail_on_needs_base():
 
 def test_json_and_csv_show_the_comparison(tmp_path):
     head = slowed_export(tmp_path)
-    code, out, _ = run_cli("engines", head, "--base", BASE, "--format", "json")
+    code, out, _ = run_cli("diff", BASE, head, "--engines", "--format", "json")
     assert code == 0
     doc = json.loads(out)
     assert doc["base"] == BASE and doc["path"] == str(head)
@@ -58,7 +58,7 @@ def test_json_and_csv_show_the_comparison(tmp_path):
     assert {n["status"] for n in run["neffs"]} == {"common"}
     tensor = [e for e in run["engines"] if e["engine"] == "tensor"]
     assert tensor and all(e["instruction_ns_head"] == 2 * e["instruction_ns_base"] for e in tensor)
-    code, out, _ = run_cli("engines", head, "--base", BASE, "--format", "csv")
+    code, out, _ = run_cli("diff", BASE, head, "--engines", "--format", "csv")
     assert code == 0
     rows = out.strip().splitlines()
     assert rows[0].startswith("neff,status,window_ns_base,window_ns_head")
@@ -78,7 +78,7 @@ def test_one_neff_each_is_matched_by_position():
 
     (b_name, b), (h_name, h) = window(fused), window(compiled)
     assert b_name != h_name
-    code, out, err = run_cli("engines", str(compiled), "--base", str(fused),
+    code, out, err = run_cli("diff", str(fused), str(compiled), "--engines",
                              "--fail-on", "window_pct_delta>5")  # fmt: skip
     assert code == 0 if 100 * (h - b) / b <= 5 else 1, err
     assert f"position: {b_name}" in out and "NEFFs added in head" not in out

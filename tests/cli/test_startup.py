@@ -124,8 +124,9 @@ def test_the_declared_choices_are_the_library_s():
     # imports nothing heavy): each must be what the library offers
     from trace_analyzer.cli import common
     from trace_analyzer.questions.trend import command as trend_command
-    from trace_analyzer.questions.trend.analysis import GROUPINGS
+    from trace_analyzer.questions.trend.analysis import GROUPINGS, OLD_GROUPINGS
     from trace_analyzer.render import RENDERERS
 
     assert common.FORMATS == tuple(RENDERERS)
     assert trend_command.GROUPINGS == GROUPINGS
+    assert trend_command.OLD_GROUPINGS == OLD_GROUPINGS

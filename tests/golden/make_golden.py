@@ -106,6 +106,8 @@ def cases() -> list[tuple[str, list[str]]]:
         ("report.base.md", ["report", head, "--base", base, "-o", "{OUT}/report.md", *nc]),
         ("report.html", ["report", head, "--base", base, "-o", "{OUT}/report.html", *nc]),
         ("engines.diff", ["engines", FIXTURES[2], "--base", head, "--format", "markdown"]),
+        # the one spelling of that comparison (issue 39): the same stdout, no note
+        ("diff.engines", ["diff", head, FIXTURES[2], "--engines", "--format", "markdown"]),
         ("fixtures.info", ["info", "fixtures", *nc]),
         ("fixtures.gaps.json", ["gaps", "fixtures", "--format", "json", *nc]),
         ("fixtures.gaps.csv", ["gaps", "fixtures", "--format", "csv", *nc]),

@@ -5,7 +5,8 @@ The CLI maps flags and environment variables to the library's arguments (``Loadi
 requested threshold failed, 2 bad usage or unusable input (and out of memory, and an output
 that cannot be written), 130 interrupted (Ctrl-C), 141 the reader of standard output went away
 (``| head``: quietly, as a program killed by SIGPIPE). Option names mean one thing in every
-command (``--top N``: how many rows; docs/output.md).
+command (``--top N``: how many rows the text and Markdown reports show; docs/output.md,
+"Conventions").
 """
 
 from __future__ import annotations
@@ -66,6 +67,29 @@ class Rows(click.IntRange):
 
 ROWS = Rows()
 
+
+class Words(click.Choice):  # type: ignore[type-arg]
+    """The words of a ``--by`` (docs/output.md, "Conventions": one word per concept in every
+    command); a word renamed (``old``: old word -> new) is still taken as the new one, with
+    a note on stderr naming it. --help lists the new words only."""
+
+    def __init__(self, words: tuple[str, ...], old: dict[str, str] | None = None) -> None:
+        super().__init__(list(words))
+        self.old = dict(old or {})
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in self.old:
+            flag = param.opts[0] if param is not None and param.opts else "--by"
+            new = self.old[value]
+            click.echo(
+                f"traceana: note: {flag} {value} is now {flag} {new}, the same grouping "
+                '(docs/output.md, "Conventions")',
+                err=True,
+            )
+            value = new
+        return super().convert(value, param, ctx)
+
+
 # The parameters of a command that name what it writes, not what it reads.
 WRITTEN = ("output", "plot_path", "cache_dir")
 
@@ -95,21 +119,44 @@ def refuse_inputs(path: Path) -> None:
         )
 
 
-MARKDOWN_TOP = 10  # rows of an ops or chain Markdown report without --top
+TOP = 10  # rows of a text or Markdown report without --top (View's default)
 
 
 def top_option(what: str) -> Callable[[F], F]:
-    """--top N (its old name --limit still taken) of ops and chain: only the first N rows, in
-    every format; without it every row, the Markdown report showing the first 10."""
+    """--top N, one meaning in every command (docs/output.md, "Conventions"): how many
+    ``what`` the text and Markdown reports show, default ``TOP``; JSON and CSV have every
+    row."""
     return click.option(
         "--top",
+        type=ROWS,
+        default=TOP,
+        show_default=True,
+        metavar="N",
+        help=f"How many {what} the text and Markdown reports show (JSON and CSV have them all).",
+    )
+
+
+def limit_option(what: str) -> Callable[[F], F]:
+    """--limit N of ops and chain: only the first N rows, in every format (JSON and CSV
+    too); without it every row."""
+    return click.option(
         "--limit",
-        "top",
         type=ROWS,
         metavar="N",
-        help=f"Only the first N {what} (every format; without it all of them, Markdown "
-        f"showing the first {MARKDOWN_TOP}).",
+        help=f"Only the first N {what}, in every format (default: all; the text and Markdown "
+        "reports show them all unless --top asks for fewer).",
     )
+
+
+def rows_shown(top: int, limit: int | None) -> int:
+    """The rows a text or Markdown report shows: ``top``, but the ``limit`` rows a --limit
+    kept when --top is left at its default (``--limit 25`` shows 25)."""
+    ctx = click.get_current_context(silent=True)
+    given = ctx is not None and ctx.get_parameter_source("top") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    )
+    return top if given or limit is None else limit
 
 
 def output_file(help_text: str) -> Callable[[F], F]:

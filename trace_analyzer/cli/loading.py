@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from trace_analyzer.analyses.results import RunResult, RunResults
     from trace_analyzer.cache import Cache
     from trace_analyzer.loading.profile import Profile
+    from trace_analyzer.model.device import DeviceRun
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -85,6 +86,40 @@ class Loading:
         say_passed(path, profile.run.not_regular, self.verbose)
         return self.selected(warn_dropped(read_from(profile)))
 
+    def device(self, path: Path) -> DeviceRun:
+        """The device-profile exports under ``path`` (``engines``, ``diff --engines``), read
+        as the options say where they apply to an export (docs/output.md, "Conventions"):
+        ``run``, a folder or file below ``path`` (``device_place``); ``max_bytes``, the cap
+        on a ``.json.gz`` export and on each Parquet table; ``ranks``, the profiles of the
+        processes of those ranks, as the system profile beside them gives them (``beside``);
+        what the search passed by said as ``verbose`` asks. Nothing of an export is cached and
+        nothing in it is dropped (a table that cannot be read is an error): the cache options
+        reach only the system profile beside it, and ``strict`` nothing."""
+        from trace_analyzer.readers.device_profile import load_device
+
+        where = device_place(path, self.run)
+        found = self._reading(where, lambda: load_device(where, max_bytes=self.max_bytes))
+        say_passed(where, found.passed, self.verbose)
+        inputs(*[p.root for p in found.profiles])
+        if self.ranks is None:
+            return found
+        from trace_analyzer.loading.device import process_ranks, select_device_ranks
+
+        return select_device_ranks(found, self.ranks, process_ranks(self.beside(where)))
+
+    def beside(self, path: Path) -> list[Profile]:
+        """The system-profile runs under ``path``, beside its device-profile exports (the
+        ranks of their processes, the ops that launched their NEFFs), read through the
+        cache with their args, every rank, leniently (a malformed event changes no process's
+        rank nor a NEFF's op); none where ``path`` holds none or they cannot be read (what
+        needs them then goes without)."""
+        from trace_analyzer.errors import TraceanaError
+
+        try:
+            return self.cache.load_runs(path, args=True, max_bytes=self.max_bytes)
+        except TraceanaError:
+            return []
+
     def selected(self, profile: Profile) -> Profile:
         """``profile`` with only the ranks ``--rank`` names (all without it)."""
         if self.ranks is None:
@@ -113,6 +148,25 @@ class Loading:
             forget()
             # leaving the handler drops the traceback, and the memory it holds
         raise InputError(path, f"out of memory reading it ({MEMORY_ADVICE})")
+
+
+def device_place(path: Path, run: str | None) -> Path:
+    """Where ``--run NAME`` puts a command over device-profile exports: ``path``/NAME, a run's
+    folder, an export's folder or an export file below ``path`` (``path`` itself without
+    it); NAME naming nothing there is a usage error listing the exports below ``path``."""
+    if run is None:
+        return path
+    place = path / run
+    if place.exists():
+        return place
+    from trace_analyzer.inputs.device import find_exports
+
+    names = [str(f.relative_to(path)) for f in find_exports(path)] if path.is_dir() else []
+    there = f"the exports there: {', '.join(names[:5])}" if names else "it holds no export"
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    raise UsageError(
+        f"{{param}} {run}: nothing is named so below {path}; {there}{more}", param="run"
+    )
 
 
 def read_from(profile: Profile) -> Profile:

@@ -45,11 +45,12 @@ def table_files(folder: Path, table: str) -> list[Path]:
     return [p for _, p in sorted(found, key=lambda x: -1 if x[0] is None else int(x[0]))]
 
 
-def find_exports(top: Path) -> list[Path]:
+def find_exports(top: Path, odd: list[tuple[Path, str]] | None = None) -> list[Path]:
     """Return the device-profile export folders under ``top`` (or ``top`` itself), in path
-    order: each folder that holds an Instruction table."""
+    order: each folder that holds an Instruction table; what the walk passed by (a folder it
+    cannot read) added to ``odd``."""
     instruction = table_pattern("Instruction")
-    return [d for d, names in folders(top) if any(instruction.match(n) for n in names)]
+    return [d for d, names in folders(top, odd) if any(instruction.match(n) for n in names)]
 
 
 # The top-level keys of a neuron-profile JSON export (profiler 2.28, observed in
@@ -134,16 +135,17 @@ def neffs_near(folder: Path) -> list[str]:
 
 
 def unexported(
-    top: Path, keys: set[tuple[Any, Any, Any]], stems: set[str]
+    top: Path, keys: set[tuple[Any, Any, Any]], stems: set[str], *, max_bytes: int | None = None
 ) -> list[dict[str, str | None]]:
     """Return the NTFFs under ``top`` that no export read here covers, each with its NEFF and
     the Explorer command exporting it. A session NTFF (``profile_nc_<n>_session_<s>.ntff``
     in ``<instance>_pid_<pid>/``) is covered by a profile of that process, core and session;
     any NTFF by an export named as its stem (``stems``: the exports' names).
 
-    ``keys``: the (process_id, nc_id, session_id) of the exports read."""
+    ``keys``: the (process_id, nc_id, session_id) of the exports read; ``max_bytes``: the
+    cap discovery opens an archive with."""
     try:
-        runs = discover(top)
+        runs = discover(top, max_bytes=max_bytes)
     except InputError:  # no system profile, trace or capture: no NEFF/NTFF either
         return []
     out: list[dict[str, str | None]] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from collections.abc import Collection, Iterable
+from collections.abc import Container, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,7 +235,7 @@ _KINDS = (
 
 
 def refuse_inflating_parquet(
-    tables: Iterable[AnyPath], max_bytes: int | None, columns: Collection[str]
+    tables: Iterable[AnyPath], max_bytes: int | None, columns: Container[str]
 ) -> None:
     """Refuse, before polars reads them, Parquet tables whose ``columns`` inflate past the cap.
 
@@ -281,7 +281,7 @@ class _FileBytes:
         return data
 
 
-def _parquet_inflation(buf: Any, columns: Collection[str], cap: int) -> int:
+def _parquet_inflation(buf: Any, columns: Container[str], cap: int) -> int:
     """Return what the chunks of ``columns`` in one Parquet file inflate to (stops past cap)."""
     size = len(buf)
     tail = bytes(buf[max(size - 8, 0) : size])

@@ -168,3 +168,4 @@ class DeviceRun:
     root: Path
     profiles: list[DeviceProfile] = field(default_factory=list)
     unexported: list[dict[str, str | None]] = field(default_factory=list)  # ntff, neff, command
+    passed: list[tuple[Path, str]] = field(default_factory=list)  # what the search passed by

@@ -221,11 +221,13 @@ def lacks_note(path: Path, missing: tuple[str, ...], absent: tuple[str, ...]) ->
     )
 
 
-def read_device_json(path: Path, doc: object | None = None) -> DeviceProfile:
+def read_device_json(
+    path: Path, doc: object | None = None, *, max_bytes: int | None = None
+) -> DeviceProfile:
     """Return the device profile of the export ``path`` (``doc``: its parsed JSON, when
-    already parsed)."""
+    already parsed; ``max_bytes``: the most a ``.json.gz`` export may inflate to)."""
     path = Path(path)
-    doc = load_json(path) if doc is None else doc
+    doc = load_json(path, max_bytes=max_bytes) if doc is None else doc
     if not isinstance(doc, dict) or not sniff(doc):
         what = f"a JSON object with {', '.join(NEEDS)}: neuron-profile view --output-format json"
         raise InputError(path, f"not a neuron-profile device-profile JSON export ({what})")
@@ -259,12 +261,13 @@ def read_device_json(path: Path, doc: object | None = None) -> DeviceProfile:
     )
 
 
-def json_exports(top: Path) -> list[DeviceProfile]:
+def json_exports(top: Path, *, max_bytes: int | None = None) -> list[DeviceProfile]:
     """Return the neuron-profile JSON exports under ``top`` (inputs/device.find_json_exports),
-    read; a candidate whose whole document is not one is passed by."""
+    read (a ``.json.gz`` one inflating to ``max_bytes`` at most); a candidate whose whole
+    document is not one is passed by."""
     out = []
     for f in find_json_exports(top):
-        doc = load_json(f)
+        doc = load_json(f, max_bytes=max_bytes)
         if isinstance(doc, dict) and sniff(doc):
             out.append(read_device_json(f, doc))
     return out

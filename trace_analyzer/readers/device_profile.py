@@ -29,6 +29,7 @@ from trace_analyzer.inputs.device import (
     table_pattern,
     unexported,
 )
+from trace_analyzer.inputs.limits import PARAM, refuse_inflating_parquet
 from trace_analyzer.model import device as contract
 from trace_analyzer.model.device import (
     BYTE_COLUMNS,
@@ -85,6 +86,41 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "Throttle": ("timestamp", "duration"),
     "ExecutionInfo": ("execution_index",),
 }
+
+
+class _Every:
+    """Every column: what a table read whole inflates to counts all of its columns."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+# The tables read and the columns read of each (``_Every``: the table whole), as the cap on
+# what they inflate to counts them (``refuse_inflating``).
+READ: dict[str, Any] = {
+    "Instruction": INSTRUCTION,
+    "DmaPacketAggregated": DMA,
+    "ActiveTime": ACTIVE,
+    "Throttle": THROTTLE,
+    "ExecutionInfo": EXECUTION,
+    **dict.fromkeys(("Metadata", "Summary", "OpcodeSummary", "NeffHeader"), _Every()),
+}
+
+
+def refuse_inflating(folder: Path, max_bytes: int | None) -> None:
+    """Refuse (an InputError naming ``max_bytes``) an export whose tables, the columns read,
+    inflate past the cap (``max_bytes``; None: the default), as a system profile's Parquet
+    is refused (``inputs.limits``). A table whose footer cannot be parsed is left for the
+    read to say so."""
+    read = dict(READ)
+    if not table_files(folder, "DmaPacketAggregated"):
+        read["DmaPacket"] = DMA
+    for table, columns in read.items():
+        try:
+            refuse_inflating_parquet(table_files(folder, table), max_bytes, columns)
+        except InputError as e:
+            if e.param == PARAM:
+                raise
 
 
 def _read_files(files: list[Path], columns: Columns | None = None) -> list[pl.DataFrame]:
@@ -293,6 +329,15 @@ def _dma(raw: pl.DataFrame, prefix: str) -> pl.DataFrame:
     ).with_columns(lane=engine_lane(prefix, pl.lit("dma")))
 
 
+def _throttle(raw: pl.DataFrame) -> pl.DataFrame:
+    return raw.select(
+        timestamp_ns=pl.col("timestamp"),
+        duration_ns=pl.col("duration"),
+        type=pl.col("type"),
+        pcore=pl.col("pcore_idx").fill_null(0),
+    )
+
+
 def _order(df: pl.DataFrame, columns: dict[str, type[pl.DataType]]) -> pl.DataFrame:
     """The contract's columns, in its order (model/device.py)."""
     return df.select(list(columns))
@@ -306,12 +351,16 @@ def _network(folder: Path) -> str | None:
     return str(name) if isinstance(name, str) and name else None
 
 
-def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> DeviceProfile:
+def read_device_profile(
+    folder: Path, listed: dict[str, Any] | None = None, *, max_bytes: int | None = None
+) -> DeviceProfile:
     """Return the device-profile export in ``folder``; ``listed``: its ``DeviceProfileList``
-    row, when a system profile lists it (its name, instance, process and core)."""
+    row, when a system profile lists it (its name, instance, process and core);
+    ``max_bytes``: the most its tables may inflate to (``refuse_inflating``)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(folder, "not a folder: a device-profile export is a folder of tables")
+    refuse_inflating(folder, max_bytes)
     notes: list[str] = []
     absent: dict[str, tuple[str, ...]] = {}
     raw = read_table(folder, "Instruction", INSTRUCTION, notes, absent)
@@ -341,12 +390,7 @@ def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> D
         dma = assign(_dma(dma_raw, prefix), execs, only).drop("execution")
         optional["dma"] = _order(dma, contract.DMA_COLUMNS)
     if throttle_raw is not None:
-        optional["throttle"] = throttle_raw.select(
-            timestamp_ns=pl.col("timestamp"),
-            duration_ns=pl.col("duration"),
-            type=pl.col("type"),
-            pcore=pl.col("pcore_idx").fill_null(0),
-        )
+        optional["throttle"] = _throttle(throttle_raw)
     return DeviceProfile(
         root=folder,
         name=name,
@@ -366,10 +410,12 @@ def read_device_profile(folder: Path, listed: dict[str, Any] | None = None) -> D
     )
 
 
-def listed_profiles(top: Path) -> dict[str, dict[str, Any]]:
-    """Return the DeviceProfileList rows found under ``top``, by device_profile_name."""
+def listed_profiles(top: Path, max_bytes: int | None = None) -> dict[str, dict[str, Any]]:
+    """Return the DeviceProfileList rows found under ``top``, by device_profile_name (each
+    table refused past ``max_bytes``, as ``refuse_inflating``)."""
     rows: dict[str, dict[str, Any]] = {}
     for f in find_lists(top):
+        refuse_inflating_parquet([f], max_bytes, _Every())
         df = pl.concat(_read_files([f]), how="diagonal_relaxed")
         if "device_profile_name" not in df.columns:
             raise InputError(f, f"{DEVICE_LIST} lacks the required column device_profile_name")
@@ -378,11 +424,14 @@ def listed_profiles(top: Path) -> dict[str, dict[str, Any]]:
     return rows
 
 
-def load_device(path: Path) -> DeviceRun:
+def load_device(path: Path, *, max_bytes: int | None = None) -> DeviceRun:
     """Return every device-profile export under ``path`` (or ``path`` itself, one export:
     an ``Instruction`` table of a Parquet export, or a neuron-profile JSON export),
     each matched to its ``DeviceProfileList`` row under ``path`` by name, and the NEFF/NTFF
-    pairs under ``path`` that have no export, each with the command that exports it."""
+    pairs under ``path`` that have no export, each with the command that exports it.
+    ``max_bytes``: the most a ``.json.gz`` export, or an export's Parquet table, may inflate
+    to (None: ``limits.default_max_bytes()``), as for the system profile (docs/reliability.md);
+    what the search passed by (a folder it cannot read) is in the run's ``passed``."""
     from trace_analyzer.readers.device_json import json_exports, read_device_json
 
     top = Path(path)
@@ -394,19 +443,24 @@ def load_device(path: Path) -> DeviceRun:
                 top, "device-profile exports are read from folders, not archives: extract it"
             )
         if JSON_NAME.search(top.name):  # a neuron-profile JSON export, or an error saying so
-            return DeviceRun(root=top, profiles=[read_device_json(top)])
+            return DeviceRun(root=top, profiles=[read_device_json(top, max_bytes=max_bytes)])
         if not table_pattern("Instruction").match(top.name):
             raise InputError(
                 top, "not a device-profile export (a folder of Instruction.parquet, or the "
                 "JSON of neuron-profile view --output-format json)"
             )  # fmt: skip
         top = top.parent
-    listed = listed_profiles(top)
-    profiles = [read_device_profile(f, listed.get(profile_name(f.name))) for f in find_exports(top)]
-    profiles += json_exports(top)
+    listed = listed_profiles(top, max_bytes)
+    passed: list[tuple[Path, str]] = []
+    profiles = [
+        read_device_profile(f, listed.get(profile_name(f.name)), max_bytes=max_bytes)
+        for f in find_exports(top, passed)
+    ]
+    profiles += json_exports(top, max_bytes=max_bytes)
     keys = {_key(_ids(p.name, listed.get(profile_name(p.root.name)))) for p in profiles}
     stems = {p.root.name for p in profiles} | {p.name for p in profiles}
-    return DeviceRun(root=top, profiles=profiles, unexported=unexported(top, keys, stems))
+    missing = unexported(top, keys, stems, max_bytes=max_bytes)
+    return DeviceRun(root=top, profiles=profiles, unexported=missing, passed=passed)
 
 
 def _key(ids: dict[str, Any]) -> tuple[Any, Any, Any]:

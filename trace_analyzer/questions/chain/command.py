@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import MARKDOWN_TOP, Loading, cli, emit, run_command, top_option
+from trace_analyzer.cli.common import (
+    Loading,
+    cli,
+    emit,
+    limit_option,
+    rows_shown,
+    run_command,
+    top_option,
+)
 
 
 @cli.command()
@@ -22,6 +31,7 @@ from trace_analyzer.cli.common import MARKDOWN_TOP, Loading, cli, emit, run_comm
 )
 @click.option("--unlinked", is_flag=True, help="Only the executions that reach no op.")
 @top_option("rows")
+@limit_option("rows")
 @run_command
 def chain(
     path: Path,
@@ -29,7 +39,8 @@ def chain(
     step: int | None,
     by: str,
     unlinked: bool,
-    top: int | None,
+    top: int,
+    limit: int | None,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -46,8 +57,6 @@ def chain(
     from trace_analyzer.questions.chain.analysis import chains
     from trace_analyzer.render import View
 
-    result = loading.analysed(
-        path,
-        lambda p: chains(p, op=op_name, step=step, unlinked=unlinked, by_op=by == "op", limit=top),
-    )
-    emit(result, fmt, output, View(top=top or MARKDOWN_TOP))
+    asked = functools.partial(chains, op=op_name, step=step, unlinked=unlinked, by_op=by == "op")
+    result = loading.analysed(path, lambda p: asked(p, limit=limit))
+    emit(result, fmt, output, View(top=rows_shown(top, limit)))

@@ -7,7 +7,6 @@ from typing import Any
 from trace_analyzer.numbers import DASH, count, from_us, instant
 from trace_analyzer.questions.chain.analysis import ChainResult
 from trace_analyzer.render.blocks import (
-    MARKDOWN,
     TOP_MORE,
     Block,
     Column,
@@ -37,7 +36,7 @@ def chain_layout(result: ChainResult, style: Style, view: View) -> list[Block]:
         "",
         coverage_line(result.coverage),
     ]
-    table = result.table.head(view.top) if style == MARKDOWN else result.table
+    table = result.table.head(view.top)
     if table.is_empty():
         return blocks
     per_execution = "hw_start_ns" in table.columns

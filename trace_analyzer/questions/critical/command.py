@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
+from trace_analyzer.cli.common import Loading, cli, emit, run_command, top_option
 
 
 @cli.command()
@@ -32,13 +32,7 @@ from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
 )
 @click.option("--async", "sync", metavar="GLOB", help="What if these waiting calls did not wait.")
 @click.option("--remove-copy", metavar="GLOB", help="What if these device copies took no time.")
-@click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many fixes and segments the text reports show (JSON and CSV have them all).",
-)
+@top_option("fixes and segments")
 @run_command
 def critical(
     path: Path,

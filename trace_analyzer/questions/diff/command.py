@@ -15,6 +15,8 @@ back as the base side (docs/diff.md).
 
 from __future__ import annotations
 
+import copy
+import functools
 import glob
 from collections.abc import Callable
 from dataclasses import replace
@@ -28,7 +30,6 @@ from trace_analyzer._version import __version__
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
     PATH,
-    ROWS,
     Loading,
     cli,
     emit,
@@ -37,8 +38,10 @@ from trace_analyzer.cli.common import (
     load_options,
     output_file,
     run_options,
+    top_option,
     writing,
 )
+from trace_analyzer.cli.compare import compare_devices, device_sides, say_spelled, words
 from trace_analyzer.cli.loading import file_identity
 from trace_analyzer.cli.messages import plain
 from trace_analyzer.errors import InputError, UsageError
@@ -195,12 +198,19 @@ def side_options(fn: F) -> F:
 @click.argument("base", type=click.Path(path_type=Path))
 @click.argument("head", type=click.Path(path_type=Path))
 @side_options
+@top_option("changed ops")
 @click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many changed ops the text reports show.",
+    "--engines",
+    "devices",
+    is_flag=True,
+    help="Compare the sides' device-profile exports, NEFF by NEFF (window, MFU/HFU/MBU, "
+    "engines, DMA), not their system profiles; without it, so when the sides hold exports and "
+    "not both a system profile.",
+)
+@click.option(
+    "--neff",
+    metavar="GLOB",
+    help="With --engines: only the NEFFs this glob matches on each side.",
 )
 @click.option(
     "--fail-on",
@@ -245,6 +255,8 @@ def diff(
     step: int | None,
     min_gap: str,
     top: int,
+    devices: bool,
+    neff: str | None,
     fail_on: tuple[str, ...],
     min_runs: int,
     min_executions_share: float,
@@ -267,11 +279,49 @@ def diff(
     after printing when one holds or its metric is undefined; a gate that compared nothing
     (every metric undefined) is exit 2 unless --allow-empty-gate.
 
+    Two device-profile exports (--engines, or sides that hold exports and not both a system
+    profile) are compared NEFF by NEFF as `traceana engines` measures them (docs/device.md,
+    "Comparing two device profiles"); their --fail-on metrics: mfu_pct_delta, hfu_pct_delta,
+    mbu_pct_delta (pp), window_pct_delta, tensor_active_pct_delta, vector_active_pct_delta,
+    scalar_active_pct_delta, gpsimd_active_pct_delta, dma_active_pct_delta (%). `traceana
+    engines HEAD --base BASE` and `traceana baseline compare` are older spellings of diff.
+
     \b
     Example:
         traceana diff base/ head/ --format markdown --fail-on 'idle_pct_delta>2'
         traceana diff 'runs/main-*' 'runs/pr-*' --min-runs 3 --fail-on 'idle_pct_delta>2'
+        traceana diff ./base_export ./head_export --engines --fail-on 'window_pct_delta>5'
     """
+    if compares_devices(devices, neff, base, head, loading):
+        compare_devices(loading, base, head, top=top, neff=neff, fail_on=fail_on,
+                        allow_empty_gate=allow_empty_gate, fmt=fmt, output=output)  # fmt: skip
+        return
+    compare_sides(
+        loading, base, head, step=step, min_gap=min_gap, top=top, fail_on=fail_on,
+        min_runs=min_runs, min_executions_share=min_executions_share, allow_empty=allow_empty,
+        allow_empty_gate=allow_empty_gate, allow_mismatch=allow_mismatch, fmt=fmt, output=output,
+    )  # fmt: skip
+
+
+def compare_sides(
+    loading: Loading,
+    base: Path,
+    head: Path,
+    *,
+    step: int | None,
+    min_gap: str,
+    top: int,
+    fail_on: tuple[str, ...],
+    min_runs: int,
+    min_executions_share: float,
+    allow_empty: bool,
+    allow_empty_gate: bool,
+    allow_mismatch: bool,
+    fmt: str | None,
+    output: Path | None,
+) -> None:
+    """Print BASE against HEAD, two sides of runs (diff's options as it takes them), and exit
+    1 when a --fail-on condition holds."""
     from trace_analyzer.questions.diff.analysis import (
         DIFF_METRICS,
         DIFF_METRICS_HINT,
@@ -299,6 +349,40 @@ def diff(
     result = diff_runs(gated)
     emit(result, fmt, output, View(top=top))
     exit_on_failures(result)
+
+
+# The options of a comparison of system profiles, which one of device profiles refuses.
+SYSTEM_ONLY = (
+    "step",
+    "min_gap",
+    "min_runs",
+    "min_executions_share",
+    "allow_empty",
+    "allow_mismatch",
+)
+
+
+def compares_devices(
+    devices: bool, neff: str | None, base: Path, head: Path, loading: Loading
+) -> bool:
+    """Whether `traceana diff` compares the sides' device-profile exports (``devices``:
+    --engines; else ``compare.device_sides``). A system profiles' option given to such a
+    comparison, or --neff to the other, is a usage error."""
+    if not (devices or device_sides(base, head, loading.max_bytes)):
+        if neff is not None:
+            raise UsageError("--neff picks the NEFFs of device profiles: add --engines")
+        return False
+    ctx = click.get_current_context()
+    default = (click.core.ParameterSource.DEFAULT, None)
+    given = [p for p in ctx.command.params if p.name in SYSTEM_ONLY
+             and ctx.get_parameter_source(p.name or "") not in default]  # fmt: skip
+    if given:
+        flag = max(given[0].opts, key=len)
+        raise UsageError(
+            f"{flag} does not apply to a comparison of device profiles (--engines), NEFF by "
+            "NEFF: leave it out"
+        )
+    return True
 
 
 @cli.group()
@@ -359,4 +443,25 @@ def save(
     click.echo(f"saved {runs} run{'s' * (runs != 1)} of {path} to {output} ({size:,} bytes)")
 
 
-baseline.add_command(diff, "compare")
+def _spelled_diff(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (diff's callback), saying first on stderr that it is `traceana diff`."""
+
+    @functools.wraps(fn)
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        say_spelled("baseline compare", words("traceana", "diff", kwargs["base"], kwargs["head"]))
+        return fn(*args, **kwargs)
+
+    return noted
+
+
+# `traceana baseline compare FILE HEAD`: diff under its older name, saying so (cli/compare.py).
+compare = copy.copy(diff)
+compare.name = "compare"
+compare.callback = _spelled_diff(diff.callback) if diff.callback else None
+compare.help = (
+    "The same as `traceana diff BASE HEAD` (its older spelling, kept; a note on stderr says "
+    "so): BASE is typically a summary saved by `traceana baseline save`.\n\n"
+    + (diff.help or "").split("\n\n", 1)[1]
+)
+compare.short_help = "The same as traceana diff BASE HEAD (its older spelling)."
+baseline.add_command(compare, "compare")

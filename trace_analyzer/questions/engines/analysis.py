@@ -44,14 +44,15 @@ class EnginesResult(RunResult):
     ``profiles`` (one row per profile: peaks, ridge, the profile-level utilisation),
     ``neffs`` (per profile and NEFF, all cores: window, FLOPs, bytes, MFU/HFU/MBU, roofline),
     ``cores`` (per NEFF and core: window, DMA, throttling, FLOPs and bytes, short TensorEngine
-    gaps), ``engines`` (per NEFF, core and engine), ``tops`` (the top opcodes, HLO ops and NKI
-    source locations), ``roofline`` (each NEFF and top HLO op placed on it), ``comparison``
+    gaps), ``engines`` (per NEFF, core and engine), ``tops`` (the opcodes, HLO ops and NKI
+    source locations by time, the first ``top`` of each or, None, all of them), ``roofline``
+    (each NEFF and its HLO ops placed on it, as many), ``comparison``
     (ours against the export's ``Summary``), ``ladder`` (per NEFF its bounds ladder and the
     speed-up each rung leaves: ladder.py); ``hints``, ``mismatches``, ``unexported`` (the
     NEFF/NTFF pairs without an export, with the command exporting each) and ``notes``."""
 
     root: str
-    top: int
+    top: int | None
     profiles: pl.DataFrame
     neffs: pl.DataFrame
     cores: pl.DataFrame
@@ -101,11 +102,12 @@ class EnginesResult(RunResult):
         )  # fmt: skip
 
 
-def engines(run: DeviceRun, *, top: int = 10, neff: str | None = None) -> EnginesResult:
+def engines(run: DeviceRun, *, top: int | None = None, neff: str | None = None) -> EnginesResult:
     """Return the engines, DMA, utilisation and roofline of every device profile of ``run``
     (``readers.device_profile.load_device``), per NEFF and physical core. ``top``: how many
     opcodes, HLO ops and NKI source locations per NEFF and core (and HLO ops on the
-    roofline); ``neff``: only the NEFFs this glob matches (a UsageError naming them when none
+    roofline), all of them when None (what `traceana engines` writes as JSON; its text shows
+    its ``--top``); ``neff``: only the NEFFs this glob matches (a UsageError naming them when none
     does; the profile-level figures and the Summary comparison keep every NEFF)."""
     if neff is not None:
         _check_glob(run, neff)
@@ -154,7 +156,7 @@ def _filled(p: DeviceProfile) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]
     )
 
 
-def _profile(p: DeviceProfile, top: int, glob: str | None) -> dict[str, Any]:
+def _profile(p: DeviceProfile, top: int | None, glob: str | None) -> dict[str, Any]:
     """Every table of one device profile (``glob``: only the NEFFs it matches)."""
     ins, dma, execs = _filled(p)
     peaks = peaks_of(p.metadata, p.missing)
@@ -240,11 +242,11 @@ def _neffs(ins: pl.DataFrame, execs: pl.DataFrame, peaks: Peaks, absent: set[str
 
 
 def _roofline(
-    work: pl.DataFrame, neffs: pl.DataFrame, peaks: Peaks, absent: set[str], top: int
+    work: pl.DataFrame, neffs: pl.DataFrame, peaks: Peaks, absent: set[str], top: int | None
 ) -> pl.DataFrame:
-    """Each NEFF, then its ``top`` HLO ops by instruction time, on the roofline: FLOPs, HBM
-    bytes, time (a NEFF's window; an op's: the union of its instructions, all engines and
-    cores), intensity, achieved and roof FLOP/s, verdict, headroom."""
+    """Each NEFF, then its ``top`` HLO ops (None: all) by instruction time, on the roofline:
+    FLOPs, HBM bytes, time (a NEFF's window; an op's: the union of its instructions, all
+    engines and cores), intensity, achieved and roof FLOP/s, verdict, headroom."""
     rows = [
         {"neff": r["neff"], "level": "neff", "name": r["neff"], "flops": r["model_flops"],
          "hbm_bytes": r["hbm_bytes"], "time_ns": r["window_ns"]}
@@ -258,7 +260,7 @@ def _roofline(
         .join(t.covered(ops, keys), on=keys)
         .sort("ns", "hlo_name", descending=[True, False])
         .group_by("neff", maintain_order=True)
-        .head(top)
+        .head(t.first(top, ops))
     )
     for r in ranked.sort("neff", maintain_order=True).to_dicts():
         rows.append(

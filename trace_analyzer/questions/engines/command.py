@@ -1,45 +1,28 @@
 """The command below the gaps: `traceana engines` (questions/engines/analysis.py), over the
-device-profile exports under a path (readers/device_profile.py)."""
+device-profile exports under a path (readers/device_profile.py). Its ``--base BASE`` is the
+older spelling of ``traceana diff BASE PATH --engines`` (cli/compare.py): the same comparison,
+which says so on stderr."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
-    ROWS,
-    check_output,
+    Loading,
     cli,
     emit,
-    exit_on_failures,
-    handle_errors,
-    output_options,
+    run_command,
+    top_option,
 )
+from trace_analyzer.cli.compare import compare_devices, device_loaded, say_spelled, words
 from trace_analyzer.errors import UsageError
-
-if TYPE_CHECKING:
-    from trace_analyzer.model.device import DeviceRun
-
-CAPTURE = (
-    "capture one with the device profile on (torch_neuronx's NeuronConfig with "
-    "ProfileMode.DEVICE, or NEURON_RT_INSPECT_DEVICE_PROFILE=1; docs/capture.md), then export "
-    "each NEFF/NTFF pair with: neuron-explorer view -n X.neff -s X.ntff --output-format parquet"
-)
 
 
 @cli.command()
-@click.argument("path", type=click.Path(path_type=Path))
-@click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many opcodes, HLO ops and NKI source lines per NEFF and core (and HLO ops on "
-    "the roofline).",
-)
+@top_option("opcodes, HLO ops and NKI source lines per NEFF and core (and HLO ops on the roofline)")
 @click.option(
     "--neff",
     metavar="GLOB",
@@ -50,7 +33,7 @@ CAPTURE = (
     "--base",
     type=click.Path(path_type=Path),
     help="Compare PATH (head) with this device profile, NEFF by NEFF: window, MFU/HFU/MBU, "
-    "engines, DMA (docs/device.md).",
+    "engines, DMA (docs/device.md); the same as: traceana diff BASE PATH --engines.",
 )
 @click.option(
     "--fail-on",
@@ -60,8 +43,7 @@ CAPTURE = (
     help="With --base: exit 1 when EXPR holds or cannot be measured, e.g. 'window_pct_delta>5'.",
 )
 @ALLOW_EMPTY_GATE
-@output_options
-@handle_errors
+@run_command
 def engines(
     path: Path,
     top: int,
@@ -71,6 +53,7 @@ def engines(
     allow_empty_gate: bool,
     fmt: str | None,
     output: Path | None,
+    loading: Loading,
 ) -> None:
     """Per NEFF and physical core: each engine's busy time, DMA, MFU/HFU/MBU and roofline.
 
@@ -81,84 +64,40 @@ def engines(
     arithmetic intensity with the roofline verdict and headroom; hints; and the export's own
     Summary beside traceana's figures, every mismatch named (docs/device.md).
 
-    With --base BASE: PATH (head) against BASE, NEFF by NEFF (matched by name, else across a
-    rename by the network name in the NEFF header, by the op that launched it in the system
-    profile beside the export, or by its position in the step; each pair says how): the
-    changes of window, MFU/HFU/MBU, intensity, verdict, DMA and each engine's times; NEFFs
-    left unmatched listed, and then the whole profiles compared too. --fail-on metrics:
-    mfu_pct_delta, hfu_pct_delta, mbu_pct_delta (pp), window_pct_delta,
-    tensor_active_pct_delta, vector_active_pct_delta, scalar_active_pct_delta,
-    gpsimd_active_pct_delta, dma_active_pct_delta (%, the largest over the matched NEFFs and,
-    with a NEFF unmatched, the whole profiles). Exit 1 after printing when one holds or its
-    metric is undefined; a gate that compared nothing is exit 2 unless --allow-empty-gate.
+    With --base BASE (the same as `traceana diff BASE PATH --engines`, the one spelling of a
+    comparison, which a note on stderr names): PATH (head) against BASE, NEFF by NEFF
+    (matched by name, else across a rename by the network name in the NEFF header, by the op
+    that launched it in the system profile beside the export, or by its position in the
+    step; each pair says how): the changes of window, MFU/HFU/MBU, intensity, verdict, DMA
+    and each engine's times; NEFFs left unmatched listed, and then the whole profiles
+    compared too. --fail-on metrics: mfu_pct_delta, hfu_pct_delta, mbu_pct_delta (pp),
+    window_pct_delta, tensor_active_pct_delta, vector_active_pct_delta,
+    scalar_active_pct_delta, gpsimd_active_pct_delta, dma_active_pct_delta (%, the largest
+    over the matched NEFFs and, with a NEFF unmatched, the whole profiles). Exit 1 after
+    printing when one holds or its metric is undefined; a gate that compared nothing is exit
+    2 unless --allow-empty-gate.
+
+    The loading options are every run command's (docs/output.md, "Conventions"): --run NAME
+    the exports below PATH/NAME, --rank the profiles of those ranks' processes (the system
+    profile beside them gives the ranks), --max-bytes the cap on a .json.gz export and each
+    Parquet table; the cache options reach the system profile beside the exports (ranks, the
+    ops that launched each NEFF), and --strict has nothing to drop in an export.
 
     \b
     Example:
         traceana engines ./device_export --top 5 --format markdown
-        traceana engines ./head_export --base ./base_export --fail-on 'window_pct_delta>5'
+        traceana diff ./base_export ./head_export --engines --fail-on 'window_pct_delta>5'
     """
     from trace_analyzer.analyses.results import RunResults
     from trace_analyzer.questions.engines.analysis import engines as engines_of
     from trace_analyzer.render.view import View
 
-    check_output(fmt, output)
     if base is not None:
-        compare(base, path, top, neff, fail_on, allow_empty_gate, fmt, output)
+        say_spelled("engines --base", words("traceana", "diff", base, path, "--engines"))
+        compare_devices(loading, base, path, top=top, neff=neff, fail_on=fail_on,
+                        allow_empty_gate=allow_empty_gate, fmt=fmt, output=output)  # fmt: skip
         return
     if fail_on:
         raise UsageError("--fail-on needs --base (the profile to compare with)")
-    result = engines_of(loaded(path), top=top, neff=neff)
+    result = engines_of(device_loaded(loading, path), neff=neff)  # every row: text shows --top
     emit(RunResults(str(path), (result,)), fmt, output, View(top=top))
-
-
-def loaded(path: Path) -> DeviceRun:
-    """The device profiles under ``path`` (exit 2 saying what to do when it holds none)."""
-    from trace_analyzer.errors import InputError
-    from trace_analyzer.readers.device_profile import load_device
-
-    run = load_device(path)
-    if not run.profiles:
-        raise InputError(path, nothing_found(run))
-    return run
-
-
-def compare(
-    base: Path,
-    head: Path,
-    top: int,
-    neff: str | None,
-    fail_on: tuple[str, ...],
-    allow_empty_gate: bool,
-    fmt: str | None,
-    output: Path | None,
-) -> None:
-    """`traceana engines HEAD --base BASE`: head against base, gated (questions/engines/diff.py)."""
-    from trace_analyzer.analyses.results import RunResults
-    from trace_analyzer.questions.engines.analysis import engines as engines_of
-    from trace_analyzer.questions.engines.diff import ENGINES_DIFF_METRICS, engines_diff, gate
-    from trace_analyzer.questions.engines.matching import match, neff_keys, ops_beside
-    from trace_analyzer.render.view import View
-    from trace_analyzer.units import parse_condition
-
-    conditions = [parse_condition(c, ENGINES_DIFF_METRICS) for c in fail_on]
-    runs = [loaded(p) for p in (base, head)]
-    sides = [engines_of(r, top=top, neff=neff) for r in runs]
-    keys = [neff_keys(r, ops_beside(p)) for r, p in zip(runs, (base, head), strict=True)]
-    compared = engines_diff(sides[0], sides[1], match(keys[0], keys[1]))
-    result = gate(compared, conditions, allow_empty=allow_empty_gate)
-    emit(RunResults(str(head), (result,), header={"base": str(base)}), fmt, output, View(top=top))
-    exit_on_failures(RunResults(str(head), (result,)))
-
-
-def nothing_found(run: DeviceRun) -> str:
-    """What to do when ``run`` holds no device-profile export: export each NEFF/NTFF pair it
-    has (their commands), else capture one."""
-    commands = [p["command"] for p in run.unexported if p.get("command")]
-    if commands:
-        return (
-            "no device-profile export (Instruction.parquet) under it; export each NEFF/NTFF "
-            f"pair with: {'; '.join(str(c) for c in commands)}"
-        )
-    return (
-        f"no device-profile export (Instruction.parquet) and no NEFF/NTFF pair under it; {CAPTURE}"
-    )

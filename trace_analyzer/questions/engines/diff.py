@@ -1,5 +1,6 @@
-"""Two device profiles of the same NEFFs compared: `traceana engines HEAD --base BASE`
-(docs/device.md, "Comparing two device profiles").
+"""Two device profiles of the same NEFFs compared: `traceana diff BASE HEAD --engines` (and its
+older spelling `traceana engines HEAD --base BASE`; docs/device.md, "Comparing two device
+profiles"). ``compare_runs`` is the whole comparison both spellings run.
 
 Each side is an ``EnginesResult`` (questions/engines/analysis.py). NEFFs are matched by name,
 or across a rename by network name, op or position (``matching.py``, which says how each pair
@@ -19,20 +20,22 @@ anything else undefined (as ``traceana diff`` has it).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
 
 from trace_analyzer.analyses.results import RunResult, frame_repr
-from trace_analyzer.questions.engines.analysis import EnginesResult
-from trace_analyzer.questions.engines.matching import Pair
+from trace_analyzer.model.device import DeviceRun
+from trace_analyzer.questions.engines.analysis import EnginesResult, engines
+from trace_analyzer.questions.engines.matching import Pair, match, neff_keys
 from trace_analyzer.units import Condition, failed, judge
 
 USE = ("mfu_pct", "hfu_pct", "mbu_pct")
 GATED_ENGINES = ("tensor", "vector", "scalar", "gpsimd")
 
-# The --fail-on metrics of `traceana engines --base` (docs/device.md).
+# The --fail-on metrics of `traceana diff --engines` (`engines --base`; docs/device.md).
 ENGINES_DIFF_METRICS = {
     "mfu_pct_delta": "MFU of all profiles, head − base (percentage points)",
     "hfu_pct_delta": "HFU of all profiles, head − base (percentage points)",
@@ -296,6 +299,26 @@ def engines_diff(
         removed=tuple(r["neff"] for r in neffs if r["status"] == "removed"),
         whole=whole, metrics=metrics, worst=worst, notes=tuple(notes),
     )  # fmt: skip
+
+
+def compare_runs(
+    base: DeviceRun,
+    head: DeviceRun,
+    *,
+    neff: str | None = None,
+    ops: Sequence[Mapping[str, str]] = ({}, {}),
+    conditions: Sequence[Condition] = (),
+    allow_empty: bool = False,
+) -> EnginesDiffResult:
+    """Return ``head`` against ``base`` (two ``load_device`` runs), NEFF by NEFF, gated: the
+    comparison `traceana diff BASE HEAD --engines` prints. ``neff``: only the NEFFs this glob
+    matches on each side; ``ops``: per side, NEFF file name -> the op that launched it
+    (``matching.ops_beside``), for matching across a rename; ``conditions``,
+    ``allow_empty``: the gate (``gate``)."""
+    sides = [engines(r, neff=neff) for r in (base, head)]
+    keys = [neff_keys(r, o) for r, o in zip((base, head), ops, strict=True)]
+    compared = engines_diff(sides[0], sides[1], match(keys[0], keys[1]))
+    return gate(compared, list(conditions), allow_empty=allow_empty)
 
 
 def _metrics(

@@ -22,15 +22,19 @@ at the level of the whole profile (questions/engines/diff.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from trace_analyzer.errors import TraceanaError
 from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.questions.engines.tables import UNKNOWN
+
+if TYPE_CHECKING:
+    from trace_analyzer.loading.profile import Profile
 
 HOW = ("name", "network name", "op", "position")
 
@@ -127,18 +131,19 @@ def match(base: NeffKeys, head: NeffKeys) -> list[Pair]:
     return sorted(pairs, key=lambda p: place.get(p.head, len(place)))
 
 
-def ops_beside(path: Path) -> dict[str, str]:
+def ops_beside(path: Path, runs: Sequence[Profile] | None = None) -> dict[str, str]:
     """Return NEFF file name -> the framework op that launched most of its executions, from
-    the system profile under ``path`` (the run beside a device-profile export); {} where
-    ``path`` holds no system profile, or one that cannot be read (the ops then match
-    nothing)."""
+    the system profile under ``path`` (the run beside a device-profile export; ``runs``: it,
+    already read with its args); {} where ``path`` holds no system profile, or one that
+    cannot be read (the ops then match nothing)."""
     from trace_analyzer.loading.profile import load_runs
     from trace_analyzer.questions.engines.below import op_neffs
 
-    try:
-        runs = load_runs(path, args=True)
-    except TraceanaError:
-        return {}
+    if runs is None:
+        try:
+            runs = load_runs(path, args=True)
+        except TraceanaError:
+            return {}
     votes: dict[str, tuple[int, str]] = {}
     for profile in runs:
         for op, neff, n in op_neffs(profile).iter_rows():

@@ -172,8 +172,13 @@ def dma_rows(dma: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return per.join(busy, on=keys, how="left")
 
 
-def tops(work: pl.DataFrame, top: int) -> pl.DataFrame:
-    """Return per NEFF and core the ``top`` opcodes (with their engine), HLO ops and NKI
+def first(top: int | None, frame: pl.DataFrame) -> int:
+    """The rows a ``head`` of each group of ``frame`` keeps for ``top``: all for None."""
+    return max(frame.height, 1) if top is None else top
+
+
+def tops(work: pl.DataFrame, top: int | None) -> pl.DataFrame:
+    """Return per NEFF and core the ``top`` (None: all) opcodes (with their engine), HLO ops and NKI
     source locations by summed instruction time: ``kind``, ``engine``, ``name``, ``count``,
     ``ns`` (nulls left out)."""
     out = []
@@ -183,9 +188,9 @@ def tops(work: pl.DataFrame, top: int) -> pl.DataFrame:
             work.filter(pl.col(col).is_not_null())
             .group_by(*CORE, *engine, col)
             .agg(count=pl.len().cast(pl.Int64), ns=pl.col("duration_ns").sum())
-            .sort("ns", col, descending=[True, False])
+            .sort("ns", col, *engine, descending=[True, False, *[False] * len(engine)])
             .group_by(CORE, maintain_order=True)
-            .head(top)
+            .head(first(top, work))
             .select(
                 *CORE,
                 kind=pl.lit(kind),
@@ -196,6 +201,6 @@ def tops(work: pl.DataFrame, top: int) -> pl.DataFrame:
             )
         )
         out.append(rows)
-    return pl.concat(out).sort(
-        *CORE, "kind", "ns", "name", descending=[False, False, False, True, False]
+    return pl.concat(out).sort(  # an opcode on two engines in as long: by engine
+        *CORE, "kind", "ns", "name", "engine", descending=[False, False, False, True, False, False]
     )

@@ -12,6 +12,7 @@ import polars as pl
 from trace_analyzer.numbers import DASH, count, data_size, duration, number, percent
 from trace_analyzer.questions.engines.analysis import EnginesResult
 from trace_analyzer.render.blocks import (
+    TOP_MORE,
     Block,
     Items,
     Style,
@@ -45,7 +46,7 @@ def _of(frame: pl.DataFrame, **where: str) -> pl.DataFrame:
     return frame.filter(**where)
 
 
-def _engines_run(result: EnginesResult, style: Style) -> list[Block]:
+def _engines_run(result: EnginesResult, style: Style, top: int) -> list[Block]:
     """Return the blocks of one path's device profiles."""
     blocks: list[Block] = [heading(f"engines: {shown(result.root, style)}", style), ""]
     if result.profiles.is_empty():
@@ -53,7 +54,7 @@ def _engines_run(result: EnginesResult, style: Style) -> list[Block]:
     if result.notes:
         blocks += [Items("notes", [shown(n, style) for n in result.notes], noun="notes"), ""]
     for p in result.profiles.iter_rows(named=True):
-        blocks += _profile(result, p, style)
+        blocks += _profile(result, p, style, top)
     commands = [plain(c) for u in result.unexported if (c := u.get("command"))]
     if commands:
         title = f"{plural(len(commands), 'NEFF/NTFF pair')} not exported: export it with"
@@ -61,7 +62,7 @@ def _engines_run(result: EnginesResult, style: Style) -> list[Block]:
     return blocks
 
 
-def _profile(result: EnginesResult, p: dict[str, Any], style: Style) -> list[Block]:
+def _profile(result: EnginesResult, p: dict[str, Any], style: Style, top: int) -> list[Block]:
     name = p["profile"]
     blocks: list[Block] = [heading(f"device profile {shown(name, style)}", style, 3), ""]
     peaks = (
@@ -74,7 +75,7 @@ def _profile(result: EnginesResult, p: dict[str, Any], style: Style) -> list[Blo
     schema = f"schema {shown(p['schema_version'], style)}; " if p["schema_version"] else ""
     blocks += [f"{schema}{peaks}{missing}", "", _use_line("all NEFFs", p), ""]
     for n in _of(result.neffs, profile=name).iter_rows(named=True):
-        blocks += _neff(result, name, n, style)
+        blocks += _neff(result, name, n, style, top)
     blocks += _comparison(_of(result.comparison, profile=name), p["summary"])
     return blocks
 
@@ -95,7 +96,9 @@ def _use_line(what: str, r: dict[str, Any]) -> str:
     )
 
 
-def _neff(result: EnginesResult, profile: str, n: dict[str, Any], style: Style) -> list[Block]:
+def _neff(
+    result: EnginesResult, profile: str, n: dict[str, Any], style: Style, top: int
+) -> list[Block]:
     where = {"profile": profile, "neff": n["neff"]}
     ran = "" if n["executions"] is None else f" ({plural(n['executions'], 'execution')})"
     blocks: list[Block] = [
@@ -109,8 +112,8 @@ def _neff(result: EnginesResult, profile: str, n: dict[str, Any], style: Style) 
     blocks += [_dma_line(c) for c in _of(result.cores, **where).iter_rows(named=True)]
     tops = _of(result.tops, **where)
     for kind, title in (("opcode", "opcode"), ("hlo", "HLO op"), ("nki", "NKI source")):
-        blocks += ["", _tops(_of(tops, kind=kind), title, result.top)]
-    blocks += ["", _roofline(_of(result.roofline, level="hlo", **where))]
+        blocks += ["", _tops(_of(tops, kind=kind), title, top)]
+    blocks += ["", _roofline(_of(result.roofline, level="hlo", **where), top)]
     if result.ladder.height:
         blocks += ["", _ladder(_of(result.ladder, **where))]
     hints = [
@@ -176,8 +179,10 @@ def _dma_line(c: dict[str, Any]) -> str:
     )
 
 
-def _tops(rows: pl.DataFrame, title: str, top: int) -> Table:
+def _tops(every: pl.DataFrame, title: str, top: int) -> Table:
+    """The first ``top`` of each core's rows (``--top``; the JSON has them all)."""
     opcode = title == "opcode"
+    rows = every.group_by("pcore", maintain_order=True).head(top) if every.height else every
     cells = [
         [count(r["pcore"]), *([r["engine"]] if opcode else []), r["name"], count(r["count"]),
          duration(r["ns"])]
@@ -187,10 +192,13 @@ def _tops(rows: pl.DataFrame, title: str, top: int) -> Table:
         num_col("core"), *((text_col("engine"),) if opcode else ()),
         text_col(title, cut=24), num_col("count"), num_col("time"),
     )  # fmt: skip
-    return Table(f"top {top} by {title} (instruction time)", columns, cells)
+    noun = {"opcode": "opcodes", "HLO op": "HLO ops"}.get(title, "NKI source lines")
+    title = f"top {top} by {title} (instruction time)"
+    return Table(title, columns, cells, total=every.height, noun=noun, more=TOP_MORE)
 
 
-def _roofline(rows: pl.DataFrame) -> Table:
+def _roofline(every: pl.DataFrame, top: int) -> Table:
+    rows = every.head(top)
     cells = [
         [r["name"], _si(r["flops"], "FLOP"), data_size(r["hbm_bytes"]), duration(r["time_ns"]),
          number(r["intensity"]), _si(r["achieved_flops"], "FLOP/s"), r["verdict"] or DASH,
@@ -202,7 +210,8 @@ def _roofline(rows: pl.DataFrame) -> Table:
         num_col("time"), num_col("FLOP/byte", drop=1), num_col("achieved", drop=3),
         text_col("verdict"), num_col("headroom"),
     )  # fmt: skip
-    return Table("the top HLO ops on the roofline", columns, cells)
+    title = "the top HLO ops on the roofline"
+    return Table(title, columns, cells, total=every.height, noun="HLO ops", more=TOP_MORE)
 
 
 def _value(v: float | None, unit: str) -> str:
@@ -235,4 +244,4 @@ def _comparison(table: pl.DataFrame, has_summary: bool) -> list[Block]:
 
 def engines_layout(result: EnginesResult, style: Style, view: View) -> list[Block]:
     """Return the blocks of ``result`` for a terminal or Markdown (``style``, ``view``)."""
-    return _engines_run(result, style)
+    return _engines_run(result, style, view.top)

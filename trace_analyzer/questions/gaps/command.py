@@ -13,23 +13,17 @@ import click
 
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
-    ROWS,
     Loading,
     cli,
     emit,
     exit_on_failures,
     run_command,
+    top_option,
 )
 from trace_analyzer.errors import UsageError
 from trace_analyzer.units import parse_condition, parse_duration
 
-TOP = click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many gaps and ops the text reports show (JSON and CSV have them all).",
-)
+TOP = top_option("gaps and ops")
 
 
 def parse_window(text: str | None) -> tuple[int, int] | None:

@@ -6,18 +6,12 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import ROWS, Loading, cli, emit, run_command
+from trace_analyzer.cli.common import Loading, cli, emit, run_command, top_option
 
 
 @cli.command()
 @click.option("--step", type=int, help="Only the work launched in ProfilerStep#N.")
-@click.option(
-    "--top",
-    type=ROWS,
-    default=10,
-    show_default=True,
-    help="How many kernels per rank the text reports show (JSON and CSV have them all).",
-)
+@top_option("kernels per rank")
 @run_command
 def kernels(
     path: Path,

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trace_analyzer.cli.common import MARKDOWN_TOP, Loading, cli, emit, run_command, top_option
+from trace_analyzer.cli.common import (
+    Loading,
+    cli,
+    emit,
+    limit_option,
+    rows_shown,
+    run_command,
+    top_option,
+)
 
 
 @cli.command()
 @top_option("ops")
+@limit_option("ops")
 @run_command
 def ops(
-    path: Path, top: int | None, fmt: str | None, output: Path | None, loading: Loading
+    path: Path,
+    top: int,
+    limit: int | None,
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
 ) -> None:
     """The offline key_averages(): per op, calls, self CPU, device time and device %.
 
@@ -26,5 +40,5 @@ def ops(
     from trace_analyzer.questions.ops.analysis import ops as ops_of
     from trace_analyzer.render import View
 
-    result = loading.analysed(path, lambda p: ops_of(p, limit=top, device=device_beside(p)))
-    emit(result, fmt, output, View(top=top or MARKDOWN_TOP))
+    result = loading.analysed(path, lambda p: ops_of(p, limit=limit, device=device_beside(p)))
+    emit(result, fmt, output, View(top=rows_shown(top, limit)))

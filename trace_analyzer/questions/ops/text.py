@@ -6,7 +6,6 @@ from trace_analyzer.numbers import count, from_us, number, percent
 from trace_analyzer.questions.ops.analysis import OpsResult
 from trace_analyzer.render.below import engines_below
 from trace_analyzer.render.blocks import (
-    MARKDOWN,
     TOP_MORE,
     Block,
     Style,
@@ -28,7 +27,7 @@ def ops_layout(result: OpsResult, style: Style, view: View) -> list[Block]:
         device = from_us(result.total_device_us)
         summary = f"device time {device} in {plural(result.executions, 'execution')}; {summary}"
     blocks: list[Block] = [heading(f"ops: {shown(result.root, style)}", style), "", summary]
-    table = result.table.head(view.top) if style == MARKDOWN else result.table
+    table = result.table.head(view.top)
     columns = (
         text_col("op", cut=20),
         num_col("calls"),

@@ -19,7 +19,9 @@ import polars as pl
 from trace_analyzer.analyses.results import RunResult, RunResults, frame_repr
 from trace_analyzer.errors import InputError, UsageError
 
-GROUPINGS = ("variant", "backend", "path-glob", "rank", "device")
+GROUPINGS = ("variant", "backend", "glob", "rank", "device")
+# The words of GROUPINGS renamed (docs/output.md, "Conventions"): still taken, as the new one.
+OLD_GROUPINGS = {"path-glob": "glob"}
 # The groupings that split a run: one row per run and rank, or per run and device, and the
 # batch column each reads (a table of an older traceana lacks them: rerun batch).
 SPLITTING = {"rank": ("rank", "number"), "device": ("device_key", "text")}
@@ -90,9 +92,10 @@ def time_text(time: date | None) -> str | None:
 def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = ()) -> pl.DataFrame:
     """Return one row per run of the batch table ``df``: group, time, run_id, idle %, device
     time, executions; ``by``: what groups runs (``GROUPINGS``), ``globs``: the patterns of
-    path-glob."""
-    if by == "path-glob" and not globs:
-        raise UsageError("grouping by path-glob needs at least one {param} PATTERN", param="globs")
+    glob."""
+    by = OLD_GROUPINGS.get(by, by)
+    if by == "glob" and not globs:
+        raise UsageError("grouping by glob needs at least one {param} PATTERN", param="globs")
     ok = with_times(df.filter(pl.col("error").is_null()))
     split = [SPLITTING[by][0]] if by in SPLITTING else []
     runs = ok.group_by("run_id", *split).agg(
@@ -103,7 +106,7 @@ def trend_table(df: pl.DataFrame, by: str = "variant", globs: tuple[str, ...] = 
         window_ns=pl.col("window_ns").sum(),
         executions=pl.col("executions").sum(),
     )
-    if by == "path-glob":
+    if by == "glob":
 
         def group_of(run_id: str) -> str:
             return next((g for g in globs if fnmatch.fnmatchcase(run_id, g)), "(other)")
@@ -184,7 +187,9 @@ def trend(
     df: pl.DataFrame, path: str, *, by: str = "variant", globs: tuple[str, ...] = ()
 ) -> RunResults[TrendResult]:
     """Return the trend of a batch table ``df`` (read from ``path``), grouped ``by`` one of
-    GROUPINGS; with ``path-glob``, a group per pattern in ``globs`` (first match wins)."""
+    GROUPINGS (an old word of ``OLD_GROUPINGS`` taken as its new one); with ``glob``, a group
+    per pattern in ``globs`` (first match wins)."""
+    by = OLD_GROUPINGS.get(by, by)
     check_columns(df, path, dict([SPLITTING[by]]) if by in SPLITTING else {})
     table = trend_table(df, by, globs)
     failed = df.filter(pl.col("error").is_not_null())["run_id"].n_unique()

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from trace_analyzer import atomic
 from trace_analyzer.cli.common import (
+    Words,
     cli,
     emit,
     handle_errors,
@@ -19,32 +19,29 @@ from trace_analyzer.cli.common import (
 from trace_analyzer.cli.messages import plain
 from trace_analyzer.errors import InputError
 
-if TYPE_CHECKING:
-    pass
-
-
-# trend --by: ``questions.trend.analysis.GROUPINGS``, written here so that declaring the command
-# imports
-# no polars (tests/cli/test_startup.py holds the two equal).
-GROUPINGS = ("variant", "backend", "path-glob", "rank", "device")
+# trend --by: ``questions.trend.analysis.GROUPINGS`` and ``OLD_GROUPINGS``, written here so that
+# declaring the command imports no polars (tests/cli/test_startup.py holds them equal).
+GROUPINGS = ("variant", "backend", "glob", "rank", "device")
+OLD_GROUPINGS = {"path-glob": "glob"}
 
 
 @cli.command()
 @click.argument("table", type=click.Path(path_type=Path))
 @click.option(
     "--by",
-    type=click.Choice(list(GROUPINGS)),
+    type=Words(GROUPINGS, OLD_GROUPINGS),
     default="variant",
     show_default=True,
     help="Group runs by capture.json's variant or backend, by which --glob their run id "
-    "matches, or split them by rank or by device (batch's device_key).",
+    "matches, or split them by rank or by device (batch's device_key). (path-glob: glob's old "
+    "name.)",
 )
 @click.option(
     "--glob",
     "globs",
     multiple=True,
     metavar="PATTERN",
-    help="With --by path-glob: a group per pattern (first match wins), e.g. '*naive*'.",
+    help="With --by glob: a group per pattern (first match wins), e.g. '*naive*'.",
 )
 @click.option(
     "--plot",
