@@ -27,7 +27,7 @@ The document is made as it is written (``document``, ``write``): first where eve
 (its track, and what its flows need, a few integers per event in arrays) and how each link is
 drawn, which the header counts; then the records, ``BATCH`` at a time, each batch made, written
 with orjson and let go. So the export holds the run and those arrays, never a dict per event
-(on a 457 MB trace the whole document as dicts was 4.5 GB; docs/benchmarks.md, "Export:
+(on a 457 MB trace the whole document as dicts took 4.4 GiB; docs/benchmarks.md, "Export:
 streaming the document"). ``build`` gathers the same records into one dict, for the library.
 """
 
