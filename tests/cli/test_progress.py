@@ -56,9 +56,10 @@ def _on_a_terminal(*args: object) -> tuple[int, str]:
 def test_export_of_a_large_trace_shows_its_steps_on_a_terminal(big, tmp_path):
     code, said = _on_a_terminal("export", big, "-o", tmp_path / "out.json", "--no-cache")
     assert code == 0, said
-    # the steps that last, each with its time: the critical path (seconds on this trace); the
-    # reading (with the file's size) and the writing, where they outlast a redraw
-    assert "traceana: the critical path of each step … " in said, said[-300:]
+    # the steps that last, each with its time: the writing (seconds on this trace: the
+    # document is made as it is written); the reading (with the file's size), the linking and
+    # the critical path, where they outlast a redraw
+    assert "traceana: writing out.json … " in said, said[-300:]
     steps = [part.split(" … ")[0] for part in said.split("\r") if part.startswith("traceana: ")]
     known = ("traceana: reading trace.json (30 MB)", "traceana: linking ",
              "traceana: finding the gaps and their causes",

@@ -8,6 +8,7 @@ structure Perfetto's legacy JSON importer expects.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -400,6 +401,54 @@ def test_gzip_output(tmp_path):
     assert doc["traceana"]["events"] == ta.load(NAIVE).events.height
     assert ta.load(out).events.filter(~pl.col("category").is_in(ADDED)).height == \
         doc["traceana"]["events"]
+
+
+def test_written_as_made_is_the_document_byte_for_byte(tmp_path, monkeypatch):
+    """The command writes the document a batch of records at a time (``perfetto.document``):
+    the file is ``dumps(build(...))``'s bytes, in batches of any size, and gzip-compressed the
+    same bytes (no file name in the header, as ``gzip.compress`` writes)."""
+    from trace_analyzer.questions.critical.analysis import critical
+    from trace_analyzer.questions.export import perfetto
+
+    for src in (NAIVE, FIXTURES / "allreduce_2nc"):
+        profile = ta.load(src, args=True)
+        parts = (profile, ta.gaps(profile))
+        path = critical(profile)
+        whole = perfetto.dumps(perfetto.build(*parts, source="run", critical=path))
+        for batch in (1, 3, 1000):  # each batch's records alone, some batches empty
+            monkeypatch.setattr(perfetto, "BATCH", batch)
+            assert perfetto.dumps(perfetto.build(*parts, source="run", critical=path)) == whole
+            for name in ("out.json", "out.json.gz"):
+                doc = perfetto.document(*parts, source="run", critical=path)
+                perfetto.write(doc, tmp_path / name)
+            assert (tmp_path / "out.json").read_bytes() == whole
+            packed = (tmp_path / "out.json.gz").read_bytes()
+            assert gzip.decompress(packed) == whole
+            assert packed[3] == 0  # no flags: no file name
+        # events whose id is not their row (a table not numbered by load) go where they did
+        rows = profile.events.sample(fraction=1.0, shuffle=True, seed=3)
+        shuffled = dataclasses.replace(profile, events=rows)
+        assert perfetto.dumps(perfetto.build(shuffled, parts[1], source="run", critical=path)) \
+            == whole
+
+
+def test_a_write_that_fails_midway_leaves_the_file_as_it_was(tmp_path, monkeypatch):
+    from trace_analyzer.questions.export import perfetto
+
+    def broken(self):
+        yield from []
+        raise OSError(28, "No space left on device")
+
+    out = tmp_path / "annotated.json"
+    out.write_text("before")
+    monkeypatch.setattr(perfetto, "BATCH", 5)
+    monkeypatch.setattr(perfetto.Document, "_traceana", broken)  # after the events' batches
+    profile = ta.load(NAIVE, args=True)
+    doc = perfetto.document(profile, ta.gaps(profile))
+    with pytest.raises(OSError, match="No space"):
+        perfetto.write(doc, out)
+    assert out.read_text() == "before"
+    assert [p.name for p in tmp_path.iterdir()] == ["annotated.json"]  # no temporary left
 
 
 # --- (4) errors --------------------------------------------------------------------------------

@@ -29,11 +29,12 @@ def export(path: Path, output: Path, loading: Loading) -> None:
 
     profile = loading.one(path, args=True)
     gaps = loading.cache.gaps(profile)
-    doc = perfetto.build(profile, gaps, source=str(path), critical=critical(profile))
+    path_of_each_step = critical(profile)
     step(f"writing {output.name}")
-    with writing(output):
+    with writing(output):  # made as it is written, a batch of records at a time
+        doc = perfetto.document(profile, gaps, source=str(path), critical=path_of_each_step)
         perfetto.write(doc, output)
-    n = doc["traceana"]
+    n = doc.header["traceana"]
     click.echo(
         f"wrote {plain(output)}: {n['events']} events, {n['links']} links, {n['gaps']} gaps, "
         f"{n['tracks']} tracks",

@@ -21,17 +21,41 @@ draws a link whose child starts before its parent (a link against time) from the
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 LINK_CAT = "traceana_link"
+# A link: (src, dst, hop, link_method, latency_ns), a row of the edges table.
+Edge = tuple[int, int, str, str, int]
+
+
+class Slots(Protocol):
+    """Where each event's slice is written (questions/export/perfetto.py's tracks)."""
+
+    def where(self, eid: int) -> tuple[int, int]:
+        """The (pid, tid) of the event's slice."""
+        ...
+
+    def start(self, eid: int) -> int:
+        """The event's start (ns)."""
+        ...
+
+    def pinned(self, eid: int) -> bool:
+        """Whether no other slice of its track starts with it, after it."""
+        ...
+
+    def order(self, eid: int) -> tuple[int, int]:
+        """The order in which Perfetto reads its slice: (start, place in the file)."""
+        ...
 
 
 @dataclass
 class Flows:
-    """The flow records of the links, and the v2 fields to set on some slices."""
+    """How each link is written: as a v1 pair of records (``records``) or as v2 fields set on
+    its two slices (``on_slice``)."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)  # ph "s" / "f", in pairs
+    v1_links: bytearray = field(default_factory=bytearray)  # per link: 1 where written as v1
     on_slice: dict[int, dict[str, Any]] = field(default_factory=dict)  # event_id -> v2 fields
     v1: int = 0
     v2: int = 0
@@ -43,45 +67,57 @@ def us(ns: int) -> float:
     return ns / 1000
 
 
-def flows(
-    edges: list[tuple[int, int, str, str, int]],
-    where: dict[int, tuple[int, int]],
-    span: dict[int, tuple[int, int]],
-    pinned: set[int],
-    order: dict[int, tuple[int, int]],
-    base: int,
-) -> Flows:
-    """Return the flows of ``edges`` (src, dst, hop, link_method, latency_ns rows), flow i
-    (from 1) with id i.
-
-    ``where``: each event's (pid, tid); ``span``: its (start, end) ns; ``pinned``: the
-    events no other slice of their track starts with, after them; ``order``: the order in
-    which Perfetto reads the slices (start, then place in the file); ``base``: the
-    document's time origin (ns)."""
+def flows(edges: Iterable[Edge], links: int, slots: Slots) -> Flows:
+    """Return how each of ``edges`` (src, dst, hop, link_method, latency_ns rows; ``links`` of
+    them) is written, link i (from 1) as the flow with id i, the v2 ids above them;
+    ``slots``: where each event's slice is."""
     out = Flows()
-    binds = _Binds(order, len(edges))
-
-    for i, (src, dst, hop, method, latency) in enumerate(edges, start=1):
-        a, b = (src, dst) if span[dst][0] >= span[src][0] else (dst, src)
-        sure = a in pinned and b in pinned  # a v1 point at the slice's start binds to it
-        if not sure and binds.add(a, b):
+    binds = _Binds(slots.order, links)
+    for src, dst, *_ in edges:
+        a, b = _ends(src, dst, slots)
+        sure = slots.pinned(a) and slots.pinned(b)  # a v1 point at the slice's start binds
+        v2 = not sure and binds.add(a, b)
+        out.v1_links.append(not v2)
+        if v2:
             out.v2 += 1
             continue
         out.unsure += not sure
         out.v1 += 1
+    out.on_slice = binds.on_slice
+    return out
+
+
+def records(
+    edges: Iterable[Edge], linked: Flows, slots: Slots, base: int, size: int
+) -> Iterator[list[dict[str, Any]]]:
+    """Yield the ``ph: "s"`` / ``"f"`` records of the links written as v1 (``linked``), in
+    pairs, in lists of at most ``size``; ``base``: the document's time origin (ns)."""
+    out: list[dict[str, Any]] = []
+    for i, (src, dst, hop, method, latency) in enumerate(edges, start=1):
+        if not linked.v1_links[i - 1]:
+            continue
+        a, b = _ends(src, dst, slots)
         common = {"cat": LINK_CAT, "name": hop, "id": i}
         args = {"link_method": method, "latency_us": us(latency), "src": src, "dst": dst}
         for ph, eid in (("s", a), ("f", b)):
-            pid, tid = where[eid]
+            pid, tid = slots.where(eid)
             rec: dict[str, Any] = {"ph": ph, **common, "pid": pid, "tid": tid}
             if ph == "f":
                 rec["bp"] = "e"
-            rec["ts"] = us(span[eid][0] - base)
+            rec["ts"] = us(slots.start(eid) - base)
             if ph == "s":
                 rec["args"] = args
-            out.records.append(rec)
-    out.on_slice = binds.on_slice
-    return out
+            out.append(rec)
+        if len(out) >= size:
+            yield out
+            out = []
+    if out:
+        yield out
+
+
+def _ends(src: int, dst: int, slots: Slots) -> tuple[int, int]:
+    """The link's two events, the one whose slice starts first first."""
+    return (src, dst) if slots.start(dst) >= slots.start(src) else (dst, src)
 
 
 class _Binds:
@@ -90,7 +126,7 @@ class _Binds:
     started its id (in the order it reads slices: by start, then as written), so an id is
     kept only while every slice ending it gets the flow of its own link."""
 
-    def __init__(self, order: dict[int, tuple[int, int]], after: int):
+    def __init__(self, order: Callable[[int], tuple[int, int]], after: int):
         self.order, self.next_id = order, after + 1
         self.on_slice: dict[int, dict[str, Any]] = {}
         self.sources: dict[int, set[int]] = defaultdict(set)
@@ -122,9 +158,9 @@ class _Binds:
         return False
 
     def _kept(self, bid: int) -> bool:
-        srcs = sorted(self.sources[bid], key=self.order.__getitem__)
+        srcs = sorted(self.sources[bid], key=self.order)
         for dst, src in self.ends[bid].items():
-            latest = [s for s in srcs if self.order[s] < self.order[dst]]
+            latest = [s for s in srcs if self.order(s) < self.order(dst)]
             if not latest or latest[-1] != src:
                 return False
         return True

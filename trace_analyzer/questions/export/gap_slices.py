@@ -10,6 +10,7 @@ is selected, and SQL reads them from ``args`` (docs/graph.md). Each window's cri
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from trace_analyzer.questions.critical.analysis import CriticalResult
@@ -79,16 +80,17 @@ CRITICAL_CAT = "traceana_critical"
 CRITICAL = "traceana critical path"
 
 
-def critical_track(result: CriticalResult, pid: int, tid: int, base: int) -> list[dict[str, Any]]:
-    """Return the tracks ``traceana critical path`` in the process ``traceana`` (from ``tid``
-    on): each segment of every window's critical path as a slice named ``<kind>: <name>``,
-    with its kind, name, label, lane, step and event in its args; the verdict and the ranked
-    fixes in the args of the first slice. A window's segments tile it; windows that overlap
-    (a device running behind its host) go on tracks of their own, ``(overlap N)``, each on the
-    first whose last window has ended."""
-    rows = result.path.to_dicts()
-    if not rows:
-        return []
+def critical_track(
+    result: CriticalResult, pid: int, tid: int, base: int, size: int
+) -> Iterator[list[dict[str, Any]]]:
+    """Yield the tracks ``traceana critical path`` in the process ``traceana`` (from ``tid``
+    on), in lists of at most about ``size`` records: each segment of every window's critical
+    path as a slice named ``<kind>: <name>``, with its kind, name, label, lane, step and event
+    in its args; the verdict and the ranked fixes in the args of the first slice. A window's
+    segments tile it; windows that overlap (a device running behind its host) go on tracks of
+    their own, ``(overlap N)``, each on the first whose last window has ended."""
+    if not result.path.height:
+        return
     lanes: list[int] = []  # per track, the end of its last window
     track: dict[Any, int] = {}
     for w in result.steps.sort("start_ns").iter_rows(named=True):
@@ -100,14 +102,17 @@ def critical_track(result: CriticalResult, pid: int, tid: int, base: int) -> lis
          "args": {"name": CRITICAL + (f" (overlap {k})" if k else "")}}
         for k in range(len(lanes))
     ]  # fmt: skip
-    for r in rows:
-        args = {k: r[k] for k in ("kind", "name", "label", "lane", "step", "event_id")}
-        out.append({
-            "ph": "X", "cat": CRITICAL_CAT, "name": f"{r['kind']}: {r['name']}", "pid": pid,
-            "tid": tid + track[r["step"]], "ts": us(r["start_ns"] - base),
-            "dur": us(r["duration_ns"]), "args": args,
-        })  # fmt: skip
     fixes = [{k: f[k] for k in ("rank", "fix", "saved_ns", "saved_pct", "assumption")}
              for f in result.fixes.to_dicts()]  # fmt: skip
-    out[len(lanes)]["args"] |= {"verdict": result.verdict, "fixes": fixes}
-    return out
+    first = {"verdict": result.verdict, "fixes": fixes}
+    for part in result.path.iter_slices(size):
+        for r in part.to_dicts():
+            args = {k: r[k] for k in ("kind", "name", "label", "lane", "step", "event_id")}
+            out.append({
+                "ph": "X", "cat": CRITICAL_CAT, "name": f"{r['kind']}: {r['name']}", "pid": pid,
+                "tid": tid + track[r["step"]], "ts": us(r["start_ns"] - base),
+                "dur": us(r["duration_ns"]), "args": args | first,
+            })  # fmt: skip
+            first = {}
+        yield out
+        out = []

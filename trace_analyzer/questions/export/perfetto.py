@@ -22,13 +22,22 @@ reads the file back to the same integer ns.
 The JSON format wants slices on one thread to nest; where events of one lane overlap without
 nesting (a memcpy and a sync on one stream, runtime calls of two threads on one NeuronCore
 lane), the later one goes on an extra track ``<lane> (overlap N)`` beside the lane.
+
+The document is made as it is written (``document``, ``write``): first where every event goes
+(its track, and what its flows need, a few integers per event in arrays) and how each link is
+drawn, which the header counts; then the records, ``BATCH`` at a time, each batch made, written
+with orjson and let go. So the export holds the run and those arrays, never a dict per event
+(on a 457 MB trace the whole document as dicts took 4.4 GiB; docs/benchmarks.md, "Export:
+streaming the document"). ``build`` gathers the same records into one dict, for the library.
 """
 
 from __future__ import annotations
 
 import gzip
 import re
+from array import array
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
@@ -38,8 +47,9 @@ import polars as pl
 from trace_analyzer import atomic
 from trace_analyzer._version import __version__
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import by_row
 from trace_analyzer.questions.critical.analysis import CriticalResult
-from trace_analyzer.questions.export.flows import flows
+from trace_analyzer.questions.export.flows import Flows, flows, records
 from trace_analyzer.questions.export.flows import us as _us
 from trace_analyzer.questions.export.gap_slices import critical_track, gap_slice, summary_track
 from trace_analyzer.questions.gaps.analysis import GapsResult, device_of
@@ -62,6 +72,96 @@ KIND_ORDER = {
 LINK_KEYS = ("correlation", "external_id", "seq_id", "exec_id", "flow_ids")
 # The names the inputs give the link keys in their args; a key already there is not repeated.
 LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequence_id",)}
+# The records made at once, then written and let go: what the export holds beside the run
+# (a few tens of MB), whatever the run's size.
+BATCH = 20_000
+Piece: TypeAlias = bytes | memoryview  # of the document's bytes, written as it comes
+COLUMNS = ("event_id", "name", "category", "lane", "lane_kind", "start_ns", "duration_ns",
+           "args_json", *LINK_KEYS)  # fmt: skip
+
+
+class Document:
+    """The trace document of one run, made as it is written: its ``header`` (with every
+    count) is known once made, its records (``batches``) are made a batch at a time, in the
+    order they are written, as often as asked. ``build`` holds them all, ``write`` none."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        gaps: GapsResult,
+        source: str | None,
+        critical: CriticalResult | None,
+    ):
+        self.profile, self.gaps, self.critical = profile, gaps, critical
+        events, edges = profile.events, profile.edges
+        self.gap_rows = gap_rows(gaps)
+        self.base = _base(events)
+        lanes = self.gap_rows["lane"].cast(pl.String).unique().to_list()
+        self.tracks = _Tracks(events, set(lanes))
+        self.linked = flows(edges.iter_rows(), edges.height, self.tracks)
+        name = str(source if source is not None else profile.name)
+        linked = self.linked
+        self.header: dict[str, Any] = {
+            "schemaVersion": 1,
+            "traceName": name,
+            "displayTimeUnit": "ns",
+            "baseTimeNanoseconds": self.base,
+            "traceana": {
+                "schema_version": SCHEMA_VERSION,
+                "version": __version__,
+                "source": name,
+                "root": profile.name,
+                "events": events.height,
+                "links": edges.height,
+                "flows": {"v1": linked.v1, "v2": linked.v2, "unsure": linked.unsure},
+                "gaps": self.gap_rows.height,
+                "processes": len(self.tracks.processes),
+                "tracks": len(self.tracks.threads),
+            },
+        }
+        ranks = events["rank"].drop_nulls().unique().to_list()
+        if len(ranks) == 1:
+            self.header["distributedInfo"] = {"rank": ranks[0]}
+
+    def batches(self) -> Iterator[list[dict[str, Any]]]:
+        """Yield the records of ``traceEvents`` in lists of at most about ``BATCH``: the
+        tracks' names, every event's slice, the links' flows, the gaps' slices, the summary and
+        the critical path."""
+        tracks, base, edges = self.tracks, self.base, self.profile.edges
+        yield tracks.metadata()
+        yield from tracks.slices(self.profile.events, self.linked, base)
+        yield from records(edges.iter_rows(), self.linked, tracks, base, BATCH)
+        for part in self.gap_rows.iter_slices(BATCH):
+            yield [gap_slice(g, *tracks.gap_track[g["lane"]], base) for g in part.to_dicts()]
+        yield from self._traceana()
+
+    def _traceana(self) -> Iterator[list[dict[str, Any]]]:
+        """The process ``traceana``: the summary track and the critical path's."""
+        mine, tid = len(self.tracks.processes) + 1, self.tracks.next_tid()
+        out = summary_track(self.gaps, mine, tid, self.base)
+        critical = self.critical
+        if critical is not None and critical.path.height and not out:
+            # no window of hardware: the process is named here
+            out.append(
+                {"ph": "M", "name": "process_name", "pid": mine, "tid": 0,
+                 "args": {"name": "traceana"}}
+            )  # fmt: skip
+        yield out
+        if critical is not None:
+            yield from critical_track(critical, mine, tid + 1, self.base, BATCH)
+
+    def pieces(self) -> Iterator[Piece]:
+        """Yield the document as compact JSON, piece by piece: the same bytes as ``dumps`` of
+        ``build``'s dict (its header, then ``traceEvents`` last)."""
+        yield orjson.dumps(self.header)[:-1] + b',"traceEvents":['
+        first = True
+        for batch in self.batches():
+            if batch:
+                if not first:
+                    yield b","
+                yield memoryview(orjson.dumps(batch))[1:-1]  # the records, not the brackets
+                first = False
+        yield b"]}"
 
 
 def build(
@@ -72,57 +172,23 @@ def build(
     critical: CriticalResult | None = None,
 ) -> dict[str, Any]:
     """Return the trace document of one run, ``profile``, and its ``gaps``
-    (``questions.gaps.analysis.gaps``): a dict ready for JSON. ``source``: the name the document
-    gives the run (default: its root); ``critical``: its critical path, drawn as a track."""
-    events = profile.events
-    edges = profile.edges
-    gaps_of_lanes = _gap_rows(gaps)
-    base = _base(events)
-    tracks = _Tracks(events, gaps_of_lanes)
-    trace_events: list[dict[str, Any]] = tracks.metadata()
-    linked = flows(
-        list(edges.iter_rows()), tracks.where, tracks.span, tracks.pinned(), tracks.order(), base
-    )
-    for r in tracks.slices:
-        ev = _slice(r, tracks.where[r["event_id"]], base)
-        ev.update(linked.on_slice.get(r["event_id"], {}))
-        trace_events.append(ev)
-    trace_events += linked.records
-    for g in gaps_of_lanes:
-        pid, tid = tracks.gap_track[g["lane"]]
-        trace_events.append(gap_slice(g, pid, tid, base))
-    mine, tid = len(tracks.processes) + 1, tracks.next_tid()
-    summary = summary_track(gaps, mine, tid, base)
-    trace_events += summary
-    if critical is not None and critical.path.height:
-        if not summary:  # no window of hardware: the process is named here
-            trace_events.append(
-                {"ph": "M", "name": "process_name", "pid": mine, "tid": 0,
-                 "args": {"name": "traceana"}}
-            )  # fmt: skip
-        trace_events += critical_track(critical, mine, tid + 1, base)
-    header: dict[str, Any] = {
-        "schemaVersion": 1,
-        "traceName": str(source if source is not None else profile.name),
-        "displayTimeUnit": "ns",
-        "baseTimeNanoseconds": base,
-        "traceana": {
-            "schema_version": SCHEMA_VERSION,
-            "version": __version__,
-            "source": str(source if source is not None else profile.name),
-            "root": profile.name,
-            "events": events.height,
-            "links": edges.height,
-            "flows": {"v1": linked.v1, "v2": linked.v2, "unsure": linked.unsure},
-            "gaps": len(gaps_of_lanes),
-            "processes": len(tracks.processes),
-            "tracks": len(tracks.threads),
-        },
-    }
-    ranks = events["rank"].drop_nulls().unique().to_list()
-    if len(ranks) == 1:
-        header["distributedInfo"] = {"rank": ranks[0]}
-    return {**header, "traceEvents": trace_events}
+    (``questions.gaps.analysis.gaps``): a dict ready for JSON, every record held. ``source``:
+    the name the document gives the run (default: its root); ``critical``: its critical path,
+    drawn as a track. ``document`` makes the same to be written without holding it."""
+    doc = document(profile, gaps, source=source, critical=critical)
+    return {**doc.header, "traceEvents": [r for batch in doc.batches() for r in batch]}
+
+
+def document(
+    profile: Profile,
+    gaps: GapsResult,
+    *,
+    source: str | None = None,
+    critical: CriticalResult | None = None,
+) -> Document:
+    """Return the trace document of one run (``build``'s) to be written a batch at a time
+    (``write``): only the header and where each event goes are held."""
+    return Document(profile, gaps, source, critical)
 
 
 def dumps(doc: dict[str, Any]) -> bytes:
@@ -130,11 +196,28 @@ def dumps(doc: dict[str, Any]) -> bytes:
     return orjson.dumps(doc)
 
 
-def write(doc: dict[str, Any], path: Path) -> None:
-    """Write the document ``doc`` (``build``) to ``path``, gzip-compressed when the name ends
-    in ``.gz``."""
-    data = dumps(doc)
-    atomic.replace(path, gzip.compress(data) if path.name.endswith(".gz") else data)
+def write(doc: dict[str, Any] | Document, path: Path) -> None:
+    """Write the document ``doc`` (``build``'s dict, or ``document``'s, written as it is made)
+    to ``path``, whole or not at all (``atomic.replace``), gzip-compressed as it is written
+    when the name ends in ``.gz``."""
+    pieces: Iterable[Piece] = doc.pieces() if isinstance(doc, Document) else [dumps(doc)]
+    gz = path.name.endswith(".gz")
+
+    def written(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            if gz:
+                # no file name in the header, as gzip.compress writes it
+                with gzip.GzipFile(filename="", mode="wb", fileobj=f) as z:
+                    _write_all(z.write, pieces)
+            else:
+                _write_all(f.write, pieces)
+
+    atomic.replace(path, written)
+
+
+def _write_all(write: Callable[[bytes | memoryview], object], pieces: Iterable[Piece]) -> None:
+    for piece in pieces:
+        write(piece)
 
 
 def _base(events: pl.DataFrame) -> int:
@@ -143,12 +226,6 @@ def _base(events: pl.DataFrame) -> int:
         return 0
     first = cast(int, events["start_ns"].min())  # an Int64 column with rows: an int
     return first // SECOND_NS * SECOND_NS
-
-
-def _gap_rows(result: GapsResult) -> list[dict[str, Any]]:
-    """Return the per-lane gaps as dicts, each with its hint (none when the run has no
-    hardware lane)."""
-    return [] if result.gaps.is_empty() else gap_rows(result).to_dicts()
 
 
 def _slice(r: dict[str, Any], where: tuple[int, int], base: int) -> dict[str, Any]:
@@ -186,31 +263,15 @@ class _Tracks:
 
     pids and tids are small integers assigned here, unique over the document, in display
     order (host processes first, then devices; in each, framework, runtime, hardware lanes).
+    What the flows ask of an event (``flows.Slots``) is kept in arrays by row, a few integers
+    per event, not a dict of its columns.
     """
 
-    def __init__(self, events: pl.DataFrame, gap_rows: list[dict[str, Any]]):
-        ev = events.select(
-            "event_id",
-            "name",
-            "category",
-            "lane",
-            "lane_kind",
-            "host",
-            "pid",
-            "start_ns",
-            "end_ns",
-            "duration_ns",
-            "args_json",
-            *LINK_KEYS,
-        ).with_columns(pl.col("lane_kind").cast(pl.String))
-        gap_lanes = {g["lane"] for g in gap_rows}
-        procs = _processes(ev)
+    def __init__(self, events: pl.DataFrame, gap_lanes: set[str]):
+        procs = _processes(events.select("lane", "lane_kind", "host", "pid"))
         self.processes: list[dict[str, Any]] = []  # pid, name, sort index
         self.threads: list[dict[str, Any]] = []  # pid, tid, name, sort index
-        self.where: dict[int, tuple[int, int]] = {}  # event_id -> (pid, tid)
-        self.slices: list[dict[str, Any]] = []  # the events, in the order they are written
         self.gap_track: dict[str, tuple[int, int]] = {}  # hardware lane -> its gaps track
-        self.span: dict[int, tuple[int, int]] = {}
         # tids above every pid (and the summary's): Perfetto calls a thread whose tid is its
         # pid the main thread
         self._next_tid = len(procs) + 2
@@ -219,17 +280,29 @@ class _Tracks:
             members = sorted(procs[key], key=lambda m: (m[0], _natural(m[1])))
             self.processes.append({"pid": pid, "name": members[0][2], "sort_index": pid})
             ordered += [(pid, lane) for _, lane, _ in members]
-        by_lane = {
-            lane: rows
-            for (lane,), rows in ev.sort(
-                "lane", "start_ns", "end_ns", "event_id", descending=[False, False, True, False]
-            )
-            .partition_by("lane", as_dict=True, maintain_order=True)
-            .items()
-        }
-        # Lay each lane's events out on properly nested tracks, in display order.
-        for pid, lane in ordered:
-            self._layout(pid, lane, by_lane[lane].to_dicts())
+        n = events.height
+        # per row: its slice's pid and tid, start, place in the file; whether it is pinned
+        self._pid, self._tid, self._start, self._place = (array("q", bytes(8 * n)) for _ in "1234")
+        self._pinned = bytearray(n)
+        ids = events["event_id"]
+        self._row = None if by_row(events) else {e: i for i, e in enumerate(ids.to_list())}
+        # The rows in the order they are written: lane by lane in display order, each lane's
+        # by start, longer first.
+        rank = {lane: i for i, (_, lane) in enumerate(ordered)}
+        keys = events.select(
+            row=pl.int_range(pl.len(), dtype=pl.Int64),
+            rank=pl.col("lane").cast(pl.String).replace_strict(rank, return_dtype=pl.Int64),
+            start=pl.col("start_ns"),
+            end=pl.col("end_ns"),
+            event_id=pl.col("event_id"),
+        ).sort("rank", "start", "end", "event_id", descending=[False, False, True, False])
+        self.rows = keys["row"]
+        counts = keys.group_by("rank").len().sort("rank")["len"].to_list()
+        keys = keys.drop("rank", "event_id")
+        offset = 0
+        for (pid, lane), count in zip(ordered, counts, strict=True):
+            self._layout(pid, lane, keys.slice(offset, count), offset)
+            offset += count
             if lane in gap_lanes:
                 self.gap_track[lane] = (pid, self._thread(pid, f"{lane} gaps"))
 
@@ -243,41 +316,70 @@ class _Tracks:
         self.threads.append({"pid": pid, "tid": tid, "name": name, "sort_index": tid})
         return tid
 
-    def _layout(self, pid: int, lane: str, rows: list[dict[str, Any]]) -> None:
-        """Assign each event of a lane (sorted by start, longer first) to the first track
-        where it nests: track 0 is the lane, the others its overlap tracks."""
-        stacks: list[list[tuple[int, int]]] = []  # per track: open (end, event_id)
+    def _layout(self, pid: int, lane: str, keys: pl.DataFrame, place: int) -> None:
+        """Assign each event of a lane (``keys``: row, start, end, sorted by start, longer
+        first; the first written at ``place``) to the first track where it nests: track 0 is
+        the lane, the others its overlap tracks."""
+        stacks: list[list[int]] = []  # per track: the ends of its open slices
         tids: list[int] = []
-        for r in rows:
-            s, e, eid = r["start_ns"], r["end_ns"], r["event_id"]
+        last: list[int] = []  # per track: the row of its last slice
+        pinned, start = self._pinned, self._start
+        for row, s, e in _rows(keys):
             k = 0
             while True:
                 if k == len(stacks):
                     stacks.append([])
                     tids.append(self._thread(pid, lane if k == 0 else f"{lane} (overlap {k})"))
+                    last.append(-1)
                 stack = stacks[k]
-                while stack and stack[-1][0] <= s:
+                while stack and stack[-1] <= s:
                     stack.pop()
-                if not stack or e <= stack[-1][0]:
+                if not stack or e <= stack[-1]:
                     break
                 k += 1
-            stack.append((e, eid))
-            self.where[eid] = (pid, tids[k])
-            self.span[eid] = (s, e)
-            self.slices.append(r)
+            stack.append(e)
+            if last[k] >= 0 and start[last[k]] == s:
+                pinned[last[k]] = 0  # a later slice of its track starts with it
+            last[k], pinned[row], start[row] = row, 1, s
+            self._pid[row], self._tid[row], self._place[row] = pid, tids[k], place
+            place += 1
 
-    def order(self) -> dict[int, tuple[int, int]]:
-        """Return, per event, the order in which Perfetto reads its slice: (start, place)."""
-        return {r["event_id"]: (r["start_ns"], i) for i, r in enumerate(self.slices)}
+    def slices(
+        self, events: pl.DataFrame, linked: Flows, base: int
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Yield every event's slice, in the order they are written, ``BATCH`` at a time, with
+        the v2 fields of its flows (``linked``)."""
+        columns = events.select(COLUMNS)
+        on_slice = linked.on_slice
+        for part in self.rows.to_frame().iter_slices(BATCH):
+            rows = part["row"]
+            batch = columns.select(pl.all().gather(rows)).with_columns(
+                pl.col("lane_kind").cast(pl.String)
+            )
+            out = []
+            for row, r in zip(rows.to_list(), batch.iter_rows(named=True), strict=True):
+                ev = _slice(r, (self._pid[row], self._tid[row]), base)
+                ev.update(on_slice.get(r["event_id"], {}))
+                out.append(ev)
+            yield out
 
-    def pinned(self) -> set[int]:
-        """Return the events that are the last slice of their track to start at their start:
-        at that instant Perfetto has them on top of their track (perfetto_flows)."""
-        last: dict[tuple[tuple[int, int], int], int] = {}
-        for r in self.slices:  # in the order they are written
-            eid = r["event_id"]
-            last[(self.where[eid], r["start_ns"])] = eid
-        return set(last.values())
+    # What the flows ask (``flows.Slots``), by event id.
+    def where(self, eid: int) -> tuple[int, int]:
+        row = eid if self._row is None else self._row[eid]
+        return self._pid[row], self._tid[row]
+
+    def start(self, eid: int) -> int:
+        return self._start[eid if self._row is None else self._row[eid]]
+
+    def pinned(self, eid: int) -> bool:
+        """Whether the event is the last slice of its track to start at its start: at that
+        instant Perfetto has it on top of its track (perfetto_flows)."""
+        return bool(self._pinned[eid if self._row is None else self._row[eid]])
+
+    def order(self, eid: int) -> tuple[int, int]:
+        """The order in which Perfetto reads its slice: (start, place)."""
+        row = eid if self._row is None else self._row[eid]
+        return self._start[row], self._place[row]
 
     def metadata(self) -> list[dict[str, Any]]:
         """Return the ``ph: "M"`` records naming and ordering every process and thread."""
@@ -321,6 +423,12 @@ class _Tracks:
                 }
             )
         return out
+
+
+def _rows(keys: pl.DataFrame) -> Iterator[tuple[int, int, int]]:
+    """Yield (row, start, end) of each row of ``keys``, a few batches' worth of ints at once."""
+    for part in keys.iter_slices(BATCH * 10):
+        yield from zip(*(part[c].to_list() for c in ("row", "start", "end")), strict=True)
 
 
 # A process: (0, host, pid) for a host process, (1, device label) for a device.
