@@ -1,6 +1,6 @@
 """Every file of ../shared/corpus/real3 (SOURCE.md) gets the answer an honest tool gives, the same
-named alone as found in its folder (issue 38), through ``traceana info`` and ``gaps`` as real
-processes. An answer is the exit code and, for each run, what ``gaps`` concludes (why the run
+named alone as found in its folder (issue 38), through ``traceana info`` and ``gaps`` (in-process:
+the same code as the command; ``engines`` as a real process). An answer is the exit code and, for each run, what ``gaps`` concludes (why the run
 has no hardware lanes, or its idle figures) and the run's notes in ``info``; a refusal is its
 one line. What each answer must say is checked from SOURCE.md and the raw files."""
 
@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import raw_host_figures, run_process
+from conftest import raw_host_figures, run_cli, run_process
 
 REAL3 = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "real3"
 HOST_ONLY = "no hardware lanes: this profile records host activity only"
@@ -36,7 +36,7 @@ def _leaf(rel: str) -> Path:
 @cache
 def answer(command: str, path: Path) -> tuple[int, object]:
     """(exit code, the one error line) of a refusal, else (0, {run root: what it says})."""
-    code, out, err, *_ = run_process(command, path, "--no-cache", "--format", "json", timeout=120)
+    code, out, err = run_cli(command, path, "--no-cache", "--format", "json")
     if code:
         lines = err.strip().splitlines()
         assert code == 2 and len(lines) == 1, (code, err)
@@ -78,8 +78,7 @@ def test_a_file_named_alone_gets_its_folders_answer(command, rel, name):
 
 
 def _gaps(rel: str) -> dict:
-    code, out, err, *_ = run_process("gaps", _leaf(rel), "--no-cache", "--format", "json",
-                                     timeout=120)  # fmt: skip
+    code, out, err = run_cli("gaps", _leaf(rel), "--no-cache", "--format", "json")
     assert code == 0, err
     return {r["root"]: r for r in json.loads(out)["runs"]}
 
