@@ -1,5 +1,5 @@
 """The Chrome array form (issue 38): a trace written as a bare JSON array of events, read by one
-reader (readers/chrome_array.py), as real processes. Early Kineto (real3/kineto_array, Dec 2020:
+reader (readers/chrome_array.py), through the CLI (in-process). Early Kineto (real3/kineto_array, Dec 2020:
 SOURCE.md read GPU 0 idle 40.2 % of 1,086 ms by hand), named or in its folder: its GPU idle is
 the figure computed here from the raw array, and its kernels reach their runtime calls through
 the old flows (``cat: "async"``, ``tid: "stream 7"``). The legacy autograd profiler's
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_process, union_of
+from conftest import run_cli, union_of
 
 REAL3 = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "real3"
 ARRAY = REAL3 / "kineto_array" / "resnet50_num_workers_4"
@@ -29,7 +29,7 @@ def raw() -> list[dict]:
 
 
 def _json(*args: object) -> dict:
-    code, out, err, *_ = run_process(*args, "--no-cache", "--format", "json", timeout=120)
+    code, out, err = run_cli(*args, "--no-cache", "--format", "json")
     assert code == 0, err
     (run,) = json.loads(out)["runs"]
     return run

@@ -1,8 +1,8 @@
-"""An input that is not what its name says gets one line that says what it is instead, as a
-real process (issue 37): a ``.json`` that is gzip-compressed, or UTF-16 or UTF-32 text
-(before: "surrogates not allowed"), and a folder named like an Explorer table (before: an
-internal error, IsADirectoryError). Named alone and inside a folder, with each of the three
-Kineto readings."""
+"""An input that is not what its name says gets one line that says what it is instead (issue
+37): a ``.json`` that is gzip-compressed, or UTF-16 or UTF-32 text (before: "surrogates not
+allowed"), and a folder named like an Explorer table (before: an internal error,
+IsADirectoryError). Through the CLI in-process (the same code as the command). Named alone and
+inside a folder, with each of the three Kineto readings."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import run_process
+from conftest import run_cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DOC = '{"traceEvents": [{"ph": "X", "name": "µ", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]}'
@@ -40,7 +40,7 @@ def test_a_json_that_is_not_utf8_json_says_what_it_is(tmp_path, monkeypatch, cas
     trace.parent.mkdir()
     trace.write_bytes(data)
     monkeypatch.setenv("TRACEANA_KINETO_SCAN", scan)
-    line = one_line(*run_process("gaps", trace if named == "file" else trace.parent, "--no-cache"))
+    line = one_line(*run_cli("gaps", trace if named == "file" else trace.parent, "--no-cache"))
     assert f"{trace}: {said}" in line, line
 
 
@@ -50,5 +50,5 @@ def test_a_folder_named_like_an_explorer_table_is_one_line(tmp_path):
     table = next(run.rglob("SystemProfileEvents.parquet"))
     folder = table.with_name("SystemProfileEvents_1.parquet")
     folder.mkdir()
-    line = one_line(*run_process("gaps", run, "--no-cache"))
+    line = one_line(*run_cli("gaps", run, "--no-cache"))
     assert f"{folder}: a folder named like a Parquet table, not one" in line, line
