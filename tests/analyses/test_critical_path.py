@@ -180,8 +180,23 @@ def test_the_command_opens_with_the_verdict(tmp_path):
     assert code == 0, err
     lines = [line for line in out.splitlines() if line.strip() and "origin" not in line]
     assert lines[2] == "make `cudaMemcpy` asynchronous saves ~22.5 µs per step (15 % of 150 µs)"
-    code, out, err = run_cli("critical", str(path), "--window", "nothing*")
+    code, out, err = run_cli("critical", str(path), "--annotation", "nothing*")
     assert code == 2 and "no annotation matches" in err
+
+
+def test_window_glob_is_annotation_s_old_name(tmp_path):
+    """gaps's --window is a time range; critical's windows by annotation are --annotation
+    GLOB, its old --window GLOB still taken with a note (docs/output.md, "Conventions")."""
+    path = write_trace(tmp_path / "trace.json", kineto(two_steps()))
+    code, new, err = run_cli("critical", str(path), "--annotation", "ProfilerStep*")
+    assert code == 0 and err == "", err
+    code, old, err = run_cli("critical", str(path), "--window", "ProfilerStep*")
+    assert code == 0 and old == new
+    assert err.splitlines() == ["traceana: note: critical --window GLOB is now --annotation "
+                                "GLOB, the same windows (--window is a time range in gaps; "
+                                'docs/output.md, "Conventions")']  # fmt: skip
+    code, _, err = run_cli("critical", str(path), "--window", "a*", "--annotation", "b*")
+    assert code == 2 and "give one of them" in err
 
 
 def test_a_run_without_steps_is_one_window(tmp_path):

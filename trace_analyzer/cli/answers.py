@@ -53,8 +53,8 @@ COMMANDS = tuple(q.name for q in QUESTIONS if q.answers)
 # The options of those commands that take a value (tests/cli/test_answers.py holds this to
 # their definitions), and those that make a command line never answered.
 VALUED = {
-    "--async", "--by", "--cache-dir", "--factor", "--fail-on", "--format", "--fuse", "--lane",
-    "--latency", "--limit", "--max-bytes", "--min-gap", "--op", "--output",
+    "--annotation", "--async", "--by", "--cache-dir", "--factor", "--fail-on", "--format",
+    "--fuse", "--lane", "--latency", "--limit", "--max-bytes", "--min-gap", "--op", "--output",
     "--rank", "--remove-copy", "--remove-host", "--run", "--step", "--top", "--window", "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}

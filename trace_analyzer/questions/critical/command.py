@@ -7,16 +7,31 @@ from pathlib import Path
 import click
 
 from trace_analyzer.cli.common import Loading, cli, emit, run_command, top_option
+from trace_analyzer.errors import UsageError
+
+
+def renamed_window(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """critical's --window GLOB, --annotation's old name: taken, with a note on stderr (gaps's
+    --window is a time range, START:END; docs/output.md, "Conventions")."""
+    if value is not None:
+        click.echo(
+            "traceana: note: critical --window GLOB is now --annotation GLOB, the same windows "
+            '(--window is a time range in gaps; docs/output.md, "Conventions")',
+            err=True,
+        )
+    return value
 
 
 @cli.command()
-@click.option("--step", type=int, help="Only ProfilerStep#N (window N with --window).")
+@click.option("--step", type=int, help="Only ProfilerStep#N (window N with --annotation).")
 @click.option(
-    "--window",
+    "--annotation",
+    "window",
     metavar="GLOB",
     help="The windows: each instance of the annotations this names (default: each "
     "ProfilerStep; the whole run where there are none).",
 )
+@click.option("--window", "old_window", metavar="GLOB", hidden=True, callback=renamed_window)
 @click.option("--fuse", metavar="GLOB", help="What if the device work of these ops were fused.")
 @click.option(
     "--factor",
@@ -38,6 +53,7 @@ def critical(
     path: Path,
     step: int | None,
     window: str | None,
+    old_window: str | None,
     fuse: str | None,
     factor: float,
     remove_host: str | None,
@@ -65,6 +81,10 @@ def critical(
     from trace_analyzer.questions.critical.analysis import critical as critical_of
     from trace_analyzer.render.view import View
 
+    if old_window is not None:
+        if window is not None:
+            raise UsageError("--window is --annotation's old name: give one of them")
+        window = old_window
     asked = Asked(fuse, factor, remove_host, sync, remove_copy)
     emit(
         loading.analysed(path, lambda p: critical_of(p, window=window, step=step, asked=asked)),
