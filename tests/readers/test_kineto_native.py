@@ -486,3 +486,45 @@ def test_two_equally_busy_host_pids_read_the_same_every_time(tmp_path):
     path = write(tmp_path, render(BEFORE, events, AFTER, "kineto"))
     lanes = {exact(source(path)).events.filter(pl.col("name") == "k")["lane"][0] for _ in range(20)}
     assert lanes == {"PID:3/GPU:0/stream:9"}
+
+
+# --- a read that keeps args: the scanner's events, their args from a second, narrow read ---
+
+
+@needs_native
+def test_args_are_read_again_beside_the_scanner_s_events(monkeypatch, tmp_path):
+    """``traceana export``, ``tables`` and ``ta.load(args=True)`` keep every event's args:
+    the scanner's events, their args read by the polars path with only the events' name, ts
+    and args kept (kineto_args.py), the same as the exact path's; a trace of B/E records,
+    which the scanner does not pair, is read the polars way with its args, as before."""
+    from trace_analyzer.readers import kineto_args
+
+    placed = []
+    real = kineto_args.ArgsOf.__call__
+
+    def spy(self, rows, base):
+        out = real(self, rows, base)
+        placed.append(rows.height)
+        return out
+
+    monkeypatch.setattr(kineto_args.ArgsOf, "__call__", spy)
+    if not CORPUS_FILES:
+        pytest.skip(ABSENT)
+    for rel in CORPUS_FILES[::4]:  # a quarter of the corpus: HTA's and the real projects'
+        src = source(CORPUS.parent / rel)
+        got = kineto.read_fast(src, keep_args=True)
+        assert got is not None, rel
+        assert_same(got, exact(src), keep_args=True, where=rel)
+    assert len(placed) == len(CORPUS_FILES[::4])  # each through the second read
+    trace = tmp_path / "be" / "trace.json"
+    trace.parent.mkdir()
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "B", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0,
+         "args": {"External id": 3, "note": "é"}},
+        {"ph": "E", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 9.5},
+        X("kernel", "k", 2.0, 3.0, pid=0, tid=7, device=0, stream=7, correlation=3)]}))  # fmt: skip
+    placed.clear()
+    src = source(trace.parent)
+    got = kineto.read_fast(src, keep_args=True)
+    assert got is not None and placed == []  # not the second read: the polars path's
+    assert_same(got, exact(src), keep_args=True)

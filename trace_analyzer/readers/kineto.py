@@ -8,6 +8,7 @@ epoch µs directly. Anything else stays relative, with a warning.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -26,6 +27,7 @@ from trace_analyzer.readers.common import (
     json_text,
 )
 from trace_analyzer.readers.format import Format
+from trace_analyzer.readers.kineto_args import ArgsOf
 from trace_analyzer.readers.kineto_bytes import NotFast
 from trace_analyzer.readers.kineto_kinds import (
     CATEGORIES,
@@ -35,7 +37,13 @@ from trace_analyzer.readers.kineto_kinds import (
     STREAM,
     kinds,
 )
-from trace_analyzer.readers.kineto_native import Binding, Records, scans
+from trace_analyzer.readers.kineto_native import (
+    Binding,
+    Records,
+    native_scan,
+    native_with_args,
+    scans,
+)
 from trace_analyzer.readers.kineto_records import (
     LINK_COLUMNS,
     NO_DUR_REASON,
@@ -94,11 +102,17 @@ def read_fast(
     The compiled scanner, then the polars path's splitters, as TRACEANA_KINETO_SCAN chooses
     (kineto_native.scans). None: no streaming path takes the file (not a Kineto object, a
     record it cannot type, malformed JSON); the caller reads it the exact way, which words
-    the errors. ``args_json`` is filled only with ``keep_args`` (a third of the parse's
-    cost). A ``.gz`` trace inflating past ``max_bytes`` (limits.py) is an InputError.
-    ``in_order`` is not used: the events come in the file's order, and numbered() sorts
-    them."""
+    the errors. ``args_json`` only with ``keep_args``: the scanner's events, their args read
+    again by the polars path (kineto_args.py). A ``.gz`` trace inflating past ``max_bytes``
+    (limits.py) is an InputError. ``in_order`` is not used (numbered() sorts the events)."""
     cap = cap_for(src.path, max_bytes)
+    if keep_args and native_with_args():
+        try:
+            meta, records, metadata = native_scan(src.path, False, max_bytes=cap, table=False)
+            args = ArgsOf(src.path, cap, _ns, event_records())
+            return _result(src, meta, [records], 0, metadata, args)
+        except NotFast:
+            pass  # then the polars path reads the whole table with its args
     for scan_with in scans():
         try:
             meta, raw, metadata = scan_with(src.path, keep_args, max_bytes=cap)
@@ -120,6 +134,7 @@ def _result(
     held: list[pl.DataFrame | Records],
     non_objects: int,
     metadata: int = 0,
+    args: Callable[[pl.DataFrame, int], pl.DataFrame] | None = None,
 ) -> ReadResult:
     """Return the ReadResult of the records' table, taken out of ``held`` (a one-item list):
     with no other reference to it, it is freed once split (at 5 million records, 0.9 GB).
@@ -133,7 +148,7 @@ def _result(
             "another trace of the run; name the file itself to read it",
         )
     result = ReadResult(source=src, format="kineto-json")
-    rows, flows, binding, skipped = _events_of(held.pop(), meta, src, result)
+    rows, flows, binding, skipped = _events_of(held.pop(), meta, src, result, args)
     for half, why in LOST_HALVES.items():  # an event lost, not a record that is none
         if n := skipped.pop(half, 0):
             result.dropped[why] = n
@@ -169,7 +184,11 @@ def _result(
 
 
 def _events_of(
-    raw: pl.DataFrame | Records, meta: dict[str, Any], src: Source, result: ReadResult
+    raw: pl.DataFrame | Records,
+    meta: dict[str, Any],
+    src: Source,
+    result: ReadResult,
+    args: Callable[[pl.DataFrame, int], pl.DataFrame] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, Binding | None, Counter[str]]:
     """Return the events of the records (not labelled yet), the device flow records to bind
     (None where the scanner bound them: then the binding), and the count of what was skipped;
@@ -182,6 +201,8 @@ def _events_of(
         kinds = _kinds(raw.names())
         paired, first = raw.survey(kinds)
         if paired:
+            if args is not None:
+                raise NotFast("B/E records: the polars path pairs them with their args")
             raw = raw.table()
     if isinstance(raw, pl.DataFrame):
         raw, unmatched = pair_spans(raw)  # B/E duration events as the X records they make
@@ -193,6 +214,8 @@ def _events_of(
         result.warnings.append(f"{src.path}: {clock_note}")
     if isinstance(raw, Records):
         rows, counts, binding, no_dur = raw.split(kinds, base)
+        if args is not None:
+            rows = args(rows, base)
         skipped = _skipped(counts)
         skipped[NO_DUR_REASON] += no_dur
         return rows, None, binding, skipped
@@ -245,17 +268,19 @@ def _ns(col: str, base: int = 0) -> pl.Expr:
     return pl.when(ok).then(whole.cast(pl.Int64) * 1000 + frac_ns.cast(pl.Int64) + base)
 
 
+def event_records() -> pl.Expr:
+    """The raw table's records that are events: complete (X) records of an event category."""
+    return (pl.col("ph") == "X") & ~pl.col("category").is_in(list(NOT_EVENTS)).fill_null(False)
+
+
 def _split_records(raw: pl.DataFrame, base: int) -> tuple[pl.DataFrame, pl.DataFrame, Counter[str]]:
     """Return the complete events, the device flow records, and the count of what was skipped."""
     ph, cat = pl.col("ph"), pl.col("category")
-    is_event = (ph == "X") & ~cat.is_in(list(NOT_EVENTS)).fill_null(False)
+    is_event = event_records()
     is_flow = ph.is_in(["s", "f"]) & cat.is_in(list(DEVICE_FLOWS))
     kind = raw.select(is_event.fill_null(False).alias("e"), is_flow.fill_null(False).alias("f"))
-    skipped: Counter[str] = Counter()
     rest = raw.filter(~kind["e"] & ~kind["f"])
-    if rest.height:
-        for p, c, n in rest.group_by("ph", "category").len().iter_rows():
-            skipped[f"'{c}' spans" if p == "X" else _skip_reason(p, c)] += n
+    skipped = _skipped(list(rest.group_by("ph", "category").len().iter_rows()))
     events = raw.filter(kind["e"])
     skipped[NO_DUR_REASON] += events.select(pl.col("dur").is_nan().sum()).item()
     events = events.select(

@@ -129,6 +129,12 @@ def scans() -> list[Scan]:
     return [_native, *polars] if chosen == "native" and _kscan is not None else polars
 
 
+def native_with_args() -> bool:
+    """True where the compiled scanner reads the events of a read that keeps args (their args
+    then read by the polars path alone: kineto.ArgsOf): it is built and chosen."""
+    return _kscan is not None and choice() == "native"
+
+
 def _native(
     path: AnyPath, keep_args: bool, *, max_bytes: int | None
 ) -> tuple[dict[str, Any], pl.DataFrame | Records, int]:

@@ -101,8 +101,10 @@ def scan(
     keep_args: bool = False,
     *,
     max_bytes: int | None = None,
+    keep: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
 ) -> tuple[dict[str, Any], pl.DataFrame]:
-    """Return the trace's top-level keys but traceEvents, and its records as the raw table.
+    """Return the trace's top-level keys but traceEvents, and its records as the raw table
+    (``keep`` of it, each block's table cut as it comes, where given: kineto_args.py).
 
     NotFast when this path cannot read the file; a ``.gz`` file that inflates past
     ``max_bytes`` (limits.py; an archive member's own cap when None) is an InputError.
@@ -110,7 +112,7 @@ def scan(
     cap = cap_for(path, max_bytes) if path.name.endswith(".gz") else None
     try:
         with open_trace(path) as f, ThreadPoolExecutor(1) as pool:
-            return _scan(f, split, keep_args, pool, (path, cap))
+            return _scan(f, split, keep_args, pool, (path, cap), kept=keep)
     except (
         OSError,
         EOFError,
@@ -130,8 +132,10 @@ def _scan(
     keep_args: bool,
     pool: ThreadPoolExecutor,
     limit: tuple[AnyPath, int | None],
+    kept: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
 ) -> tuple[dict[str, Any], pl.DataFrame]:
     r = Reader(f, *limit)  # the file, and what it may inflate to (None: not compressed)
+    cut = kept or (lambda t: t)
     meta, block = _head(r)
     schema = {**LINE_SCHEMA, "args": pl.String() if keep_args else ARGS}
     parts: list[pl.DataFrame] = []
@@ -148,14 +152,14 @@ def _scan(
         if b"\r" in block:
             block = block.replace(b"\r", b" ")
         buf = split(carry + block)
-        cut = buf.rfind(b"\n")
-        if cut < 0:
+        end = buf.rfind(b"\n")
+        if end < 0:
             carry = buf
         else:
-            carry, cut_off = buf[cut + 1 :], 0
+            carry, cut_off = buf[end + 1 :], 0
             if pending is not None:
-                parts.append(_checked(pending, keep_args))
-            lines = buf[:cut]
+                parts.append(cut(_checked(pending, keep_args)))
+            lines = buf[:end]
             job = pool.submit(_parse, lines, schema, keep_args)
             pending = (job, lines, _written(lines))  # counted here while the pool parses
         if len(carry) > bytes_.BLOCK:
@@ -164,12 +168,12 @@ def _scan(
             _check_record(r, split, carry, cut_off)
         block = r.read()
     if pending is not None:
-        parts.append(_checked(pending, keep_args))
+        parts.append(cut(_checked(pending, keep_args)))
     last, tail = _array_end(carry, schema, keep_args)
     if last is not None:
-        parts.append(last)
+        parts.append(cut(last))
     meta.update(tail)
-    raw = pl.concat(parts) if parts else pl.DataFrame(schema=RAW_SCHEMA)
+    raw = pl.concat(parts) if parts else cut(pl.DataFrame(schema=RAW_SCHEMA))
     return meta, raw
 
 
