@@ -21,6 +21,7 @@ from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.analyses.rows import longest
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.profile import Profile
+from trace_analyzer.model.schema import Text
 from trace_analyzer.numbers import duration, percent
 from trace_analyzer.progress import step as said
 from trace_analyzer.questions.critical import scenarios as what
@@ -46,11 +47,12 @@ Spans = dict[int | None, tuple[int, int, int]]
 WARMUP_STEPS = 3
 # How many of each kind of fix found on the path are replayed.
 CANDIDATES = 3
-PATH_COLUMNS = {
+# The texts dictionary-encoded, as the events table keeps them: a path of every step of a
+# large run holds hundreds of thousands of segments, most of a few names.
+PATH_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "step": pl.Int64, "order": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64,
-    "duration_ns": pl.Int64, "kind": pl.String, "name": pl.String, "label": pl.String,
-    "lane": pl.String, "pid": pl.Int64, "tid": pl.Int64, "event_id": pl.Int64,
-    "node": pl.Int64,
+    "duration_ns": pl.Int64, "kind": Text, "name": Text, "label": Text, "lane": Text,
+    "pid": pl.Int64, "tid": pl.Int64, "event_id": pl.Int64, "node": pl.Int64,
 }  # fmt: skip
 
 # A fix's evidence: the longest segments of the recorded critical path it changes.
@@ -231,20 +233,23 @@ def _path_table(g: Graph, times: Times, spans: Spans) -> pl.DataFrame:
     table = table.with_columns(
         step=steps.gather(table["window"]),
         order=pl.int_range(pl.len(), dtype=pl.Int64).over("window"),
-        kind=pl.col("kind").replace_strict(list(range(len(KIND_CODES))), list(KIND_CODES),
-                                           return_dtype=pl.String),
-    )  # fmt: skip
+        kind=pl.Series(KIND_CODES, dtype=Text).gather(table["kind"]),
+    )
     at = g.table.select("name", "lane", "pid", "tid", "event_id")[table["node"]]
-    at = at.with_columns(pl.col("name", "lane").cast(pl.String))
-    host = pl.col("kind") == "host"
+    segs = pl.concat([table, at], how="horizontal")
+    # host time is named for the call it ends at: "until NAME", made once per name (the texts
+    # stay dictionary-encoded: a path holds hundreds of thousands of segments)
+    until = segs.filter(pl.col("kind") == "host").select(pl.col("name").unique())
+    until = until.with_columns(until=pl.format("until {}", "name").cast(Text), host=pl.lit(True))
     return (
-        pl.concat([table, at], how="horizontal")
+        segs.with_columns(host=pl.col("kind") == "host")
+        .join(until, on=["name", "host"], how="left", maintain_order="left")
         .with_columns(
             duration_ns=pl.col("end_ns") - pl.col("start_ns"),
-            name=pl.when(host).then(pl.format("until {}", "name")).otherwise("name"),
-            label=pl.lit(None, pl.String),
+            name=pl.coalesce("until", "name"),
+            label=pl.lit(None, Text),
         )
-        .select(list(PATH_COLUMNS))
+        .select(pl.col(c).cast(t) for c, t in PATH_COLUMNS.items())
     )
 
 

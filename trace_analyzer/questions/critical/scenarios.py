@@ -111,17 +111,22 @@ def _covered(nodes: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
 def graphs(g: Graph, api: str) -> Scenario:
     """Every step's device work launched as one CUDA/HIP graph (``api``), per process: each
     piece waits for the first launch of its process's step (the earliest call, in node
-    order), not its own."""
+    order), not its own. Its changes are frames (``Sparse``): a run's device work is most of
+    its nodes, and a Python int per node would hold more than the graph."""
     device = g.table.select("node", "kind", "pid", "step").with_columns(g.links("launch"))
     device = device.filter(~pl.col("kind").is_in(HOST_NODES) & pl.col("launch").is_not_null())
-    device = device.with_columns(head=pl.col("launch").min().over("pid", "step"))
+    device = device.select(
+        pl.col("node").cast(pl.Int64), "launch", head=pl.col("launch").min().over("pid", "step")
+    )
     relinked = device.filter(pl.col("launch") != pl.col("head"))
-    launch = dict(zip(relinked["node"].to_list(), relinked["head"].to_list(), strict=True))
-    lag = dict.fromkeys(launch, g.latency_ns)
-    calls = set(device["launch"].unique().to_list())
-    heads = set(device["head"].unique().to_list())
-    waiting = {g.call[i] for i in g.returns()}
-    dur = {c: 0 for c in calls - waiting - heads}
+    returns = g.table.select("kind").with_columns(g.links("call"))
+    waiting = returns.filter(pl.col("kind") == "return")["call"]
+    calls = device["launch"].unique()
+    free = calls.filter(~calls.is_in(waiting.implode()) & ~calls.is_in(device["head"].implode()))
+    launch = Sparse(relinked.select("node", value="head"))
+    lag = Sparse(relinked.select("node", value=pl.lit(g.latency_ns, pl.Int64)))
+    dur = Sparse(pl.DataFrame({"node": free, "value": pl.zeros(free.len(), pl.Int64, eager=True)}))
+    touched = pl.concat([launch.frame, dur.frame]).unique("node", maintain_order=True)
     return Scenario(
         "graphs",
         f"capture each step as a {api} graph",
@@ -130,7 +135,7 @@ def graphs(g: Graph, api: str) -> Scenario:
         "the Python and framework time between calls is unchanged (a graph replay removes "
         "it too, so the saving is a lower bound); the work's own times are unchanged",
         Change(dur=dur, launch=launch, lag=lag),
-        frozenset(launch) | frozenset(dur),
+        Sparse(touched),
         ("launch", "call"),
     )
 
