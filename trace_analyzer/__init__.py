@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from trace_analyzer.inputs.discover import discover
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.model.device import DeviceRun
-    from trace_analyzer.model.schema import EVENTS_SCHEMA, LANE_KINDS
+    from trace_analyzer.model.schema import EVENTS_SCHEMA, LANE_KINDS, Args
     from trace_analyzer.questions.chain.analysis import ChainResult, chains
     from trace_analyzer.questions.diff.analysis import DiffResult, diff
     from trace_analyzer.questions.diff.sides import baseline
@@ -100,7 +100,7 @@ def __getattr__(name: str) -> Any:
 def load(
     path: str | Path,
     *,
-    args: bool = False,
+    args: Args = False,
     strict: bool = False,
     max_bytes: int | None = None,
     cache: Cache | bool | str | Path | None = None,
@@ -108,7 +108,9 @@ def load(
 ) -> Profile:
     """Return the one run under ``path`` (a profile folder, a trace file, an archive).
 
-    ``args``: keep each event's args as JSON text, ``args_json`` (``export`` shows them).
+    ``args``: keep each event's args as JSON text, ``args_json`` (``export`` shows them);
+    ``"later"`` (``LATER``): where a plain Kineto trace's lie in its file, ``args_at``, read
+    when written (``traceana export``: loading/args_at.py), the text of the others.
     ``strict``: malformed events are an InputError instead of a warning. ``max_bytes``: the
     most a compressed input may inflate to (default: an eighth of the memory, at most 16 GiB).
     ``cache``: None or False (the default) reads the files every time and writes nothing;
@@ -133,7 +135,7 @@ def load(
 def load_runs(
     path: str | Path,
     *,
-    args: bool = False,
+    args: Args = False,
     strict: bool = False,
     max_bytes: int | None = None,
     cache: Cache | bool | str | Path | None = None,

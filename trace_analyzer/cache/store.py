@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 import polars as pl
@@ -61,6 +61,9 @@ from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
 
+if TYPE_CHECKING:
+    from trace_analyzer.model.schema import Args
+
 # Raised whenever what is stored, or what a stored result would hold, changes within one
 # traceana version (2: zero-length executions at the window's edges counted by gaps;
 # 3: keyed by the shared run fingerprint; 4: legacy JSON timestamp_unit, warnings and
@@ -75,8 +78,9 @@ from trace_analyzer.questions.gaps.analysis import GapsResult, gaps
 # ProfilerStep annotations only; 15: Neuron ranks from Explorer's worker_gid, an export's
 # steps taken per process; 16: a stream wait's awaited stream and event record, two columns;
 # 17: a folder of traces recorded far apart kept as its parts, an entry each and one listing;
-# 18: each trace's world size, from its distributedInfo).
-FORMAT = 18
+# 18: each trace's world size, from its distributedInfo; 19: args_at, where a plain Kineto
+# trace's args lie in it, kept by a read with args="later").
+FORMAT = 19
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 
@@ -127,7 +131,7 @@ class Cache:
         self,
         path: str | Path,
         *,
-        args: bool = False,
+        args: Args = False,
         strict: bool = False,
         max_bytes: int | None = None,
         run: str | None = None,
@@ -140,7 +144,7 @@ class Cache:
         self,
         path: str | Path,
         *,
-        args: bool = False,
+        args: Args = False,
         strict: bool = False,
         max_bytes: int | None = None,
         run: str | None = None,
@@ -154,7 +158,7 @@ class Cache:
         run: Run,
         place: tuple[Path, Path | None] | None,
         *,
-        args: bool = False,
+        args: Args = False,
         strict: bool = False,
         max_bytes: int | None = None,
     ) -> list[Profile]:
@@ -225,7 +229,7 @@ class Cache:
         return result
 
 
-def key(run: Run, args: bool, max_bytes: int | None = None) -> str | None:
+def key(run: Run, args: Args, max_bytes: int | None = None) -> str | None:
     """Return the digest of everything an entry depends on; None when it cannot be had.
 
     Computed before the run is read, so that a file changing during the read makes the
@@ -248,7 +252,7 @@ def key(run: Run, args: bool, max_bytes: int | None = None) -> str | None:
     return h.hexdigest()
 
 
-def _stem(folder: Path, run: Run, args: bool) -> Path:
+def _stem(folder: Path, run: Run, args: Args) -> Path:
     """The entry's name: the run's real path (its part, the file named alone), so that every
     spelling finds the one entry."""
     real = os.path.realpath(str(run.root))
@@ -259,7 +263,7 @@ def _stem(folder: Path, run: Run, args: bool) -> Path:
     return folder / name
 
 
-def _entry(folder: Path, inside: Path | None, run: Run, args: bool, k: str) -> Entry:
+def _entry(folder: Path, inside: Path | None, run: Run, args: Args, k: str) -> Entry:
     """The entry of ``run`` (or of a part of one) under the key ``k``."""
     return Entry(folder, _stem(folder, run, args), k, inside, str(run.root), spelling.names(run))
 
@@ -267,7 +271,7 @@ def _entry(folder: Path, inside: Path | None, run: Run, args: bool, k: str) -> E
 Stored = list[tuple[Profile, Entry | None]]  # each profile, and the entry it is kept under
 
 
-def _read_entries(entry: Entry, run: Run, args: bool, max_bytes: int | None) -> Stored | None:
+def _read_entries(entry: Entry, run: Run, args: Args, max_bytes: int | None) -> Stored | None:
     """Return the profile stored under ``entry``, or its parts' (each under its own entry,
     the entry listing them), with their entries; None for a miss."""
     try:
@@ -297,7 +301,7 @@ def _read_entries(entry: Entry, run: Run, args: bool, max_bytes: int | None) -> 
 
 
 def _write_entries(
-    entry: Entry, profiles: list[Profile], args: bool, max_bytes: int | None
+    entry: Entry, profiles: list[Profile], args: Args, max_bytes: int | None
 ) -> Stored | None:
     """Write the entry of a run read as one profile; of a run read as parts, an entry per part
     and, last, the run's entry that lists them. None when one could not be written."""

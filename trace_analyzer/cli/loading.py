@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from trace_analyzer.cache import Cache
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.model.device import DeviceRun
+    from trace_analyzer.model.schema import Args
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -46,7 +47,7 @@ class Loading:
     verbose: bool = False  # --verbose: each thing discovery passed by, not a count per kind
     run: str | None = None  # --run NAME: only the runs it names (loading/parts.py)
 
-    def runs(self, path: Path, *, args: bool = False) -> list[Profile]:
+    def runs(self, path: Path, *, args: Args = False) -> list[Profile]:
         """Every run under ``path`` (their files kept as this command's inputs); with
         ``ranks``, each run's ranks it names, and the runs with none of them left out (none
         left: the first run's usage error)."""
@@ -74,7 +75,7 @@ class Loading:
         results = tuple(analyse(p) for p in profiles)
         return RunResults(str(path), results, warnings=[p.warnings for p in profiles])
 
-    def one(self, path: Path, *, args: bool = False) -> Profile:
+    def one(self, path: Path, *, args: Args = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them), with ``ranks``
         its ranks named."""
         profile = self._reading(

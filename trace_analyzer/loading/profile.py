@@ -26,7 +26,7 @@ from trace_analyzer.loading.clocks import FAR_REASON, exclude_far, refuse_past_i
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.offsets import align_exports
 from trace_analyzer.loading.parts import pick, picked, split
-from trace_analyzer.model.schema import EVENTS_SCHEMA, check_events, empty_events, numbered
+from trace_analyzer.model.schema import EVENTS_SCHEMA, Args, check_events, empty_events, numbered
 from trace_analyzer.progress import sized, step
 from trace_analyzer.readers import ReadResult as ReadResult  # a Profile's reads (cache.py too)
 from trace_analyzer.readers import read_source
@@ -138,7 +138,7 @@ def one_of(path: object, runs: list[_Named]) -> _Named:
 def load_runs(
     path: str | Path,
     *,
-    args: bool = False,
+    args: Args = False,
     strict: bool = False,
     max_bytes: int | None = None,
     run: str | None = None,
@@ -154,7 +154,7 @@ def load_runs(
 def load(
     path: str | Path,
     *,
-    args: bool = False,
+    args: Args = False,
     strict: bool = False,
     max_bytes: int | None = None,
     run: str | None = None,
@@ -201,7 +201,7 @@ def _top(path: str | Path) -> AnyPath:
 
 
 def load_parts(
-    run: Run, *, args: bool = False, strict: bool = False, max_bytes: int | None = None
+    run: Run, *, args: Args = False, strict: bool = False, max_bytes: int | None = None
 ) -> list[Profile]:
     """Read every source of one discovered run, link its events, and return its profile, or
     one per part when its traces were recorded far apart (parts.py)."""
@@ -218,7 +218,7 @@ def check_strict(profile: Profile, strict: bool) -> Profile:
     return profile
 
 
-def read_parts(run: Run, *, args: bool = False, max_bytes: int | None = None) -> list[Profile]:
+def read_parts(run: Run, *, args: Args = False, max_bytes: int | None = None) -> list[Profile]:
     """Return the profile of one run read from its files (no strict check); a run whose files
     were recorded far apart, a profile per part (parts.py)."""
     sources, copies = unique_sources(run)
@@ -231,7 +231,7 @@ def read_parts(run: Run, *, args: bool = False, max_bytes: int | None = None) ->
     ]
 
 
-def read_one(src: Source, args: bool, max_bytes: int | None, alone: bool) -> ReadResult | None:
+def read_one(src: Source, args: Args, max_bytes: int | None, alone: bool) -> ReadResult | None:
     """``read_source``, said as a step of the work (``progress``: a line on a terminal)."""
     step(f"reading {src.path.name}{sized(src.path)}")
     return read_source(src, args, max_bytes=max_bytes, in_order=alone)

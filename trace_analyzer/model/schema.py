@@ -7,7 +7,7 @@ Units are suffixes of column names. Missing values are nulls, never sentinels.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeAlias
+from typing import Final, Literal, TypeAlias
 
 import polars as pl
 from polars.datatypes import DataTypeClass
@@ -63,7 +63,14 @@ EVENTS_SCHEMA: dict[str, ColumnType] = {
     "step": pl.Int64,  # the ProfilerStep#N the event falls in, if known
     "file": Text,  # the input file the row came from
     "args_json": pl.String,  # remaining attributes as JSON, not parsed on the hot path
+    "args_at": pl.Int64,  # where the args lie in the file, read when asked (loading/args_at.py)
 }
+
+# What a read keeps of each event's args (``load(args=...)``): nothing, their JSON text in
+# ``args_json``, or (``LATER``) where a Kineto trace's lie in its file in ``args_at`` and the
+# text of the others, for what reads them as it writes (export: loading/args_at.py).
+LATER: Final = "later"
+Args: TypeAlias = bool | Literal["later"]
 
 # Columns a reader must fill; the rest may be null.
 REQUIRED = ("name", "lane_kind", "lane", "source", "start_ns", "end_ns", "duration_ns", "file")

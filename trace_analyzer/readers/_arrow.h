@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define ARROW_MAX_COLUMNS 16
+#define ARROW_MAX_COLUMNS 24
 
 #include "_arrow_abi.h"
 

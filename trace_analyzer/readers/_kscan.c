@@ -46,14 +46,20 @@
 
 /* The columns, in the raw table's order; the three texts hold indexes into names(). */
 enum { PH, CAT, NAME, PID, TID, TS, DUR, FLOW, DEVICE, STREAM, EXT, CORR, SEQ, EXEC, WSTREAM,
-       WRECORD, NCOL };
+       WRECORD, ARGS_AT, NCOL };
 /* Values a record holds until its end decides the columns: two spellings of two args. */
 enum { STREAM_ID = NCOL, EXT2, NSLOT };
 static const char *const COLUMN[NCOL] = {
     "ph",     "category", "name",   "pid",         "tid",         "ts",     "dur",
     "flow_id", "device",  "stream", "external_id", "correlation", "seq_id", "exec_id",
-    "wait_stream", "wait_record",
+    "wait_stream", "wait_record", "args_at",
 };
+
+/* Where a record's args object lies in the file (ARGS_AT, loading/args_at.py): its offset from
+ * the start of the text fed, shifted past its length; null where the feed was given no offset,
+ * or either does not fit. */
+#define SPAN_LEN_BITS 24
+#define SPAN_OFF_MAX (1ULL << (63 - SPAN_LEN_BITS))
 
 /* The dur of a record without one, as the raw table holds it (kineto_records.NO_DUR): a NaN,
  * which no JSON number is; split() counts the events that have it and reads them as 0 ns. */
@@ -86,6 +92,9 @@ typedef struct {
     size_t scratch_cap;
     PyObject *names; /* list of str, one per entry made so far */
     const char *why; /* why the last feed declined */
+    const char *buf; /* the text being fed, and its offset in the file (-1: not known) */
+    int64_t at;
+    int unplaced; /* a feed was given no offset */
 } Scanner;
 
 typedef struct { /* a record being read */
@@ -793,13 +802,20 @@ static int object(Cur *c, Record *r, const Key *keys, int seen_base)
     }
 }
 
-/* A record's args: an object is read; anything else is as if there were none. */
+/* A record's args: an object is read, and where it lies kept (ARGS_AT); anything else is as if
+ * there were none. */
 static int args(Cur *c, Record *r, int slot)
 {
     (void)slot;
     if (*c->p != '{')
         return skip_value(c, 1);
-    return object(c, r, ARGS, 16);
+    const char *start = c->p;
+    int rc = object(c, r, ARGS, 16);
+    uint64_t len = (uint64_t)(c->p - start), off = (uint64_t)(start - c->s->buf);
+    if (rc == OK && c->s->at >= 0 && len < (1ULL << SPAN_LEN_BITS) &&
+        off + (uint64_t)c->s->at < SPAN_OFF_MAX)
+        set(r, ARGS_AT, (off + (uint64_t)c->s->at) << SPAN_LEN_BITS | len);
+    return rc;
 }
 
 /* Append the finished record r as a row: its args' two spellings resolved as collect does. */
@@ -908,9 +924,10 @@ static PyObject *feed(Scanner *s, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t max_record;
+    long long at = -1;
     size_t used = 0;
     int rc;
-    if (!PyArg_ParseTuple(args, "y*n", &view, &max_record))
+    if (!PyArg_ParseTuple(args, "y*n|L", &view, &max_record, &at))
         return NULL;
     if (s->busy || max_record < 0) {
         PyBuffer_Release(&view);
@@ -918,6 +935,9 @@ static PyObject *feed(Scanner *s, PyObject *args)
         return NULL;
     }
     s->busy = 1;
+    s->buf = view.buf;
+    s->at = at;
+    s->unplaced |= at < 0;
     Py_BEGIN_ALLOW_THREADS
     rc = scan(s, view.buf, (size_t)view.len, (size_t)max_record, &used);
     Py_END_ALLOW_THREADS
@@ -1047,7 +1067,7 @@ static int pair_order(const void *x, const void *y)
 static const char *const COLUMN_SPLIT[NCOL] = {
     "ph",      "category", "name",   "pid",         "tid",         "start_ns", "duration_ns",
     "flow_id", "device",   "stream", "external_id", "correlation", "seq_id",   "exec_id",
-    "wait_stream", "wait_record",
+    "wait_stream", "wait_record", "args_at",
 };
 
 /* The kind of row's phase or category: kinds holds one byte per name, then the null's. */
@@ -1238,9 +1258,9 @@ done:
 
 /* --- out, through Arrow's C data interface (_arrow.h) ------------------------------------- */
 
-static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g", "l",
+static const char *const FORMAT[NCOL] = {"l", "l", "l", "l", "l", "g", "g", "l", "l",
                                          "l", "l", "l", "l", "l", "l", "l", "l"};
-static const char *const FORMAT_SPLIT[NCOL] = {"l", "l", "l", "l", "l", "l", "l", "l",
+static const char *const FORMAT_SPLIT[NCOL] = {"l", "l", "l", "l", "l", "l", "l", "l", "l",
                                                "l", "l", "l", "l", "l", "l", "l", "l"};
 
 static PyObject *arrow_c_array(Scanner *s, PyObject *args, PyObject *kw)
@@ -1445,6 +1465,12 @@ static PyObject *counts(Scanner *s, PyObject *unused)
     return Py_BuildValue("(LL)", (long long)s->rows, (long long)s->metadata);
 }
 
+static PyObject *placed(Scanner *s, PyObject *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(!s->unplaced);
+}
+
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     (void)args;
@@ -1476,8 +1502,9 @@ static void scanner_dealloc(Scanner *s)
 
 static PyMethodDef scanner_methods[] = {
     {"feed", (PyCFunction)feed, METH_VARARGS,
-     "feed(text, max_record) -> (used, done): read the whole records of text; Decline when it "
-     "cannot, or one is longer than max_record bytes."},
+     "feed(text, max_record, at=-1) -> (used, done): read the whole records of text; Decline "
+     "when it cannot, or one is longer than max_record bytes. at: text's offset in the file "
+     "(each record's args_at is where its args lie in it; -1: not known, args_at null)."},
     {"__arrow_c_array__", (PyCFunction)(void (*)(void))arrow_c_array,
      METH_VARARGS | METH_KEYWORDS, "The rows read, as an Arrow struct array (taken out)."},
     {"survey", (PyCFunction)survey, METH_VARARGS,
@@ -1491,6 +1518,8 @@ static PyMethodDef scanner_methods[] = {
      "capsule pair (a struct of one list column); no_dur: the events of X records without "
      "dur, read as 0 ns."},
     {"names", (PyCFunction)names, METH_NOARGS, "The interned strings, by index."},
+    {"placed", (PyCFunction)placed, METH_NOARGS,
+     "Whether every feed was given its text's offset: args_at is where each record's args lie."},
     {"counts", (PyCFunction)counts, METH_NOARGS,
      "(rows, metadata): the rows kept so far, and the metadata records counted."},
     {NULL, NULL, 0, NULL},

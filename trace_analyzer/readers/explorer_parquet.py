@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -30,6 +31,9 @@ from trace_analyzer.readers.explorer_keys import lifted_keys
 from trace_analyzer.readers.explorer_lanes import lanes, lanes_in_order, mark_dispatch, with_cut
 from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.neuron import EXTRA_COLUMNS, WORKER_GID
+
+if TYPE_CHECKING:
+    from trace_analyzer.model.schema import Args
 
 KNOWN_MAJOR = 7
 REQUIRED: dict[str, pl.DataType] = {
@@ -145,14 +149,14 @@ def read(src: Source, keep_args: bool = False, *, in_order: bool = False) -> Rea
 
 
 def read_path(
-    src: Source, keep_args: bool = False, *, max_bytes: int | None = None, in_order: bool = False
+    src: Source, keep_args: Args = False, *, max_bytes: int | None = None, in_order: bool = False
 ) -> ReadResult:
     """The registry's way in: ``read``; what the export's tables' pages inflate to is capped
     before they are read (limits.py)."""
     refuse_inflating_parquet(tables(src.path), max_bytes, {**REQUIRED, **OPTIONAL})
     meta = _metadata_table(src)
     refuse_inflating_parquet([meta] if meta else [], max_bytes, {"profile_schema_version"})
-    return read(src, keep_args, in_order=in_order)
+    return read(src, bool(keep_args), in_order=in_order)
 
 
 def _read_table(path: AnyPath) -> pl.DataFrame:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trace_analyzer.inputs.discover import SOURCE_KINDS, Source
 from trace_analyzer.readers.common import ReadResult
+
+if TYPE_CHECKING:
+    from trace_analyzer.model.schema import Args
 
 # A parsed JSON document's top level: an object (its keys are text, its values any JSON), or
 # an array for a format whose ``top`` is ``list`` (the Chrome array form, chrome_array.py).
@@ -30,7 +33,7 @@ class PathReader(Protocol):
     def __call__(
         self,
         src: Source,
-        keep_args: bool = False,
+        keep_args: Args = False,
         *,
         max_bytes: int | None = None,
         in_order: bool = False,

@@ -17,7 +17,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import cap_for
 from trace_analyzer.inputs.capture import capture_backend
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.model.schema import conform
+from trace_analyzer.model.schema import LATER, Args, conform
 from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
@@ -92,24 +92,24 @@ def read(src: Source, doc: dict[str, Any]) -> ReadResult:
 
 def read_fast(
     src: Source,
-    keep_args: bool = False,
+    keep_args: Args = False,
     *,
     max_bytes: int | None = None,
     in_order: bool = False,
 ) -> ReadResult | None:
     """Return the events of one Kineto trace read by a streaming path, or None.
 
-    The compiled scanner, then the polars path's splitters, as TRACEANA_KINETO_SCAN chooses
-    (kineto_native.scans). None: no streaming path takes the file (not a Kineto object, a
-    record it cannot type, malformed JSON); the caller reads it the exact way, which words
-    the errors. ``args_json`` only with ``keep_args``: the scanner's events, their args read
-    again by the polars path (kineto_args.py). A ``.gz`` trace inflating past ``max_bytes``
-    (limits.py) is an InputError. ``in_order`` is not used (numbered() sorts the events)."""
+    The compiled scanner, then the polars path's splitters (kineto_native.scans). None: no
+    streaming path takes the file; the caller reads it the exact way, which words the errors.
+    ``args_json`` only with ``keep_args``: the scanner's events, their args read again by the
+    polars path (kineto_args.py), or (``LATER``) where they lie in a plain file (``args_at``:
+    loading/args_at.py). A ``.gz`` trace inflating past ``max_bytes`` is an InputError."""
     cap = cap_for(src.path, max_bytes)
     if keep_args and native_with_args():
         try:
-            meta, records, metadata = native_scan(src.path, False, max_bytes=cap, table=False)
-            args = ArgsOf(src.path, cap, _ns, event_records())
+            spans = {"table": False, "spans": keep_args == LATER}
+            meta, records, metadata = native_scan(src.path, False, max_bytes=cap, **spans)
+            args = None if records.spans else ArgsOf(src.path, cap, _ns, event_records())
             return _result(src, meta, [records], 0, metadata, args)
         except NotFast:
             pass  # then the polars path reads the whole table with its args
@@ -201,7 +201,7 @@ def _events_of(
         kinds = _kinds(raw.names())
         paired, first = raw.survey(kinds)
         if paired:
-            if args is not None:
+            if args is not None or raw.spans:
                 raise NotFast("B/E records: the polars path pairs them with their args")
             raw = raw.table()
     if isinstance(raw, pl.DataFrame):

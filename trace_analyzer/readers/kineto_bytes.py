@@ -89,19 +89,21 @@ def _head(r: Reader) -> tuple[dict[str, Any], bytes]:
     """Return the trace's keys before traceEvents, and what follows the array's ``[``.
 
     The text before the array may be longer than a block only by whitespace."""
-    meta, block, start = head_at(r)
+    meta, block, start, _ = head_at(r)
     return meta, block[start:]
 
 
-def head_at(r: Reader) -> tuple[dict[str, Any], bytes, int]:
-    """Return the trace's keys before traceEvents, the text read so far, and where in it the
-    array's records begin (after its ``[``): ``_head`` without the copy of the rest."""
-    block = r.read()
+def head_at(r: Reader) -> tuple[dict[str, Any], bytes, int, int]:
+    """Return the trace's keys before traceEvents, the text read so far, where in it the
+    array's records begin (after its ``[``): ``_head`` without the copy of the rest; and the
+    offset of the text's first byte in the file (-1 where the text is not the file's bytes:
+    whitespace cut from a long head)."""
+    block, at = r.read(), 0
     if block.startswith(b"\xef\xbb\xbf"):
-        block = block[3:]
+        block, at = block[3:], 3
     m = HEAD.search(block)
     while m is None:
-        block = _compact(block)[0]
+        block, at = _compact(block)[0], -1
         more = r.read() if len(block) < BLOCK else b""
         if not more:
             raise NotFast("no traceEvents array in the first block")
@@ -110,7 +112,7 @@ def head_at(r: Reader) -> tuple[dict[str, Any], bytes, int]:
     meta = orjson.loads(block[: m.start()] + b'"traceEvents": null}')
     if not isinstance(meta, dict):
         raise NotFast("not an object")
-    return meta, block, m.end()
+    return meta, block, m.end(), at
 
 
 def feed(r: Reader, scanner: Any) -> dict[str, Any]:
@@ -119,13 +121,19 @@ def feed(r: Reader, scanner: Any) -> dict[str, Any]:
 
     The blocks are read into one buffer, kept for the whole file: a record cut by a block's
     end moves to its start and the next block is read after it (no new memory, and no copy
-    of the block, per block; a new buffer only for a cut record longer than SLACK)."""
-    meta, head, start = head_at(r)
+    of the block, per block; a new buffer only for a cut record longer than SLACK).
+
+    Each block is fed with its offset in the text read (the file's, or a gzip file's inflated
+    text), so that each record's ``args_at`` says where its args lie (loading/args_at.py); none
+    where the head's whitespace was cut."""
+    meta, head, start, at = head_at(r)
     buf: bytes | bytearray = head  # the first block's bytes, fed as they are
     n = len(buf)
     while True:
-        used, done = scanner.feed(memoryview(buf)[start:n], MAX_RECORD)
+        where = -1 if at < 0 else at + start
+        used, done = scanner.feed(memoryview(buf)[start:n], MAX_RECORD, where)
         used, start = used + start, 0
+        at = -1 if at < 0 else at + used  # buf[used] is the next block's first byte
         if done:
             break
         left = n - used  # a record cut by the block's end (or the text after the array)

@@ -7,7 +7,8 @@ as the exact path does or declines the file, which the polars path (kineto_strea
 reads, and where that declines, the exact path. The file is read as the polars path reads it
 (its ``Reader``: gzip, the inflation cap), and a record longer than ``MAX_RECORD`` is left to
 that path too, which words the error. With ``keep_args`` (args_json) this path declines: the
-args' JSON text is the polars path's work.
+args' JSON text is the polars path's work (kineto_args.py); what it keeps of a plain file is
+where each event's args lie (``args_at``: loading/args_at.py reads them when asked).
 
 ``TRACEANA_KINETO_SCAN`` (``ENV``) chooses: ``native`` (the default where the extension is
 built; without it, the polars path), ``polars`` (the streaming path only), ``exact`` (neither
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -52,8 +54,9 @@ class Records:
     flows already bound (``split``): the raw table's rows of flows and skipped records, and
     the joins that bind flows, are never made. One or the other, once."""
 
-    def __init__(self, scanner: Any, rows: int) -> None:
-        self.scanner, self.rows = scanner, rows
+    def __init__(self, scanner: Any, rows: int, spans: bool = False) -> None:
+        # spans: each event's args_at says where its args lie in the file (loading/args_at.py)
+        self.scanner, self.rows, self.spans = scanner, rows, spans
 
     def names(self) -> list[str]:
         """The strings the texts index (what ``kinds`` describes, a byte each)."""
@@ -90,10 +93,9 @@ class Records:
         cols = pl.DataFrame(self.scanner)
         text = pl.Series(names, dtype=pl.String).cast(Text)
         texts = {c: text.gather(cols[c]) for c in ("name", "category")}
-        events = cols.with_columns(**texts, args_json=pl.lit(None, pl.String)).select(
-            *EVENT_COLUMNS
-        )
-        return events, counts, binding, no_dur
+        at = pl.col("args_at") if self.spans else pl.lit(None, pl.Int64)
+        events = cols.with_columns(**texts, args_json=pl.lit(None, pl.String), args_at=at)
+        return events.select(*EVENT_COLUMNS), counts, binding, no_dur
 
 
 Binding = tuple[pl.Series, int]  # each event's flow ids, and the flow keys left unbound
@@ -105,6 +107,7 @@ EVENT_COLUMNS: dict[str, pl.DataType] = {
     "duration_ns": pl.Int64(),
     **{c: RAW_SCHEMA[c] for c in ("pid", "tid", "device", "stream", *LINK_COLUMNS)},
     "args_json": pl.String(),
+    "args_at": pl.Int64(),
 }
 
 # A scan: (path, keep_args, max_bytes) -> the top-level keys, the raw table (or the compiled
@@ -138,7 +141,7 @@ def native_with_args() -> bool:
 def _native(
     path: AnyPath, keep_args: bool, *, max_bytes: int | None
 ) -> tuple[dict[str, Any], pl.DataFrame | Records, int]:
-    return native_scan(path, keep_args, max_bytes=max_bytes, table=False)
+    return native_scan(path, bool(keep_args), max_bytes=max_bytes, table=False)
 
 
 def _polars(split: stream.Split) -> Scan:
@@ -151,11 +154,17 @@ def _polars(split: stream.Split) -> Scan:
 
 
 def native_scan(
-    path: AnyPath, keep_args: bool, *, max_bytes: int | None, table: bool = True
+    path: AnyPath,
+    keep_args: bool,
+    *,
+    max_bytes: int | None,
+    table: bool = True,
+    spans: bool = False,
 ) -> tuple[dict[str, Any], Any, int]:
     """Return the trace's top-level keys but traceEvents, its records but the metadata ones as
-    the raw table (or, not ``table``, as the scanner's Records), and the count of metadata
-    records; NotFast where the scanner declines."""
+    the raw table (or, not ``table``, as the scanner's Records: with ``spans``, where each
+    event's args lie, where it can say), and the count of metadata records; NotFast where the
+    scanner declines."""
     if _kscan is None or keep_args:
         raise NotFast("the compiled scanner is not built, or args_json is asked for")
     cap = cap_for(path, max_bytes) if path.name.endswith(".gz") else None
@@ -172,7 +181,10 @@ def native_scan(
             out_of_memory(e)
         raise NotFast(str(e)) from e
     rows, metadata = scanner.counts()
-    records = Records(scanner, rows)
+    # where each record's args lie is known of a plain file's bytes (not inflated, not an
+    # archive member's), every block fed with its offset (kineto_bytes.feed)
+    plain = isinstance(path, Path) and not path.name.endswith(".gz") and scanner.placed()
+    records = Records(scanner, rows, spans=spans and plain)
     return meta, records.table() if table else records, metadata
 
 

@@ -16,7 +16,7 @@ one line named, and skipped with a note in a folder.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -31,6 +31,9 @@ from trace_analyzer.readers.perfetto_decode import Decoder
 from trace_analyzer.readers.perfetto_slices import COLUMNS, Lanes, aligned, pair, rows
 from trace_analyzer.readers.perfetto_wire import MISSING, Missing, packets, trace_bytes
 
+if TYPE_CHECKING:
+    from trace_analyzer.model.schema import Args
+
 NAME = "perfetto-protobuf"
 SOURCE_KIND = "perfetto"
 RAW: dict[str, Any] = {
@@ -44,7 +47,7 @@ RAW: dict[str, Any] = {
 
 def read_path(
     src: Source,
-    keep_args: bool = False,
+    keep_args: Args = False,
     *,
     max_bytes: int | None = None,
     in_order: bool = False,
@@ -62,7 +65,7 @@ def read_path(
             raise InputError(str(src.path), MISSING) from None
         return ReadResult.skipped(src, NAME, MISSING)
     del data
-    return _result(src, dec, keep_args)
+    return _result(src, dec, bool(keep_args))
 
 
 def _result(src: Source, dec: Decoder, keep_args: bool) -> ReadResult:

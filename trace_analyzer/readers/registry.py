@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.discover import Source
@@ -27,6 +28,9 @@ from trace_analyzer.readers import (
 )
 from trace_analyzer.readers.common import ReadResult, load_json
 from trace_analyzer.readers.format import Format
+
+if TYPE_CHECKING:
+    from trace_analyzer.model.schema import Args
 
 __all__ = ["FORMATS", "REGISTRY", "Format", "ReadResult", "read_source", "sniff"]
 
@@ -55,7 +59,7 @@ def sniff(doc: object) -> str | None:
 
 def read_source(
     src: Source,
-    keep_args: bool = False,
+    keep_args: Args = False,
     *,
     max_bytes: int | None = None,
     in_order: bool = False,

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import re
 import zlib
+from typing import TYPE_CHECKING
 
 from trace_analyzer.inputs.discover import Source
 from trace_analyzer.readers.common import ReadResult
 from trace_analyzer.readers.format import Format
 from trace_analyzer.readers.kineto_bytes import open_trace
+
+if TYPE_CHECKING:
+    from trace_analyzer.model.schema import Args
 
 NAME = "rocprof-v1"
 HEAD = 64 << 10  # the bytes looked at: the process metadata, then the first records
@@ -45,7 +49,7 @@ def is_rocprof_v1(head: bytes) -> bool:
 
 def read_path(
     src: Source,
-    keep_args: bool = False,
+    keep_args: Args = False,
     *,
     max_bytes: int | None = None,
     in_order: bool = False,

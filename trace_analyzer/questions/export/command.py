@@ -23,16 +23,22 @@ def export(path: Path, output: Path, loading: Loading) -> None:
     Example:
         traceana export ./profile_out -o annotated.json
     """
+    from trace_analyzer.loading.args_at import ArgsAt
+    from trace_analyzer.model.schema import LATER
     from trace_analyzer.progress import step
     from trace_analyzer.questions.critical.analysis import critical
     from trace_analyzer.questions.export import perfetto
 
-    profile = loading.one(path, args=True)
+    # a Kineto trace's args are read from the file as they are written, not held (LATER)
+    profile = loading.one(path, args=LATER)
+    later = ArgsAt(profile.events)  # the files as read: one changed before it is written fails
     gaps = loading.cache.gaps(profile)
     path_of_each_step = critical(profile)
     step(f"writing {output.name}")
     with writing(output):  # made as it is written, a batch of records at a time
-        doc = perfetto.document(profile, gaps, source=str(path), critical=path_of_each_step)
+        doc = perfetto.document(
+            profile, gaps, source=str(path), critical=path_of_each_step, args=later
+        )
         perfetto.write(doc, output)
     n = doc.header["traceana"]
     click.echo(

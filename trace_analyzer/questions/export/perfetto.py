@@ -46,6 +46,7 @@ import polars as pl
 
 from trace_analyzer import atomic
 from trace_analyzer._version import __version__
+from trace_analyzer.loading.args_at import ArgsAt
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import by_row
 from trace_analyzer.questions.critical.analysis import CriticalResult
@@ -77,7 +78,7 @@ LINK_ARGS = {"external_id": ("External id", "external id"), "seq_id": ("nrt_sequ
 BATCH = 20_000
 Piece: TypeAlias = bytes | memoryview  # of the document's bytes, written as it comes
 COLUMNS = ("event_id", "name", "category", "lane", "lane_kind", "start_ns", "duration_ns",
-           "args_json", *LINK_KEYS)  # fmt: skip
+           "args_json", "args_at", "file", *LINK_KEYS)  # fmt: skip
 
 
 class Document:
@@ -91,9 +92,12 @@ class Document:
         gaps: GapsResult,
         source: str | None,
         critical: CriticalResult | None,
+        args: ArgsAt | None = None,
     ):
         self.profile, self.gaps, self.critical = profile, gaps, critical
         events, edges = profile.events, profile.edges
+        # the args of a Kineto trace read with args=LATER: read from its file as written
+        self.args = args if args is not None else ArgsAt(events)
         self.gap_rows = gap_rows(gaps)
         self.base = _base(events)
         lanes = self.gap_rows["lane"].cast(pl.String).unique().to_list()
@@ -129,7 +133,7 @@ class Document:
         the critical path."""
         tracks, base, edges = self.tracks, self.base, self.profile.edges
         yield tracks.metadata()
-        yield from tracks.slices(self.profile.events, self.linked, base)
+        yield from tracks.slices(self.profile.events, self.linked, base, self.args)
         yield from records(edges.iter_rows(), self.linked, tracks, base, BATCH)
         for part in self.gap_rows.iter_slices(BATCH):
             yield [gap_slice(g, *tracks.gap_track[g["lane"]], base) for g in part.to_dicts()]
@@ -185,10 +189,13 @@ def document(
     *,
     source: str | None = None,
     critical: CriticalResult | None = None,
+    args: ArgsAt | None = None,
 ) -> Document:
     """Return the trace document of one run (``build``'s) to be written a batch at a time
-    (``write``): only the header and where each event goes are held."""
-    return Document(profile, gaps, source, critical)
+    (``write``): only the header and where each event goes are held. ``args``: the files the
+    events' args are read from (``args_at``), made as the run was read (default: now); one
+    changed since is an InputError as it is written."""
+    return Document(profile, gaps, source, critical, args)
 
 
 def dumps(doc: dict[str, Any]) -> bytes:
@@ -345,23 +352,35 @@ class _Tracks:
             place += 1
 
     def slices(
-        self, events: pl.DataFrame, linked: Flows, base: int
+        self, events: pl.DataFrame, linked: Flows, base: int, args: ArgsAt
     ) -> Iterator[list[dict[str, Any]]]:
         """Yield every event's slice, in the order they are written, ``BATCH`` at a time, with
-        the v2 fields of its flows (``linked``)."""
+        the v2 fields of its flows (``linked``) and the args ``args`` reads from their files."""
         columns = events.select(COLUMNS)
-        on_slice = linked.on_slice
         for part in self.rows.to_frame().iter_slices(BATCH):
             rows = part["row"]
-            batch = columns.select(pl.all().gather(rows)).with_columns(
-                pl.col("lane_kind").cast(pl.String)
-            )
-            out = []
-            for row, r in zip(rows.to_list(), batch.iter_rows(named=True), strict=True):
-                ev = _slice(r, (self._pid[row], self._tid[row]), base)
-                ev.update(on_slice.get(r["event_id"], {}))
-                out.append(ev)
-            yield out
+            batch = columns.select(pl.all().gather(rows))
+            yield self._slices(batch, rows.to_list(), args.texts(batch), linked, base)
+
+    def _slices(
+        self,
+        batch: pl.DataFrame,
+        rows: list[int],
+        texts: list[str | None],
+        linked: Flows,
+        base: int,
+    ) -> list[dict[str, Any]]:
+        """The slices of the events ``batch`` (``COLUMNS``, of the events table's ``rows``),
+        with their args' ``texts`` where they were read from their files."""
+        batch = batch.drop("args_at", "file").with_columns(pl.col("lane_kind").cast(pl.String))
+        out = []
+        for row, r, text in zip(rows, batch.iter_rows(named=True), texts, strict=True):
+            if text is not None:
+                r["args_json"] = text
+            ev = _slice(r, (self._pid[row], self._tid[row]), base)
+            ev.update(linked.on_slice.get(r["event_id"], {}))
+            out.append(ev)
+        return out
 
     # What the flows ask (``flows.Slots``), by event id.
     def where(self, eid: int) -> tuple[int, int]:
