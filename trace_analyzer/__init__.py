@@ -162,7 +162,8 @@ def export(
     path drawn in.
 
     ``output``: also write it there (``.json``, or ``.json.gz`` compressed). ``source``: the
-    trace's name (default: the run's root). Load with ``args=True`` to keep the events' args.
+    trace's name (default: the run's root). Load with ``args=True`` (or ``"later"``: read
+    from the file as written) for the events' args.
     """
     from trace_analyzer.questions.critical.analysis import critical
     from trace_analyzer.questions.export import perfetto
