@@ -158,10 +158,11 @@ def group_totals(coll: pl.DataFrame) -> pl.DataFrame:
     """Return per process group (``match_by`` ``name``: one row, group null) of the matched
     collectives ``coll``: how many, the totals of latency, wait, skew, size and exposed time,
     the collective of the longest skew and of the longest wait, and its late rank (the one
-    that started last most often; ties: the longer skew in all)."""
+    that started last most often where some started later than others; ties: the longer
+    skew in all)."""
     key = ["match_by", "group", "group_ranks"]
     late = (
-        coll.filter(pl.col("ranks") > 1)
+        coll.filter((pl.col("ranks") > 1) & (pl.col("skew_ns") > 0))
         .group_by(*key, "last_rank")
         .agg(n=pl.len(), s=pl.col("skew_ns").sum())
         .sort("n", "s", descending=True)
