@@ -291,3 +291,20 @@ def test_the_json_has_the_collectives_and_the_csv_stays_per_step(interleaved):
     assert len(run["collectives"]) == 5 and len(run["collective_groups"]) == 3
     code, out, err = run_cli("ranks", interleaved, "--no-cache", "--format", "csv")
     assert code == 0 and out.splitlines()[0].startswith("rank,pid,device,step")
+
+
+def test_the_report_draws_the_links_and_keeps_names_inert(tmp_path):
+    hostile = "<b>pg</b>"
+    size = 1 << 10
+    for rank, peer in ((0, 1), (1, 0)):
+        fields = {"Collective name": "send" if rank == 0 else "recv", "In msg nelems": size,
+                  "dtype": "Byte", "Rank": peer, **_group(hostile, [0, 1])}  # fmt: skip
+        _rank_trace(tmp_path / "run", rank, [(100, 300, fields)], on_host=False)
+    page = tmp_path / "r.html"
+    code, _, err = run_cli("report", tmp_path / "run", "--no-cache", "-o", page)
+    assert code == 0, err
+    text = page.read_text()
+    section = text[text.index('<section id="ranks">') :]
+    section = section[: section.index("</section>")]
+    assert 'id="plot-ranks-collectives"' in section and 'id="ranks-links"' in section
+    assert hostile not in section and "&lt;b&gt;pg&lt;/b&gt;" in section
