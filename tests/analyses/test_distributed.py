@@ -271,7 +271,9 @@ def test_the_report_page_has_the_ranks_section(dlrm_raw, tmp_path):
     section = text[text.index('<section id="ranks">'):]
     section = section[: section.index("</section>")]
     assert 'id="plot-ranks"' in section
-    assert section.count("<tr>") == 1 + 8 + 1 + 1 + 1 + 8  # steps, stragglers, clocks (heads)
+    assert section.count("<tr>") == 1 + 8 + 1 + 1 + 1 + 8 + 1 + 1 + 1 + 8  # steps, stragglers,
+    # clocks, the collectives' groups (one: matched by name) and the 8 longest waits (heads)
+    assert 'id="plot-ranks-collectives"' in section  # each rank's wait in each collective
     block = text[text.index('id="traceana-ranks"'):]
     doc = json.loads(block[block.index("\n") + 1: block.index("</script>")])
     for row in doc["runs"][0]["steps"]:

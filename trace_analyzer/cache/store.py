@@ -79,8 +79,9 @@ if TYPE_CHECKING:
 # steps taken per process; 16: a stream wait's awaited stream and event record, two columns;
 # 17: a folder of traces recorded far apart kept as its parts, an entry each and one listing;
 # 18: each trace's world size, from its distributedInfo; 19: args_at, where a plain Kineto
-# trace's args lie in it, kept by a read with args="later").
-FORMAT = 19
+# trace's args lie in it, kept by a read with args="later"; 20: each trace's process groups,
+# from its distributedInfo's pg_config).
+FORMAT = 20
 TABLES = (".events.parquet", ".edges.parquet")
 _T = TypeVar("_T")
 
@@ -379,6 +380,7 @@ def _read_result(r: dict[str, Any], sources: dict[str, Source]) -> ReadResult:
         rank=r["rank"],
         rank_origin=r["rank_origin"],
         world_size=r["world_size"],
+        groups=r["groups"],
         notes=r["notes"],
         warnings=r["warnings"],
         read=r["read"],
@@ -396,6 +398,7 @@ def reads_meta(reads: list[ReadResult]) -> list[dict[str, Any]]:
             "rank": r.rank,
             "rank_origin": r.rank_origin,
             "world_size": r.world_size,
+            "groups": r.groups,
             "notes": r.notes,
             "warnings": r.warnings,
             "read": r.read,

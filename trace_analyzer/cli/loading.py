@@ -66,12 +66,14 @@ class Loading:
 
         return select_in_runs(profiles, self.ranks)
 
-    def analysed(self, path: Path, analyse: Callable[[Profile], R]) -> RunResults[R]:
-        """``analyse`` of every run under ``path`` (``runs``), each with the run's warnings:
-        what a command over PATH prints."""
+    def analysed(
+        self, path: Path, analyse: Callable[[Profile], R], *, args: Args = False
+    ) -> RunResults[R]:
+        """``analyse`` of every run under ``path`` (``runs``, read with ``args``), each with the
+        run's warnings: what a command over PATH prints."""
         from trace_analyzer.analyses.results import RunResults
 
-        profiles = self.runs(path)
+        profiles = self.runs(path, args=args)
         results = tuple(analyse(p) for p in profiles)
         return RunResults(str(path), results, warnings=[p.warnings for p in profiles])
 

@@ -189,7 +189,7 @@ QUESTIONS: list[Question] = [
         report=Part(
             _q("ranks.analysis:ranks"), _q("ranks.html:ranks_section"),
             "traceana ranks {path} --format json", plot=_q("ranks.plots:ranks"),
-            cuts=("steps", "stragglers"), order=1,
+            cuts=("steps", "stragglers", "collectives"), order=1,
         ),
     ),
     Question(

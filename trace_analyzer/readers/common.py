@@ -32,6 +32,8 @@ class ReadResult:
     rank: int | None = None
     rank_origin: str | None = None
     world_size: int | None = None  # distributedInfo's world_size, where the trace has one
+    # distributedInfo's pg_config: each process group's name and ranks (``process_groups``)
+    groups: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # facts worth showing (clock, skipped records)
     warnings: list[str] = field(default_factory=list)  # things that may make results wrong
     read: bool = True  # False when the source was recognised and deliberately not read
@@ -134,8 +136,26 @@ def distributed(result: ReadResult, meta: dict[str, Any]) -> None:
     else:
         result.rank, result.rank_origin = result.source.rank, result.source.rank_origin
     result.world_size = as_i64(info.get("world_size"))
+    result.groups = process_groups(info.get("pg_config"))
     if result.rank is not None:
         result.events = result.events.with_columns(rank=pl.lit(result.rank, dtype=pl.Int64))
+
+
+def process_groups(config: object) -> list[dict[str, Any]]:
+    """Return the process groups of a ``distributedInfo.pg_config``: each one's ``name``
+    (``pg_name``, as text) and ``ranks`` (a list of ints, or None); none where it is not a
+    list of objects."""
+    if not isinstance(config, list):
+        return []
+    out = []
+    for pg in config:
+        if not isinstance(pg, dict) or pg.get("pg_name") is None:
+            continue
+        ranks = pg.get("ranks")
+        listed = [as_i64(r) for r in ranks] if isinstance(ranks, list) else [None]
+        ok = bool(listed) and all(r is not None for r in listed)
+        out.append({"name": str(pg["pg_name"]), "ranks": listed if ok else None})
+    return out
 
 
 def as_i64(value: object) -> int | None:

@@ -16,9 +16,13 @@ Definitions:
 - The **breakdown** of a window is its time in each state (``states.breakdown``), with the
   communication time in all and its **overlap** with compute; the four states add up to the
   window.
-- **Clocks**: a collective ends on every rank at once, so the n-th collective of a rank and
-  of the first rank, when both have the same name, end at the same instant; a rank's offset
-  is the median of those differences, and is taken off its times before ranks are compared
+- **Collectives** (collectives.py, matching.py): each collective piece of work with its kind,
+  process group, size and place in its group, matched across ranks by (group, seq), else by
+  name (the n-th of each name); per matched collective its skew, latency, waits and
+  bandwidths, per group the totals and the worst.
+- **Clocks**: a collective ends on every rank at once, so one collective matched on a rank
+  and on the first rank ends at the same instant there; a rank's offset is the median of
+  those differences, and is taken off its times before ranks are compared
   (``offset_from`` ``collectives``). Without collectives in common, ranks whose steps share
   a number are compared on their own clocks, each offset measured on the step's start
   (``steps``, applied only where the ranks' hosts differ: a shared host has one clock, and
@@ -33,7 +37,7 @@ Definitions:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -45,6 +49,8 @@ from trace_analyzer.analyses.states import kind_of, launched, on_device
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import matching
 from trace_analyzer.questions.ranks.clocks import clock_offsets
+from trace_analyzer.questions.ranks.collectives import records
+from trace_analyzer.questions.ranks.matching import group_totals, keyed, links, matched, overlapped
 
 STEP = r"^ProfilerStep#(\d+)$"
 # Offsets measured on step starts are applied only across hosts; on collectives always.
@@ -67,14 +73,19 @@ STEP_COLUMNS = {
 @dataclass(frozen=True, repr=False)
 class RanksResult(RunResult):
     """The ranks of one run: ``ranks`` (each with its clock offset), ``steps`` (per rank,
-    device and step: the window and its breakdown, ns), ``stragglers`` (per step) and
-    ``notes`` (what could not be compared, and why)."""
+    device and step: the window and its breakdown, ns), ``stragglers`` (per step), ``notes``
+    (what could not be compared, and why), ``collectives`` (each matched across ranks),
+    ``collective_groups`` (per process group) and ``collective_links`` (per pair of ranks
+    that sent to each other)."""
 
     root: str
     ranks: pl.DataFrame
     steps: pl.DataFrame
     stragglers: pl.DataFrame
     notes: tuple[str, ...] = ()
+    collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
+    collective_groups: pl.DataFrame = field(default_factory=pl.DataFrame)
+    collective_links: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     csv_table = "steps"
 
@@ -85,6 +96,9 @@ class RanksResult(RunResult):
             "steps": self.steps.to_dicts(),
             "stragglers": self.stragglers.to_dicts(),
             "notes": list(self.notes),
+            "collectives": self.collectives.to_dicts(),
+            "collective_groups": self.collective_groups.to_dicts(),
+            "collective_links": self.collective_links.to_dicts(),
         }
 
     def main_frame(self) -> pl.DataFrame:
@@ -115,7 +129,19 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
         windows = windows.filter(pl.col("step") == step)
     table = breakdown(done, windows)
     who = _who(events)
-    offsets = clock_offsets(done, windows, who, notes)
+    recs = keyed(records(profile, done), notes)
+    if recs.height and _without_args(events):
+        notes.append(
+            "the run was read without its args: the collectives' kinds come from their names, "
+            'and their groups and sizes are unknown (load it with args="later")'
+        )
+    offsets = clock_offsets(done, recs, windows, who, notes)
+    shift = offsets.select(
+        "pid", shift_ns=pl.when(pl.col("applied")).then(pl.col("offset_ns")).otherwise(0)
+    )
+    coll = matched(overlapped(recs, done), shift)
+    if step is not None:
+        coll = coll.filter(pl.col("step") == step)
     table = table.join(offsets.select("pid", "rank", "offset_ns", "applied"), on="pid", how="left")
     shifted = pl.when(pl.col("applied")).then(pl.col("offset_ns")).otherwise(0).fill_null(0)
     table = table.with_columns(start_ns=pl.col("start_ns") - shifted).drop("offset_ns", "applied")
@@ -125,7 +151,16 @@ def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
         steps=table.select(*STEP_COLUMNS, *_shares()).sort("step", "rank", "device"),
         stragglers=stragglers(table, notes),
         notes=tuple(notes),
+        collectives=coll,
+        collective_groups=group_totals(coll),
+        collective_links=links(coll, recs),
     )
+
+
+def _without_args(events: pl.DataFrame) -> bool:
+    """Whether ``events`` were read with no args at all (``load(args=False)``)."""
+    n = events.height
+    return events["args_json"].null_count() == n and events["args_at"].null_count() == n
 
 
 def work(events: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:

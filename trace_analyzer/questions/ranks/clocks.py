@@ -1,5 +1,6 @@
 """The ranks' clocks compared (docs/distributed.md, "Clocks"): each rank's offset after the
-first rank's, on the ends of the collectives they share, else on their steps' starts."""
+first rank's, on the ends of the collectives they share (matched across ranks: matching.py),
+else on their steps' starts."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ import polars as pl
 
 
 def clock_offsets(
-    done: pl.DataFrame, windows: pl.DataFrame, who: pl.DataFrame, notes: list[str]
+    done: pl.DataFrame,
+    recs: pl.DataFrame,
+    windows: pl.DataFrame,
+    who: pl.DataFrame,
+    notes: list[str],
 ) -> pl.DataFrame:
-    """Return per pid with work: rank, host, ``offset_ns`` (its clock after the first rank's),
-    ``offset_from`` (``collectives``, ``steps`` or null) and ``applied``."""
+    """Return per pid with work (``done``): rank, host, ``offset_ns`` (its clock after the first
+    rank's, on the collectives ``recs``: ``matching.keyed``), ``offset_from`` (``collectives``,
+    ``steps`` or null) and ``applied``."""
     pids = who.join(done.select("pid").unique(), on="pid", how="semi").sort(
         "rank", "pid", nulls_last=True
     )
@@ -23,7 +29,7 @@ def clock_offsets(
             applied=pl.lit(None, pl.Boolean),
         )
     ref = pids["pid"][0]
-    by_collective, by_step = _on_collectives(done, ref), _on_steps(windows, ref)
+    by_collective, by_step = _on_collectives(recs, ref), _on_steps(windows, ref)
     hosts = pids["host"].drop_nulls().n_unique()
     out = (
         pids.join(by_collective, on="pid", how="left")
@@ -51,18 +57,11 @@ def clock_offsets(
     return out
 
 
-def _on_collectives(done: pl.DataFrame, ref: int) -> pl.DataFrame:
+def _on_collectives(recs: pl.DataFrame, ref: int) -> pl.DataFrame:
     """Return per pid the median of its collectives' ends less the first rank's (``ref``),
-    the n-th of each matched where both have the same name (``offset_ns``)."""
-    comm = (
-        done.filter(pl.col("kind") == "communication")
-        .sort("pid", "start_ns")
-        .with_columns(k=pl.int_range(pl.len()).over("pid"))
-    )
-    theirs = comm.join(
-        comm.filter(pl.col("pid") == ref).select("k", "name", ref_end="end_ns"),
-        on=["k", "name"],
-        how="inner",
+    over the collectives the two share, matched across ranks (``key``: matching.py)."""
+    theirs = recs.join(
+        recs.filter(pl.col("pid") == ref).select("key", ref_end="end_ns"), on="key", how="inner"
     )
     return theirs.group_by("pid").agg(
         offset_ns=(pl.col("end_ns") - pl.col("ref_end")).median().round(0).cast(pl.Int64)

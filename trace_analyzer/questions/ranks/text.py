@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from trace_analyzer.numbers import DASH, count, duration, number, percent
+from trace_analyzer.numbers import DASH, count, data_size, duration, number, percent
 from trace_analyzer.questions.ranks.analysis import RanksResult
 from trace_analyzer.render.blocks import Block, Items, Style, Table, heading, num_col, text_col
 from trace_analyzer.render.safe import shown
@@ -59,6 +59,66 @@ def ranks_layout(result: RanksResult, style: Style, view: View) -> list[Block]:
         blocks.append(_stragglers(slow))
     else:
         blocks.append("stragglers: none (no step on two ranks or more)")
+    return blocks + _collectives(result, view)
+
+
+WORST = 10  # the collectives the text shows, the longest waits first (JSON has them all)
+
+
+def _group_name(r: dict[str, object]) -> str:
+    if r["match_by"] == "name":
+        return "(no group: by name)"
+    return f"{r['group']} {r['group_ranks'] or ''}".strip()
+
+
+def _gbps(v: float | None) -> str:
+    return DASH if v is None else f"{number(v)} GB/s"
+
+
+def _collectives(result: RanksResult, view: View) -> list[Block]:
+    """The collectives matched across ranks: per process group, the worst by wait, the
+    slowest link (docs/distributed.md, "Collectives matched across ranks")."""
+    coll, groups = result.collectives, result.collective_groups
+    if coll.is_empty():
+        return ["", "collectives: none (no NCCL/RCCL kernel, no Neuron collective)"]
+    cells = [
+        [_group_name(r), count(r["collectives"]), count(r["ranks"]), r["kinds"] or DASH,
+         duration(r["latency_ns"]), duration(r["wait_ns"]), duration(r["skew_ns"]),
+         data_size(r["size_bytes"]), _rank(r["late_rank"]),
+         DASH if r["late_count"] is None else count(r["late_count"])]
+        for r in groups.iter_rows(named=True)
+    ]  # fmt: skip
+    columns = (
+        text_col("group", cut=24), num_col("collectives"), num_col("ranks"),
+        text_col("kinds", drop=2), num_col("latency"), num_col("wait"), num_col("skew"),
+        num_col("size", drop=1), text_col("last most often"), num_col("times", drop=3),
+    )  # fmt: skip
+    blocks: list[Block] = ["", Table("collectives per process group (matched across ranks)",
+                                     columns, cells)]  # fmt: skip
+    worst = coll.sort("max_wait_ns", "skew_ns", descending=True).head(min(view.top, WORST))
+    rows = [
+        [_group_name(r), DASH if r["seq"] is None else number(r["seq"]), r["kind"] or DASH,
+         count(r["ranks"]), duration(r["skew_ns"]), _rank(r["last_rank"]),
+         duration(r["latency_ns"]), duration(r["max_wait_ns"]), _rank(r["most_waiting_rank"]),
+         data_size(r["size_bytes"]), _gbps(r["busbw_gbps"])]
+        for r in worst.iter_rows(named=True)
+    ]  # fmt: skip
+    columns_of_worst = (
+        text_col("group", cut=24), num_col("seq"), text_col("kind"), num_col("ranks"),
+        num_col("skew"), text_col("last to arrive"), num_col("latency"), num_col("longest wait"),
+        text_col("waited most"), num_col("size", drop=1), num_col("bus bw", drop=2),
+    )  # fmt: skip
+    title = "the collectives with the longest waits (latency: the shortest rank's duration)"
+    blocks += ["", Table(title, columns_of_worst, rows, total=coll.height, noun="collectives")]
+    link = result.collective_links.head(1).to_dicts()
+    if link and link[0]["bandwidth_gbps"] is not None and result.collective_links.height > 1:
+        s = link[0]
+        size, took = data_size(s["size_bytes"]), duration(s["latency_ns"])
+        blocks += [
+            "",
+            f"slowest link: rank {s['src']} -> rank {s['dst']}, {_gbps(s['bandwidth_gbps'])} "
+            f"over {count(s['transfers'])} transfers ({size} in {took})",
+        ]
     return blocks
 
 
