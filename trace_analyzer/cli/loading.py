@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.model.device import DeviceRun
     from trace_analyzer.model.schema import Args
+    from trace_analyzer.questions.ranks.analysis import RanksResult
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -76,6 +77,58 @@ class Loading:
         profiles = self.runs(path, args=args)
         results = tuple(analyse(p) for p in profiles)
         return RunResults(str(path), results, warnings=[p.warnings for p in profiles])
+
+    def by_rank(
+        self, path: Path, *, step: int | None, jobs: int, scheduler: str | None
+    ) -> RunResults[RanksResult]:
+        """``ranks`` of every run under ``path``, each read a file at a time and reduced
+        (batch/ranks.py: in-process for one job, ``jobs`` worker processes, or the Dask
+        ``scheduler``); a run that cannot be is read whole, as ``analysed`` reads it."""
+        from functools import partial
+
+        from trace_analyzer.analyses.results import RunResults
+        from trace_analyzer.batch.ranks import RankMap, by_rank
+        from trace_analyzer.inputs.discover import discover
+        from trace_analyzer.loading.parts import pick, picked
+        from trace_analyzer.loading.profile import refuse_untimed
+        from trace_analyzer.questions.ranks.analysis import ranks
+
+        top = path
+        found = self._reading(
+            path, lambda: pick(discover(path, max_bytes=self.max_bytes), self.run, top)
+        )
+        say_passed(path, [x for r in found for x in r.not_regular], self.verbose)
+        place = self.cache.place_for(path)
+        how = RankMap(step, self.ranks, self.strict, self.cache if place else None, place)
+        results, warnings, first = [], [], None
+        for run in found:
+            inputs(*[s.path for s in run.sources])
+            try:  # a run that holds none of the ranks --rank names is left out, as analysed
+                mapped = self._reading(
+                    path,
+                    partial(
+                        by_rank, run, how, jobs=jobs, scheduler=scheduler, max_bytes=self.max_bytes
+                    ),
+                )
+                if mapped is not None:
+                    results.append(mapped.result)
+                    warnings.append(mapped.warnings)
+                    continue
+                whole = self._reading(path, lambda run=run: how.load(run, self.max_bytes))  # type: ignore[misc]
+                whole = [
+                    warn_dropped(read_from(p)) for p in refuse_untimed(picked(whole, self.run, top))
+                ]
+                whole = [self.selected(p) for p in whole]
+            except UsageError as e:
+                if e.param != "ranks":
+                    raise
+                first = first or e
+                continue
+            results += [ranks(p, step=step) for p in whole]
+            warnings += [p.warnings for p in whole]
+        if first is not None and not results:
+            raise first
+        return RunResults(str(path), tuple(results), warnings=warnings)
 
     def one(self, path: Path, *, args: Args = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them), with ``ranks``

@@ -22,6 +22,7 @@ from trace_analyzer.inputs.archive import AnyPath, MemberPath, relative_parts
 from trace_analyzer.inputs.discover import Run, Source, discover, passed_lines
 from trace_analyzer.inputs.fingerprint import same_bytes, same_folders
 from trace_analyzer.inputs.neff import Pair, neff_pairs, raw_without_export, undecoded_hardware
+from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
 from trace_analyzer.loading.clocks import FAR_REASON, exclude_far, refuse_past_int64
 from trace_analyzer.loading.link import link
 from trace_analyzer.loading.offsets import align_exports
@@ -319,28 +320,8 @@ def keep_files_apart(
     formats = {str(r.source.path): (r.format, r.rank) for r in reads if r.read}
     if len(formats) < 2 or events.is_empty():
         return events, []
-    fmt_of = {f: fmt for f, (fmt, _) in formats.items()}
-    spans = (
-        events.group_by("lane", "file")
-        .agg(lo=pl.col("start_ns").min(), hi=pl.col("end_ns").max())
-        .with_columns(fmt=pl.col("file").replace_strict(fmt_of, default=None))
-        .sort("fmt", "lane", "lo")
-    )
-    overlap = pl.col("lo") < pl.col("hi").cum_max().shift(1).over("fmt", "lane")
-    shared = spans.filter(overlap.fill_null(False).any().over("fmt", "lane"))
-    prefix: dict[str, str] = {}
-    for (fmt,), group in shared.group_by("fmt"):
-        files = sorted(group["file"].unique().to_list())
-        ranks = [formats[f][1] for f in files]
-        by_rank = None not in ranks and len(set(ranks)) == len(ranks)
-        prefix |= {
-            f: f"rank:{r}/" if by_rank else f"file:{_in_run(f, reads, root)}/"
-            for f, r in zip(files, ranks, strict=True)
-        }
-        notes.append(
-            f"{len(files)} {fmt} files share process and device numbers at the same time "
-            f"({', '.join(files)}): their lanes are kept apart by {'rank' if by_rank else 'file'}"
-        )
+    spans = lane_spans(events)
+    prefix = lane_prefixes(spans, formats, lambda f: _in_run(f, reads, root), notes)
     if not prefix:
         return events, []
     qualifier = pl.col("file").replace_strict(prefix, default="")

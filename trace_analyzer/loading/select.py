@@ -54,7 +54,7 @@ def select_ranks(profile: Profile, spec: str) -> Profile:
     held = ranks_of(profile)
     chosen = [r for r in held if rank_matches(spec, r)]
     if not chosen:
-        raise UsageError(f"{{param}} {spec}: {_what_it_holds(profile, held)}", param="ranks")
+        raise UsageError(f"{{param}} {spec}: {what_it_holds(profile.name, held)}", param="ranks")
     pids = process_ranks(profile).filter(pl.col("rank").is_in(chosen))["pid"]
     keep = profile.keyed.select(pl.col("pid").is_in(pids.implode())).to_series()
     old_ids = profile.events.filter(keep)["event_id"]
@@ -86,10 +86,12 @@ def select_in_runs(profiles: list[Profile], spec: str) -> list[Profile]:
     return kept
 
 
-def _what_it_holds(profile: Profile, held: list[int]) -> str:
+def what_it_holds(name: str, held: list[int]) -> str:
+    """What the run ``name``, holding the ranks ``held``, has to say to a --rank none of
+    them matches."""
     if not held:
         return (
-            f"{profile.name} has no rank numbers (none in distributedInfo, in its file names "
+            f"{name} has no rank numbers (none in distributedInfo, in its file names "
             "or as a Neuron worker id): leave --rank out"
         )
-    return f"no rank of {profile.name} matches; it has {', '.join(map(str, held))}"
+    return f"no rank of {name} matches; it has {', '.join(map(str, held))}"

@@ -48,9 +48,6 @@ from trace_analyzer.analyses.results import RunResult, frame_repr
 from trace_analyzer.analyses.states import kind_of, launched, on_device
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import matching
-from trace_analyzer.questions.ranks.clocks import clock_offsets
-from trace_analyzer.questions.ranks.collectives import records
-from trace_analyzer.questions.ranks.matching import group_totals, keyed, links, matched, overlapped
 
 STEP = r"^ProfilerStep#(\d+)$"
 # Offsets measured on step starts are applied only across hosts; on collectives always.
@@ -118,46 +115,16 @@ class RanksResult(RunResult):
 
 
 def ranks(profile: Profile, *, step: int | None = None) -> RanksResult:
-    """Return the ranks of one run (``profile``) compared; ``step``: that ProfilerStep only."""
-    events = profile.keyed  # ranks sharing a pid are numbered apart
-    if step is not None:
-        window_of(events, step=step)  # a step the run lacks is a usage error naming its steps
-    notes: list[str] = []
-    done = work(events, profile.edges)
-    windows = step_windows(events, done)
-    if step is not None:
-        windows = windows.filter(pl.col("step") == step)
-    table = breakdown(done, windows)
-    who = _who(events)
-    recs = keyed(records(profile, done), notes)
-    if recs.height and _without_args(events):
-        notes.append(
-            "the run was read without its args: the collectives' kinds come from their names, "
-            'and their groups and sizes are unknown (load it with args="later")'
-        )
-    offsets = clock_offsets(done, recs, windows, who, notes)
-    shift = offsets.select(
-        "pid", shift_ns=pl.when(pl.col("applied")).then(pl.col("offset_ns")).otherwise(0)
-    )
-    coll = matched(overlapped(recs, done), shift)
-    if step is not None:
-        coll = coll.filter(pl.col("step") == step)
-    table = table.join(offsets.select("pid", "rank", "offset_ns", "applied"), on="pid", how="left")
-    shifted = pl.when(pl.col("applied")).then(pl.col("offset_ns")).otherwise(0).fill_null(0)
-    table = table.with_columns(start_ns=pl.col("start_ns") - shifted).drop("offset_ns", "applied")
-    return RanksResult(
-        root=profile.name,
-        ranks=offsets.sort("rank", "pid", nulls_last=True),
-        steps=table.select(*STEP_COLUMNS, *_shares()).sort("step", "rank", "device"),
-        stragglers=stragglers(table, notes),
-        notes=tuple(notes),
-        collectives=coll,
-        collective_groups=group_totals(coll),
-        collective_links=links(coll, recs),
-    )
+    """Return the ranks of one run (``profile``) compared; ``step``: that ProfilerStep only.
+
+    The run read whole is one part of ``per_rank.combine`` (``per_rank.rank_part``); a run
+    read a rank at a time gives the same result from a part per file."""
+    from trace_analyzer.questions.ranks.per_rank import combine, rank_part
+
+    return combine([rank_part(profile, step=step)], root=profile.name, step=step)
 
 
-def _without_args(events: pl.DataFrame) -> bool:
+def without_args(events: pl.DataFrame) -> bool:
     """Whether ``events`` were read with no args at all (``load(args=False)``)."""
     n = events.height
     return events["args_json"].null_count() == n and events["args_at"].null_count() == n
@@ -234,12 +201,12 @@ def step_windows(events: pl.DataFrame, done: pl.DataFrame) -> pl.DataFrame:
 
 def breakdown(done: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Return per window its compute, communication, overlap, exposed communication, memory
-    and idle time (ns; ``states.breakdown``; ``_shares`` adds the percentages)."""
+    and idle time (ns; ``states.breakdown``; ``shares`` adds the percentages)."""
     key = ["pid", "device", "step"]
     return states.breakdown(states.clip(done, windows, key[:2]), windows, key)
 
 
-def _shares() -> list[pl.Expr]:
+def shares() -> list[pl.Expr]:
     """The breakdown's parts as % of the window, and the overlap as % of communication (HTA's
     comm/comp overlap)."""
     of = pl.col("window_ns").cast(pl.Float64)
@@ -251,7 +218,7 @@ def _shares() -> list[pl.Expr]:
     ]
 
 
-def _who(events: pl.DataFrame) -> pl.DataFrame:
+def who(events: pl.DataFrame) -> pl.DataFrame:
     """Return per pid its rank and host."""
     return (
         events.filter(pl.col("pid").is_not_null())

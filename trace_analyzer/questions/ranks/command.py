@@ -1,4 +1,5 @@
-"""The command over the ranks of a run: `traceana ranks` (questions/ranks/analysis.py)."""
+"""The command over the ranks of a run: `traceana ranks` (questions/ranks/analysis.py; a rank at
+a time with --jobs or --scheduler: batch/ranks.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,29 @@ from trace_analyzer.cli.common import Loading, cli, emit, run_command
 
 @cli.command()
 @click.option("--step", type=int, help="Only ProfilerStep#N.")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Read the run a rank's file at a time, in this many local worker processes (1: "
+    "in-process, one file after another), and reduce what each gives; without it (or "
+    "--scheduler) the run is read whole.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786 (the dask "
+    "extra), and reduce here.",
+)
 @run_command
 def ranks(
-    path: Path, step: int | None, fmt: str | None, output: Path | None, loading: Loading
+    path: Path,
+    step: int | None,
+    jobs: int | None,
+    scheduler: str | None,
+    fmt: str | None,
+    output: Path | None,
+    loading: Loading,
 ) -> None:
     """Per rank and step: compute against communication, clock offsets, each step's straggler.
 
@@ -24,12 +45,20 @@ def ranks(
     bandwidth; a rank's clock is aligned on the ends of the collectives it shares with the
     first rank (docs/distributed.md).
 
+    With --jobs or --scheduler, each trace file is read alone where it is analysed and only
+    its summary comes back: the same result, without the whole run in one process.
+
     \b
     Example:
         traceana ranks ./dlrm_traces --format markdown
+        traceana ranks ./traces_1024_ranks --jobs 8
     """
-    from trace_analyzer.model.schema import LATER
-    from trace_analyzer.questions.ranks.analysis import ranks as ranks_of
+    if jobs is None and scheduler is None:
+        from trace_analyzer.model.schema import LATER
+        from trace_analyzer.questions.ranks.analysis import ranks as ranks_of
 
-    # the collectives' args (group, sizes) are read for their rows only (collectives.py)
-    emit(loading.analysed(path, lambda p: ranks_of(p, step=step), args=LATER), fmt, output)
+        # the collectives' args (group, sizes) are read for their rows only (collectives.py)
+        analysed = loading.analysed(path, lambda p: ranks_of(p, step=step), args=LATER)
+        emit(analysed, fmt, output)
+        return
+    emit(loading.by_rank(path, step=step, jobs=jobs or 1, scheduler=scheduler), fmt, output)

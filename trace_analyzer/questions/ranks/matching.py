@@ -165,7 +165,7 @@ def group_totals(coll: pl.DataFrame) -> pl.DataFrame:
         coll.filter((pl.col("ranks") > 1) & (pl.col("skew_ns") > 0))
         .group_by(*key, "last_rank")
         .agg(n=pl.len(), s=pl.col("skew_ns").sum())
-        .sort("n", "s", descending=True)
+        .sort("n", "s", "last_rank", descending=[True, True, False], nulls_last=True)
         .group_by(key, maintain_order=True)
         .agg(late_rank=pl.col("last_rank").first(), late_count=pl.col("n").first())
     )
@@ -191,8 +191,8 @@ def group_totals(coll: pl.DataFrame) -> pl.DataFrame:
             worst_wait_ns=pl.col("max_wait_ns").max(),
         )
         .join(late, on=key, how="left", nulls_equal=True)
-        .sort("wait_ns", descending=True)
-    )
+        .sort("wait_ns", *key, descending=[True, False, False, False], nulls_last=True)
+    )  # (the groups in one order however the ranks' records came: a run read a rank at a time)
 
 
 def links(coll: pl.DataFrame, recs: pl.DataFrame) -> pl.DataFrame:
@@ -220,5 +220,13 @@ def links(coll: pl.DataFrame, recs: pl.DataFrame) -> pl.DataFrame:
             latency_ns=pl.col("latency_ns").sum(),
         )
         .with_columns(bandwidth_gbps=(pl.col("size_bytes") / pl.col("latency_ns")).round(3))
-        .sort("bandwidth_gbps", "latency_ns", descending=[False, True], nulls_last=True)
+        .sort(
+            "bandwidth_gbps",
+            "latency_ns",
+            "group",
+            "src",
+            "dst",
+            descending=[False, True, False, False, False],
+            nulls_last=True,
+        )  # fmt: skip
     )
