@@ -154,3 +154,29 @@ def test_dask_gives_the_same_result_as_local_workers(run8):
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         on_dask = ranks_json(folder, "--scheduler", cluster.scheduler_address)[0]
     assert on_dask == ranks_json(folder, "--jobs", "2")[0] == ranks_json(folder)[0]
+
+
+def test_the_generated_slow_link_is_named_with_its_bandwidth(run8):
+    """The planted slow pair leads the links, slowest first, and its bandwidth is the bytes
+    of its send/recv kernels over their latency (per transfer the shorter of the pair's two
+    durations), both read here from the raw traces."""
+    folder, truth = run8
+    result = ranks_json(folder, "--jobs", "2")[1]
+    a, b = truth["slow_pair"]
+    kernels = {
+        r: [e for e in json.loads((folder / f"rank-{r}.json").read_bytes())["traceEvents"]
+            if "SendRecv" in e.get("name", "")]
+        for r in (a, b)
+    }  # fmt: skip
+    assert len(kernels[a]) == len(kernels[b]) == len(truth["steps"])
+    size = sum(e["args"]["In msg nelems"] * 2 for e in kernels[a])  # BFloat16: 2 bytes
+    latency = sum(
+        round(min(x["dur"], y["dur"]) * 1000) for x, y in zip(kernels[a], kernels[b], strict=True)
+    )
+    slowest = result["collective_links"][0]
+    assert {slowest["src"], slowest["dst"]} == {a, b}
+    assert slowest["transfers"] == len(truth["steps"])
+    assert slowest["size_bytes"] == size and slowest["latency_ns"] == latency
+    assert slowest["bandwidth_gbps"] == round(size / latency, 3)
+    others = result["collective_links"][1:]
+    assert others and all(o["bandwidth_gbps"] > slowest["bandwidth_gbps"] for o in others)
