@@ -180,3 +180,32 @@ def test_the_generated_slow_link_is_named_with_its_bandwidth(run8):
     assert slowest["bandwidth_gbps"] == round(size / latency, 3)
     others = result["collective_links"][1:]
     assert others and all(o["bandwidth_gbps"] > slowest["bandwidth_gbps"] for o in others)
+
+
+def test_gzip_ranks_read_only_their_collectives_args(run8, tmp_path):
+    """A gzip trace's args cannot be read from the file later: `ranks` keeps the text of its
+    collectives' kernels and record_param_comms ops alone (args="collectives"), and says the
+    same as of the plain files, read whole and a rank at a time."""
+    import gzip
+
+    import trace_analyzer as ta
+    from trace_analyzer.model.schema import COLLECTIVES
+
+    folder, _ = run8
+    gz = tmp_path / "run"
+    gz.mkdir()
+    for f in folder.glob("rank-*.json"):
+        (gz / (f.name + ".gz")).write_bytes(gzip.compress(f.read_bytes()))
+    plain = json.loads(ranks_json(folder)[0])["runs"][0]
+    for options in ((), ("--jobs", "2")):
+        got = json.loads(ranks_json(gz, *options)[0])["runs"][0]
+        assert {k: v for k, v in got.items() if k != "root"} == {
+            k: v for k, v in plain.items() if k != "root"
+        }
+    events = ta.load(gz / "rank-0.json.gz", args=COLLECTIVES, cache=False).events
+    held = events.filter(events["args_json"].is_not_null())["name"].cast(str).unique().to_list()
+    raw = json.loads(gzip.decompress((gz / "rank-0.json.gz").read_bytes()))["traceEvents"]
+    named = {e["name"] for e in raw if e.get("ph") == "X" and e.get("args")
+             and ("nccl" in e["name"].lower() or e["name"] == "record_param_comms")}  # fmt: skip
+    assert set(held) == named and len(named) >= 2
+    assert events["args_at"].null_count() == events.height

@@ -31,7 +31,7 @@ from trace_analyzer.loading.by_file import ByFile, by_file
 from trace_analyzer.loading.clocks import FAR_APART_NS
 from trace_analyzer.loading.profile import Profile, load_parts, shared_ranks
 from trace_analyzer.loading.select import rank_matches, ranks_of, select_ranks, what_it_holds
-from trace_analyzer.model.schema import LATER
+from trace_analyzer.model.schema import COLLECTIVES
 from trace_analyzer.questions.ranks.analysis import RanksResult
 from trace_analyzer.questions.ranks.per_rank import RankPart, combine, rank_part
 
@@ -52,11 +52,11 @@ class RankMap:
 
     def load(self, run: Run, max_bytes: int | None) -> list[Profile]:
         """The profiles of ``run`` read through the cache (or without it), their collectives'
-        args where they lie (``LATER``: questions/ranks/collectives.py reads those rows')."""
+        args where they lie, else their text alone (``COLLECTIVES``: collectives.py reads them)."""
         if self.cache is None:
-            return load_parts(run, args=LATER, strict=self.strict, max_bytes=max_bytes)
+            return load_parts(run, args=COLLECTIVES, strict=self.strict, max_bytes=max_bytes)
         return self.cache.load_parts(
-            run, self.place, args=LATER, strict=self.strict, max_bytes=max_bytes
+            run, self.place, args=COLLECTIVES, strict=self.strict, max_bytes=max_bytes
         )
 
 

@@ -69,8 +69,13 @@ EVENTS_SCHEMA: dict[str, ColumnType] = {
 # What a read keeps of each event's args (``load(args=...)``): nothing, their JSON text in
 # ``args_json``, or (``LATER``) where a Kineto trace's lie in its file in ``args_at`` and the
 # text of the others, for what reads them as it writes (export: loading/args_at.py).
+# ``COLLECTIVES``: as ``LATER``, but a Kineto trace whose args cannot be placed (gzip, an
+# archive member) keeps the text of the events ``COLLECTIVE_ARGS`` names alone (the ranks'
+# collectives: their kernels and the host ops that record their parameters).
 LATER: Final = "later"
-Args: TypeAlias = bool | Literal["later"]
+COLLECTIVES: Final = "collectives"
+Args: TypeAlias = bool | Literal["later", "collectives"]
+COLLECTIVE_ARGS = r"(?i)nccl|rccl|^record_param_comms$"
 
 # Columns a reader must fill; the rest may be null.
 REQUIRED = ("name", "lane_kind", "lane", "source", "start_ns", "end_ns", "duration_ns", "file")

@@ -17,7 +17,7 @@ from trace_analyzer.errors import InputError
 from trace_analyzer.inputs.archive import cap_for
 from trace_analyzer.inputs.capture import capture_backend
 from trace_analyzer.inputs.discover import Source
-from trace_analyzer.model.schema import LATER, Args, conform
+from trace_analyzer.model.schema import COLLECTIVE_ARGS, COLLECTIVES, LATER, Args, conform
 from trace_analyzer.readers.common import (
     ReadResult,
     as_i64,
@@ -99,17 +99,17 @@ def read_fast(
 ) -> ReadResult | None:
     """Return the events of one Kineto trace read by a streaming path, or None.
 
-    The compiled scanner, then the polars path's splitters (kineto_native.scans). None: no
-    streaming path takes the file; the caller reads it the exact way, which words the errors.
-    ``args_json`` only with ``keep_args``: the scanner's events, their args read again by the
-    polars path (kineto_args.py), or (``LATER``) where they lie in a plain file (``args_at``:
-    loading/args_at.py). A ``.gz`` trace inflating past ``max_bytes`` is an InputError."""
+    The compiled scanner, then the polars path's splitters (kineto_native.scans); None: the
+    caller reads it the exact way. ``args_json`` only with ``keep_args``: the scanner's events,
+    their args read again by the polars path (kineto_args.py; ``COLLECTIVES``: those it names),
+    or where they lie in a plain file (``LATER``, loading/args_at.py). ``.gz``: max_bytes."""
     cap = cap_for(src.path, max_bytes)
     if keep_args and native_with_args():
         try:
-            spans = {"table": False, "spans": keep_args == LATER}
+            spans = {"table": False, "spans": keep_args in (LATER, COLLECTIVES)}
             meta, records, metadata = native_scan(src.path, False, max_bytes=cap, **spans)
-            args = None if records.spans else ArgsOf(src.path, cap, _ns, event_records())
+            only = COLLECTIVE_ARGS if keep_args == COLLECTIVES else None
+            args = None if records.spans else ArgsOf(src.path, cap, _ns, event_records(), only)
             return _result(src, meta, [records], 0, metadata, args)
         except NotFast:
             pass  # then the polars path reads the whole table with its args

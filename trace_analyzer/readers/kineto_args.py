@@ -30,9 +30,12 @@ class ArgsOf:
         cap: int | None,
         ns: Callable[[str, int], pl.Expr],
         events: pl.Expr,
+        only: str | None = None,
     ):
-        # ns: a µs column as ns after a base; events: the raw records that are events
+        # ns: a µs column as ns after a base; events: the raw records that are events; only:
+        # a regex of the names whose args are kept (the others' are null), None for all
         self.path, self.cap, self.ns, self.events = path, cap, ns, events
+        self.only = only
 
     def __call__(self, rows: pl.DataFrame, base: int) -> pl.DataFrame:
         """Return ``rows`` (the scanner's events, ``base`` their clock) with their args."""
@@ -56,5 +59,10 @@ class ArgsOf:
         return rows.with_columns(args_json=args)
 
     def _events(self, block: pl.DataFrame) -> pl.DataFrame:
-        """What is kept of a block's records: the events' name, ts and args."""
-        return block.filter(self.events.fill_null(False)).select("name", "ts", "args_json")
+        """What is kept of a block's records: the events' name, ts and args (``only``: of the
+        names it matches)."""
+        kept = block.filter(self.events.fill_null(False)).select("name", "ts", "args_json")
+        if self.only is None:
+            return kept
+        named = pl.col("name").cast(pl.String).str.contains(self.only).fill_null(False)
+        return kept.with_columns(args_json=pl.when(named).then("args_json"))

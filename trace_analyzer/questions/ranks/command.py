@@ -54,11 +54,11 @@ def ranks(
         traceana ranks ./traces_1024_ranks --jobs 8
     """
     if jobs is None and scheduler is None:
-        from trace_analyzer.model.schema import LATER
+        from trace_analyzer.model.schema import COLLECTIVES
         from trace_analyzer.questions.ranks.analysis import ranks as ranks_of
 
         # the collectives' args (group, sizes) are read for their rows only (collectives.py)
-        analysed = loading.analysed(path, lambda p: ranks_of(p, step=step), args=LATER)
+        analysed = loading.analysed(path, lambda p: ranks_of(p, step=step), args=COLLECTIVES)
         emit(analysed, fmt, output)
         return
     emit(loading.by_rank(path, step=step, jobs=jobs or 1, scheduler=scheduler), fmt, output)

@@ -59,10 +59,10 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
     if images:
         plots.require()
     from trace_analyzer.loading.device import device_of
-    from trace_analyzer.model.schema import LATER
+    from trace_analyzer.model.schema import COLLECTIVES
 
     # args="later": the collectives' groups and sizes (ranks), read for their rows alone
-    head = loading.one(path, args=LATER)  # several runs: a usage error naming them
+    head = loading.one(path, args=COLLECTIVES)  # several runs: a usage error naming them
     before = None if base is None else loading.one(base)
     device, note = device_of(path)  # its device-profile exports, for the engines section
     result = report_of(
