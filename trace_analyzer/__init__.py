@@ -110,7 +110,9 @@ def load(
 
     ``args``: keep each event's args as JSON text, ``args_json`` (``export`` shows them);
     ``"later"`` (``LATER``): where a plain Kineto trace's lie in its file, ``args_at``, read
-    when written (``traceana export``: loading/args_at.py), the text of the others.
+    when written (``traceana export``: loading/args_at.py), the text of the others;
+    ``"collectives"``: the same, but of a compressed Kineto trace only its collectives' args
+    (``traceana ranks``: docs/distributed.md).
     ``strict``: malformed events are an InputError instead of a warning. ``max_bytes``: the
     most a compressed input may inflate to (default: an eighth of the memory, at most 16 GiB).
     ``cache``: None or False (the default) reads the files every time and writes nothing;
