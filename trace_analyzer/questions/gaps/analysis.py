@@ -59,6 +59,7 @@ from trace_analyzer.questions.gaps.causes import (
 from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import run_hints
 from trace_analyzer.questions.gaps.host_summary import HostRun, host_run
+from trace_analyzer.questions.gaps.summary import NO_WINDOW, TOTALS, run_summary
 from trace_analyzer.questions.gaps.waits import launch_latency
 from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import glob_regex
@@ -306,7 +307,7 @@ def _measure(
         device_gaps=listed_devices,
         ops=by_op(all_device_gaps),
         steps=by_step(all_device_gaps, events),
-        summary=_summary(devices_t, device_gaps, all_device_gaps, (lanes_t.height, latency_ns)),
+        summary=run_summary(devices_t, device_gaps, all_device_gaps, (lanes_t.height, latency_ns)),
         chain=_ready(chains)[0],
         root=root,
         hints=run_hints(all_device_gaps, events, neuron, vendor),
@@ -390,69 +391,6 @@ def _long_enough(every: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
     --min-gap long are listed, and they are the same table when none is shorter."""
     long_enough = pl.col("duration_ns") >= max(min_gap_ns, 1)
     return every if every.select(long_enough.all()).item() else every.filter(long_enough)
-
-
-TOTALS = (
-    "busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "active_ns", "executions",
-    "gap_count", "exposed_communication_ns", "memory_ns",
-)  # fmt: skip
-
-
-def _summary(
-    devices: pl.DataFrame,
-    device_gaps: pl.DataFrame,
-    all_gaps: pl.DataFrame,
-    counted: tuple[int, int],
-) -> dict[str, Any]:
-    """Return the totals over devices: what --fail-on and the verdict read; ``counted``: the
-    lanes, and the launch-latency threshold the causes used."""
-    n_lanes, latency_ns = counted
-    # Python's integers: the devices' windows, each up to int64, may add up past it.
-    total = {c: _sum(devices[c]) for c in TOTALS}
-    d = device_gaps["duration_ns"]
-
-    def q(p: float) -> int | None:
-        value = d.quantile(p, "linear")
-        return int(round(float(value))) if len(d) and value is not None else None
-
-    # one pass over the gaps, in 128 bits: exact, as Python's integers are (Int64 wraps)
-    sums = all_gaps.group_by("cause").agg(pl.col("idle_ns").cast(pl.Int128).sum())
-    found: dict[str, int] = dict(sums.iter_rows())
-    by_cause = {c: found.get(c, 0) for c in CAUSES}
-    window, active = total["window_ns"], total["active_ns"]
-    loader = all_gaps.get_column("host_data_loader_ns") if all_gaps.height else None
-    return {
-        **total,
-        "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
-        "active_idle_pct": round(100 * total["idle_ns"] / active, 2) if active else None,
-        "exposed_communication_pct": _pct(total["exposed_communication_ns"], window),
-        "memory_pct": _pct(total["memory_ns"], window),
-        "gap_p50_ns": q(0.5),
-        "gap_p90_ns": q(0.9),
-        "gap_p99_ns": q(0.99),
-        "gap_max_ns": int(d.max()) if len(d) else None,  # type: ignore[arg-type]
-        "idle_by_cause_ns": by_cause,
-        # the idle inside a DataLoader's __next__ (null: the run records none)
-        "idle_in_data_loader_ns": None if loader is None or loader.null_count() else _sum(loader),
-        "devices": devices.height,
-        "lanes": n_lanes,
-        "latency_ns": latency_ns,
-    }
-
-
-def _pct(part: int, whole: int) -> float | None:
-    """Return ``part`` as a % of ``whole``, to 0.01 (None where ``whole`` is 0)."""
-    return round(100 * part / whole, 2) if whole else None
-
-
-def _sum(values: pl.Series) -> int:
-    """Return the exact sum of a column of ns (polars' Int64 sum wraps past 2**63)."""
-    return sum(v for v in values.to_list() if v is not None)
-
-
-# the summary's figures that a run without hardware lanes has none of
-NO_WINDOW = ("idle_pct", "active_idle_pct", "exposed_communication_pct", "memory_pct",
-             "gap_p50_ns", "gap_p90_ns", "gap_p99_ns", "gap_max_ns")  # fmt: skip
 
 
 def _empty(
