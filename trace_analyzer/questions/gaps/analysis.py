@@ -56,6 +56,7 @@ from trace_analyzer.questions.gaps.causes import (
     idle_in_loader,
     lanes_are_devices,
 )
+from trace_analyzer.questions.gaps.evidence import Typical
 from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import run_hints
 from trace_analyzer.questions.gaps.host_summary import HostRun, host_run
@@ -69,6 +70,8 @@ __all__ = [
     "gaps", "gaps_runs", "gate", "merge", "metrics", "stats", "window_of",
 ]  # fmt: skip
 
+# --min-gap, --latency (ns) and the run's median launch call where given (``evidence.launches``)
+Limits = tuple[int, int, Typical]
 FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
 
 
@@ -206,6 +209,16 @@ def gaps(
     return with_engines(result, profile, device, result.chain)
 
 
+@dataclass(frozen=True)
+class Fixed:
+    """What one rank's part of a run is measured with, decided on the whole run first
+    (``per_rank.py``): its ``window``, launch latency and median launch call (``typical``)."""
+
+    window: Window
+    latency_ns: int
+    typical: Typical
+
+
 def _gaps(
     profile: Profile | pl.DataFrame,
     step: int | None,
@@ -213,7 +226,12 @@ def _gaps(
     min_gap_ns: int,
     lanes: str | None,
     latency_ns: int | None,
+    fixed: Fixed | None = None,
+    every: list[pl.DataFrame] | None = None,
 ) -> GapsResult:
+    """``gaps``; with ``fixed``, measured with the whole run's window, latency and median
+    launch call (one rank's part); ``every`` then gains every device gap (``--min-gap``'s
+    shorter ones too, unworded), what the reduce sums."""
     events = profile.events if isinstance(profile, Profile) else profile
     root = profile.name if isinstance(profile, Profile) else None
     columns = ("event_id", "lane", "lane_kind", "pid", "name", "category", "source")
@@ -228,13 +246,13 @@ def _gaps(
         hw, copies = (t.filter(text("lane").str.contains(glob_regex(lanes))) for t in (hw, copies))
         if hw.is_empty():
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
-    w = window_of(events, step=step, span=span)
+    w = fixed.window if fixed else window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
         if not hw.is_empty():
             return _empty(w, root)
         return _empty(w, root, why_none(profile), host_run(profile))
     edges = profile.edges if isinstance(profile, Profile) else link(events)
-    if step is not None:  # to the end of the work the step launched, as ranks' windows run
+    if step is not None and fixed is None:  # to the end of the work the step launched
         end = step_end(events, edges, step)
         w = w if end is None or end <= w.end_ns else Window(w.start_ns, end, w.origin)
     keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
@@ -242,6 +260,7 @@ def _gaps(
         chain = worker.submit(chain_table, keyed, edges)
         held = [hardware(hw, copies, w)]
         del hw, copies  # the executions' columns: what the passes read is clipped (held)
+        latency_ns = fixed.latency_ns if fixed else latency_ns
         if latency_ns is None:  # measured on GPUs; Neuron's dispatch has no call end
             found = held[0]
             latency_ns = (
@@ -249,7 +268,10 @@ def _gaps(
                 if found.neuron
                 else launch_latency(found.clipped, events, edges, LATENCY_NS)
             )
-        return _measure(keyed, held, w, (chain, edges), (min_gap_ns, latency_ns), root)
+        limits = (min_gap_ns, latency_ns, fixed.typical if fixed else None)
+        return _measure(
+            keyed, held, w, (chain, edges), limits, root, [] if every is None else every
+        )
 
 
 def _measure(
@@ -257,15 +279,14 @@ def _measure(
     held: list[Hardware],
     w: Window,
     chains: tuple[Future[pl.DataFrame], pl.DataFrame],
-    limits: tuple[int, int],
+    limits: Limits,
     root: str | None,
+    every_out: list[pl.DataFrame],
 ) -> GapsResult:
-    """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list, emptied)
-    in ``w``: ``chains`` the chains (being made: a Future) and
-    edges, ``limits`` the --min-gap and --latency in ns. A device's gaps are in its compute,
-    each split into its states (docs/gaps.md, "The device's states"). The busy time of the
-    first pass is measured while the chains are made; the attribution waits for them."""
-    min_gap_ns, latency_ns = limits
+    """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list,
+    emptied) in ``w`` (``chains``: the chains, a Future, and edges); ``every_out`` gains every
+    device gap. The busy time is measured while the chains are made (docs/gaps.md)."""
+    min_gap_ns, latency_ns, _ = limits
     clipped, keys, other, neuron, vendor = held.pop()  # clipped let go once read
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
     all_compute = bool(clipped.select(pl.col("kind").eq("compute").all()).item())
@@ -281,7 +302,7 @@ def _measure(
             merged, every = _pass(key, [part])
             del part
             if key == "device" or same:  # the gaps the sums by cause and op read: now
-                every = _attributed(every, key, events, _ready(chains), latency_ns)
+                every = _attributed(every, key, events, _ready(chains), limits)
         if key == "device":  # what ran on the device while it computed nothing
             apart = alone(merged, other, "device") if other.height else apart
             every = idle_in_loader(within(every, apart, "device"), apart, events)
@@ -298,6 +319,7 @@ def _measure(
         parts[key] = (device_states(*measured) if key == "device" else table, kept, listed)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
     (devices_t, device_gaps, listed_devices), all_device_gaps = parts["device"], every
+    every_out.append(all_device_gaps)
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
     return GapsResult(
         window=w,
@@ -335,12 +357,12 @@ def _attributed(
     key: str,
     events: pl.DataFrame,
     links: tuple[pl.DataFrame, pl.DataFrame],
-    latency_ns: int,
+    limits: Limits,
 ) -> pl.DataFrame:
     """Return the gaps per ``key``, ``bare`` (``between``), with causes, sorted; their
     evidence is null until written (``Worded``)."""
     chain, edges = links
-    found = attribute(bare, events, chain, edges, key, latency_ns)
+    found = attribute(bare, events, chain, edges, key, limits[1], limits[2])
     if key == "lane":  # a column, not a join: a join copies the whole table
         found = found.with_columns(device=once_each(found["lane"], device_of))
     every = found.sort("start_ns", key)
@@ -352,12 +374,12 @@ def _lane_gaps(
     bare: pl.DataFrame,
     events: pl.DataFrame,
     links: tuple[pl.DataFrame, pl.DataFrame],
-    limits: tuple[int, int],
+    limits: Limits,
 ) -> pl.DataFrame:
     """Return the lanes' gaps that are listed (``--min-gap``), attributed: ``GapsResult.gaps``
     where the lanes are not the devices, made when first read (``Later``)."""
-    min_gap_ns, latency_ns = limits
-    listed = _long_enough(_attributed(bare, "lane", events, links, latency_ns), min_gap_ns)
+    min_gap_ns, latency_ns, _ = limits
+    listed = _long_enough(_attributed(bare, "lane", events, links, limits), min_gap_ns)
     return sentence(listed, latency_ns)
 
 

@@ -14,7 +14,7 @@ import polars as pl
 from trace_analyzer.analyses.busy import Window, device_of, once_each
 from trace_analyzer.analyses.states import COLLECTIVE_NAMES, kind_of, placed_in
 from trace_analyzer.model.schema import by_row, matching, text
-from trace_analyzer.questions.gaps.evidence import covered, host_split, launches
+from trace_analyzer.questions.gaps.evidence import Typical, covered, host_split, launches
 from trace_analyzer.questions.gaps.host import long_launch
 from trace_analyzer.questions.gaps.waits import device_side, waited
 
@@ -257,14 +257,17 @@ def attribute(
     edges: pl.DataFrame,
     key: str = "lane",
     latency_ns: int = LATENCY_NS,
+    typical: Typical = None,
 ) -> pl.DataFrame:
     """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
     next op, its launch, the numbers its evidence cites and a cause (``evidence`` itself
     null: ``evidence.sentence`` writes it for the rows that are read, ``Worded``);
     ``events``: the run's events, ``chain``: their chains (``chain.chain_table``), ``edges``:
-    their links."""
+    their links; ``typical``: the run's median launch call, where ``events`` are one rank's
+    (``evidence.launches``)."""
     numbered = by_row(events)  # once: a compare of every event's id
-    out = _neighbours(gaps, events, chain, launches(events, edges, numbered), numbered)
+    launch = launches(events, edges, numbered, typical)
+    out = _neighbours(gaps, events, chain, launch, numbered)
     out = out.with_columns(_dev=once_each(out[key], device_of) if key == "lane" else pl.col(key))
     out = device_side(out, events, COLLECTIVE_NAMES, device_of)
     out = out.drop("launch_end_ns", "prev_launch_ns", "_dev")
