@@ -1,0 +1,129 @@
+"""``traceana gaps --jobs N`` and ``--scheduler ADDRESS`` (prototype): the gaps of a run mapped a
+file at a time in two passes, then reduced (docs/distributed.md, "gaps a rank at a time").
+
+The first pass reads each file (through the cache, as ``batch/ranks.py`` reads it) for its
+``GapsFacts``; the main process decides the run's ``Fixed`` from them (``per_rank.fixed_of``:
+the window, the launch latency, the median launch call). The second pass reads each file
+again (from the cache, where there is one) and measures it with that into its ``GapsPart``;
+the main process reduces the parts (``per_rank.combine_gaps``). A run that cannot be read a
+file at a time, whose files are recorded far apart, or with no hardware lane that
+``--lane`` matches, is read whole (None).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from trace_analyzer.batch.ranks import Mapped, Place, _failed, _far_apart
+from trace_analyzer.batch.rows import Row, base_row, one_line
+from trace_analyzer.batch.runs import RunSpec
+from trace_analyzer.batch.workers import NO_LIMITS, dask, local
+from trace_analyzer.cache import Cache
+from trace_analyzer.errors import TraceanaError
+from trace_analyzer.inputs.discover import Run
+from trace_analyzer.loading.by_file import by_file
+from trace_analyzer.loading.profile import Profile, load_parts
+from trace_analyzer.loading.select import select_ranks
+from trace_analyzer.questions.gaps.analysis import Fixed
+from trace_analyzer.questions.gaps.per_rank import combine_gaps, fixed_of, gaps_facts, gaps_part
+
+
+@dataclass(frozen=True)
+class GapsMap:
+    """How each file is read and measured (picklable): ``lanes`` (--lane), ``min_gap_ns``,
+    ``latency_ns`` (--latency), ``ranks`` (--rank), ``strict``, the ``cache`` and its
+    ``place`` (None: no cache)."""
+
+    lanes: str | None = None
+    min_gap_ns: int = 0
+    latency_ns: int | None = None
+    ranks: str | None = None
+    strict: bool = False
+    cache: Cache | None = None
+    place: Place = None
+
+    def load(self, run: Run, max_bytes: int | None) -> Profile:
+        """The one profile of the file ``run``, through the cache (or without it), its ranks
+        --rank names only."""
+        if self.cache is None:
+            found = load_parts(run, strict=self.strict, max_bytes=max_bytes)
+        else:
+            found = self.cache.load_parts(run, self.place, strict=self.strict, max_bytes=max_bytes)
+        return found[0] if self.ranks is None else select_ranks(found[0], self.ranks)
+
+
+def read_facts(spec: RunSpec, how: GapsMap) -> list[Row]:
+    """The first pass's per-file function: a row with the file's ``facts``, its ``span`` and
+    ``warnings``, or its ``error``; it never raises."""
+    return _guarded(spec, how, lambda p: {"facts": gaps_facts(p, how.lanes)})
+
+
+def read_part(spec: RunSpec, how: GapsMap, fixed: Fixed) -> list[Row]:
+    """The second pass's per-file function: a row with the file's ``part`` measured with
+    ``fixed``, or its ``error``."""
+    return _guarded(
+        spec,
+        how,
+        lambda p: {"part": gaps_part(p, fixed, min_gap_ns=how.min_gap_ns, lanes=how.lanes)},
+    )
+
+
+def _guarded(spec: RunSpec, how: GapsMap, made: Any) -> list[Row]:
+    """One row of ``made(profile)`` for the file of ``spec``, with its span and warnings; a
+    failure is a row with ``error`` set (``ranks.read_rank``'s way)."""
+    row = base_row(spec)
+    try:
+        assert spec.run is not None
+        profile = how.load(spec.run, spec.max_bytes)
+        events = profile.events
+        span = (events["start_ns"].min(), events["end_ns"].max())
+        return [{**row, "span": span, "warnings": profile.warnings, **made(profile)}]
+    except TraceanaError as e:
+        return [{**row, "error": one_line(e), "template": e.template, "param": e.param}]
+    except Exception as e:  # a bug: its one line, as a batch row says it
+        return [{**row, "error": one_line(e)}]
+
+
+def gaps_by_rank(
+    run: Run,
+    how: GapsMap,
+    *,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    max_bytes: int | None = None,
+) -> Mapped | None:
+    """Return the gaps of ``run`` mapped a file at a time (module doc), or None where it is to
+    be read whole. A file that failed is a TraceanaError naming it."""
+    files = by_file(run)
+    if files is None:
+        return None
+    specs = [
+        RunSpec(str(f.root), str(f.root), None, None, None, run=f, max_bytes=max_bytes)
+        for f in files.files
+    ]
+
+    def mapped(task: Any) -> list[Row]:
+        found = (
+            dask(specs, scheduler, NO_LIMITS, task)
+            if scheduler
+            else local(specs, jobs, NO_LIMITS, task)
+        )
+        order = {s.run_id: i for i, s in enumerate(specs)}
+        rows = sorted((rows[0] for rows in found), key=lambda r: order[r["run_id"]])
+        for row in rows:
+            if row.get("error"):
+                raise _failed(row)
+        return rows
+
+    first = mapped(partial(read_facts, how=how))
+    if _far_apart([r["span"] for r in first]):
+        return None
+    run_facts = fixed_of([r["facts"] for r in first], how.latency_ns)
+    if run_facts is None:
+        return None
+    rows = mapped(partial(read_part, how=how, fixed=run_facts.fixed))
+    result = combine_gaps([r["part"] for r in rows], run_facts, root=files.run.name)
+    warnings = [*files.warnings, *(w for r in rows for w in r["warnings"])]
+    return Mapped(result, list(dict.fromkeys(warnings)))  # type: ignore[arg-type]
