@@ -71,6 +71,18 @@ def test_a_rank_at_a_time_is_the_run_read_whole_to_the_byte(name, run8):
     assert gaps_json(path, "--jobs", "1") == gaps_json(path)
 
 
+@pytest.mark.parametrize(
+    "options", [("--lane", "*stream:7"), ("--rank", "[0-3]", "--min-gap", "2us"), ("--latency", "1us")]
+)
+def test_the_options_go_through_the_map(run8, options):
+    """--lane (the latency and vendor of the lanes it keeps), --rank (a file with none of them
+    gives nothing), --min-gap (the lists trimmed, the sums not) and --latency (given, not
+    measured) as the run read whole takes them."""
+    assert without_ids(gaps_json(run8, "--jobs", "2", *options)) == without_ids(
+        gaps_json(run8, *options)
+    )
+
+
 def test_the_options_the_prototype_does_not_take_yet_are_refused(run8):
     code, _, err = run_cli("gaps", run8, "--no-cache", "--jobs", "1", "--step", "1")
     assert code == 2 and "not take --step" in err

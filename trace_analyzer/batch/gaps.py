@@ -25,7 +25,7 @@ from trace_analyzer.errors import TraceanaError
 from trace_analyzer.inputs.discover import Run
 from trace_analyzer.loading.by_file import by_file
 from trace_analyzer.loading.profile import Profile, load_parts
-from trace_analyzer.loading.select import select_ranks
+from trace_analyzer.loading.select import rank_matches, ranks_of, select_ranks
 from trace_analyzer.questions.gaps.analysis import Fixed
 from trace_analyzer.questions.gaps.per_rank import combine_gaps, fixed_of, gaps_facts, gaps_part
 
@@ -44,14 +44,18 @@ class GapsMap:
     cache: Cache | None = None
     place: Place = None
 
-    def load(self, run: Run, max_bytes: int | None) -> Profile:
+    def load(self, run: Run, max_bytes: int | None) -> Profile | None:
         """The one profile of the file ``run``, through the cache (or without it), its ranks
-        --rank names only."""
+        --rank names only (None: it has none of them)."""
         if self.cache is None:
             found = load_parts(run, strict=self.strict, max_bytes=max_bytes)
         else:
             found = self.cache.load_parts(run, self.place, strict=self.strict, max_bytes=max_bytes)
-        return found[0] if self.ranks is None else select_ranks(found[0], self.ranks)
+        if self.ranks is None:
+            return found[0]
+        if not any(rank_matches(self.ranks, r) for r in ranks_of(found[0])):
+            return None
+        return select_ranks(found[0], self.ranks)
 
 
 def read_facts(spec: RunSpec, how: GapsMap) -> list[Row]:
@@ -72,11 +76,14 @@ def read_part(spec: RunSpec, how: GapsMap, fixed: Fixed) -> list[Row]:
 
 def _guarded(spec: RunSpec, how: GapsMap, made: Any) -> list[Row]:
     """One row of ``made(profile)`` for the file of ``spec``, with its span and warnings; a
-    failure is a row with ``error`` set (``ranks.read_rank``'s way)."""
+    failure is a row with ``error`` set (``ranks.read_rank``'s way); a file with none of the
+    ranks --rank names, a row without ``made``'s."""
     row = base_row(spec)
     try:
         assert spec.run is not None
         profile = how.load(spec.run, spec.max_bytes)
+        if profile is None:
+            return [{**row, "span": (None, None), "warnings": [], "facts": None, "part": None}]
         events = profile.events
         span = (events["start_ns"].min(), events["end_ns"].max())
         return [{**row, "span": span, "warnings": profile.warnings, **made(profile)}]
@@ -120,10 +127,11 @@ def gaps_by_rank(
     first = mapped(partial(read_facts, how=how))
     if _far_apart([r["span"] for r in first]):
         return None
-    run_facts = fixed_of([r["facts"] for r in first], how.latency_ns)
+    run_facts = fixed_of([r["facts"] for r in first if r["facts"]], how.latency_ns)
     if run_facts is None:
         return None
     rows = mapped(partial(read_part, how=how, fixed=run_facts.fixed))
-    result = combine_gaps([r["part"] for r in rows], run_facts, root=files.run.name)
+    parts = [r["part"] for r in rows if r["part"] is not None]
+    result = combine_gaps(parts, run_facts, root=files.run.name)
     warnings = [*files.warnings, *(w for r in rows for w in r["warnings"])]
     return Mapped(result, list(dict.fromkeys(warnings)))  # type: ignore[arg-type]
