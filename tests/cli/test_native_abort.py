@@ -125,3 +125,61 @@ def test_a_failed_import_before_the_command_runs_is_one_line_and_exit_2():
     debug = subprocess.run([sys.executable, "-c", FAILING_IMPORT, "--debug", "gaps", str(NAIVE),
                             "--no-cache"], capture_output=True, text=True, timeout=60)
     assert debug.returncode == 1 and "Traceback" in debug.stderr  # --debug: as it is
+
+
+# The console script, each thread of a pool failing as it sets itself up (as a thread's lock
+# allocation does when memory runs out under ulimit -v): before the guard, start() waited for
+# ever (gaps on the naive fixture hung under some limits).
+UNSTARTABLE = """
+import sys, threading
+real = threading.Thread._set_tstate_lock
+def failing(self):
+    if self.name.startswith("ThreadPoolExecutor"):
+        raise MemoryError
+    real(self)
+threading.Thread._set_tstate_lock = failing
+from trace_analyzer.cli import main
+sys.argv = ["traceana", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="CPython 3.13 starts threads otherwise")
+def test_a_thread_that_cannot_start_is_one_line_not_a_hang():
+    done = subprocess.run([sys.executable, "-c", UNSTARTABLE, "gaps", str(NAIVE), "--no-cache"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("traceana: ") and "memory" in line, line
+    assert done.stdout == ""
+
+
+def test_a_thread_that_cannot_start_raises_from_start():
+    """The guard itself, in a process of its own: start() raises MemoryError at once, and a
+    thread that starts runs as before (its exception to the excepthook, join works)."""
+    code = """
+import threading, sys
+from trace_analyzer.cli.fault import UNSTARTED, threads_that_cannot_start_say_so
+assert threads_that_cannot_start_say_so() is (sys.version_info < (3, 13))
+ran = []
+ok = threading.Thread(target=lambda: ran.append(1)); ok.start(); ok.join()
+real = threading.Thread._set_tstate_lock
+def failing(self):
+    if self.name == "victim":
+        raise MemoryError
+    real(self)
+threading.Thread._set_tstate_lock = failing
+try:
+    threading.Thread(target=lambda: ran.append(2), name="victim").start()
+except MemoryError as e:
+    print("raised:", e)
+print(ran)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    if sys.version_info < (3, 13):
+        from trace_analyzer.cli.fault import UNSTARTED
+
+        assert done.stdout.splitlines() == [f"raised: {UNSTARTED}", "[1]"]
+        assert done.stderr == ""  # no "Exception ignored in thread started by", no traceback

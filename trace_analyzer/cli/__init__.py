@@ -19,7 +19,12 @@ import sys
 import tempfile
 
 from trace_analyzer.cli import answers
-from trace_analyzer.cli.fault import MEMORY_ADVICE, guard, out_of_memory
+from trace_analyzer.cli.fault import (
+    MEMORY_ADVICE,
+    guard,
+    out_of_memory,
+    threads_that_cannot_start_say_so,
+)
 from trace_analyzer.cli.group import cli  # imports each command's module when it is used
 from trace_analyzer.cli.progress import shown as progress_line
 
@@ -36,6 +41,7 @@ def main() -> None:
         # process (docs/reliability.md, "Batch under faults"); --debug keeps it.
         os.environ["RUST_BACKTRACE"] = "0"
         guard()
+        threads_that_cannot_start_say_so()
     keep_out_of_home()
     asked = answers.question(sys.argv[1:])  # asked before: the answer, with no polars
     replayed = answers.replay(asked) if asked is not None else None

@@ -18,7 +18,10 @@ compiled module (a build without a C compiler) nothing changes: the process ends
 from __future__ import annotations
 
 import signal
+import sys
+import threading
 from types import ModuleType
+from typing import Any
 
 # What to do when memory ran out (cli/messages.py takes it from here: this module imports
 # nothing heavy, since the console script installs it before any command is imported).
@@ -82,3 +85,43 @@ def analysing(what: object) -> None:
         from trace_analyzer.render.safe import plain  # imported by then: no cost here
 
         _FAULT.set_message(line(plain(what)))
+
+
+# What a thread whose start failed says, where Thread.start() would have waited for ever.
+UNSTARTED = "a thread could not start: memory ran out as it started"
+
+
+def threads_that_cannot_start_say_so() -> bool:
+    """Make a thread whose start-up fails raise ``MemoryError`` from ``Thread.start()``
+    instead of leaving it waiting for ever; False where nothing needs it (CPython 3.13 on).
+
+    Before 3.13, a new thread that fails while it sets itself up (memory running out under
+    ``ulimit -v``: its lock cannot be allocated) ends before it marks itself started, and
+    ``Thread.start()`` waits for that mark for ever: ``traceana gaps`` hung under some limits
+    (docs/reliability.md, "Aborts in native code"). The start-up is wrapped so that such a
+    thread marks itself started anyway and says it did not run, and ``start()`` raises then.
+    The console script's only (``cli.main``), as ``guard`` is."""
+    if sys.version_info >= (3, 13) or getattr(threading.Thread, "_traceana_guarded", False):
+        return False
+    inner, start = threading.Thread._bootstrap_inner, threading.Thread.start  # type: ignore[attr-defined]
+
+    def bootstrap_inner(self: Any) -> None:
+        try:
+            inner(self)
+        except BaseException:
+            if self._started.is_set():
+                raise  # as before: a thread that ran
+        finally:
+            if not self._started.is_set():
+                self._traceana_unstarted = True  # (set before the mark: start() reads it)
+                self._started.set()
+
+    def guarded_start(self: Any) -> None:
+        start(self)
+        if getattr(self, "_traceana_unstarted", False):
+            raise MemoryError(UNSTARTED)
+
+    threading.Thread._bootstrap_inner = bootstrap_inner  # type: ignore[attr-defined]
+    threading.Thread.start = guarded_start  # type: ignore[method-assign]
+    threading.Thread._traceana_guarded = True  # type: ignore[attr-defined]
+    return True
