@@ -136,7 +136,7 @@ class Loading:
         scheduler: str | None,
     ) -> tuple[list[Any], list[list[str]]]:  # fmt: skip
         """The gaps of every run under ``path``, each read a file at a time and reduced
-        (batch/gaps.py, a prototype: ``options`` are ``GapsMap``'s lanes, min_gap_ns and
+        (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and
         latency_ns); a run that cannot be is read whole and given to ``analyse``. Returns
         the results and each one's warnings."""
         from trace_analyzer.batch.gaps import GapsMap, gaps_by_rank

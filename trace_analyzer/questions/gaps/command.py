@@ -90,13 +90,13 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     "-j",
     type=click.IntRange(min=1),
     help="Read a multi-rank run a rank's file at a time, in this many local worker processes "
-    "(1: in-process), and reduce what each gives (a prototype: docs/distributed.md).",
+    "(1: in-process), and reduce what each gives: the same output (docs/distributed.md).",
 )
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
     help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786, and reduce "
-    "here (a prototype, as --jobs).",
+    "here, as --jobs.",
 )
 @run_command
 def gaps(

@@ -7,19 +7,21 @@ the median launch call). Each file is then measured with it (``gaps_part``: its 
 devices' rows, its gaps, every device gap, its ProfilerStep rows and what the hints ask of
 its events), and the parts are reduced (``combine_gaps``) into the ``GapsResult`` of the run
 read whole: the rows concatenated, the sums, the quantiles and the hints made again from the
-concatenated device gaps. Every figure is the run read whole's; the event ids are not (each
-file's numbering, offset by the events of the files before it: ``combine_gaps``).
+concatenated device gaps. Every figure is the run read whole's, the event ids the gap rows
+name too: a file's ids are its own numbering, made the run's by ``Renumber`` from how many
+events of each other file sort before each event named (``tie_counts``, a third pass).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from trace_analyzer.analyses.busy import Window
+from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
 from trace_analyzer.loading.profile import Profile
-from trace_analyzer.model.schema import matching, text
+from trace_analyzer.model.schema import gather_each, matching, text
 from trace_analyzer.questions.gaps.analysis import Fixed, GapsResult, _gaps
 from trace_analyzer.questions.gaps.causes import LATENCY_NS, STEP, by_op, by_step, hardware
 from trace_analyzer.questions.gaps.evidence import launch_calls
@@ -43,13 +45,16 @@ class GapsFacts:
     """What one file tells the run before any part is measured: its ``hw`` span (every
     hardware lane: the window), whether a hardware lane matches ``--lane`` (``matched``),
     the ``sources`` of those executions (their count: the vendor, Neuron), their queued
-    ``delays`` and the times of the ``calls`` that launch them (``_counts``: the medians)."""
+    ``delays`` and the times of the ``calls`` that launch them (``_counts``: the medians); its
+    ``lanes``' spans and its files' ``formats`` (``shared``)."""
 
     hw: tuple[int, int] | None
     matched: bool
     sources: dict[str, int] = field(default_factory=dict)
     delays: pl.DataFrame = field(default_factory=pl.DataFrame)
     calls: pl.DataFrame = field(default_factory=pl.DataFrame)
+    lanes: pl.DataFrame = field(default_factory=pl.DataFrame)
+    formats: dict[str, tuple[str, int | None]] = field(default_factory=dict)
 
 
 def _hardware(profile: Profile, lanes: str | None) -> pl.DataFrame:
@@ -65,8 +70,10 @@ def gaps_facts(profile: Profile, lanes: str | None = None) -> GapsFacts:
     every = profile.events.filter(pl.col("lane_kind") == "hardware")
     span = every.select(pl.col("start_ns").min(), pl.col("end_ns").max()).row(0)
     hw = _hardware(profile, lanes)
+    spans = lane_spans(profile.events)
+    formats = {str(r.source.path): (r.format, r.rank) for r in profile.reads if r.read}
     if hw.is_empty():
-        return GapsFacts(None if span[0] is None else span, False)
+        return GapsFacts(None if span[0] is None else span, False, lanes=spans, formats=formats)
     own = Window(int(hw["start_ns"].min()), int(hw["end_ns"].max()), "")  # type: ignore[arg-type]
     found = hardware(hw, hw.clear(), own)  # all of them: the run's window holds this span
     sources = hw.group_by(s=text("source")).agg(n=pl.len())
@@ -76,7 +83,20 @@ def gaps_facts(profile: Profile, lanes: str | None = None) -> GapsFacts:
         dict(sources.iter_rows()),
         _counts(queued(found.clipped, profile.events, profile.edges)),
         _counts(launch_calls(profile.events, profile.edges, True)),
+        spans,
+        formats,
     )
+
+
+def shared(facts: list[GapsFacts]) -> bool:
+    """Whether files of the run share process and device numbers at the same time, so that
+    the run read whole tells them apart (``by_file.lane_prefixes``): their gap rows would name
+    the lanes otherwise, so such a run is read whole."""
+    formats = {f: v for x in facts for f, v in x.formats.items()}
+    spans = [x.lanes for x in facts if x.lanes.height]
+    if len(formats) < 2 or not spans:
+        return False
+    return bool(lane_prefixes(pl.concat(spans, how="vertical_relaxed"), formats, str, []))
 
 
 def _median(counts: list[pl.DataFrame]) -> tuple[float | None, int]:
@@ -131,18 +151,20 @@ def fixed_of(facts: list[GapsFacts], latency_ns: int | None) -> RunFacts | None:
 class GapsPart:
     """One file's gaps measured with the run's ``Fixed``: its ``lanes`` and ``devices`` rows,
     its listed ``gaps`` and ``device_gaps`` (worded), ``every`` device gap (what the sums,
-    the steps and the hints read), its ProfilerStep rows (``steps``), how many ``events`` it
-    has, and ``marks``: whether it records Python frames, framework ops, a backward pass, a
-    graph replayed (``hints.run_hints``)."""
+    the steps and the hints read: ``narrow``; None without ``--min-gap``, when it is the
+    device gaps), its ProfilerStep rows (``steps``), how many ``events`` it has, and ``marks``: whether it records Python frames, framework ops, a backward pass, a
+    graph replayed (``hints.run_hints``); ``refs``: the events its gap rows name (``id``,
+    ``start_ns``, ``end_ns``: what ``Renumber`` reads)."""
 
     events: int
     lanes: pl.DataFrame
     devices: pl.DataFrame
     gaps: pl.DataFrame
     device_gaps: pl.DataFrame
-    every: pl.DataFrame
+    every: pl.DataFrame | None
     steps: pl.DataFrame
     marks: tuple[bool, bool, bool, bool]
+    refs: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def __repr__(self) -> str:
         return f"GapsPart({self.events} events, {self.device_gaps.height} device gaps)"
@@ -166,35 +188,129 @@ def gaps_part(
         return GapsPart(events.height, none, none, none, none, none, steps, marks)
     every: list[pl.DataFrame] = []
     r = _gaps(profile, None, None, min_gap_ns, lanes, None, fixed, every)
+    named = pl.concat(
+        [f.get_column(c) for f in (r.gaps, r.device_gaps) for c in ID_COLUMNS if c in f.columns]
+    )
+    ids = named.drop_nulls().unique().sort().cast(pl.Int64)
+    refs = events.select("start_ns", "end_ns")[ids].with_columns(id=ids)  # an id is its row
+    listed = narrow(every[0]) if min_gap_ns else None  # else every gap is listed: device_gaps
     return GapsPart(
-        events.height, r.lanes, r.devices, r.gaps, r.device_gaps, every[0], steps, marks
+        events.height, r.lanes, r.devices, r.gaps, r.device_gaps, listed, steps, marks, refs
     )
 
 
-def _joined(frames: list[pl.DataFrame], by: str, offsets: list[int]) -> pl.DataFrame:
-    """The parts' rows of one table together, sorted as the run read whole sorts them, their
-    event ids offset by the events of the files before theirs."""
-    held = [
-        f.with_columns(pl.col(c) + o for c in ID_COLUMNS if c in f.columns)
-        for f, o in zip(frames, offsets, strict=True)
-        if f.width
-    ]
-    if not held:
+# What the reducer reads of every device gap (by_op, by_step, run_summary, hints): the rest of
+# a gap row's columns stay in the worker (test_gaps_by_file: the same figures and hints).
+EVERY_COLUMNS = (
+    "device", "start_ns", "end_ns", "duration_ns", "idle_ns", "cause", "next_op", "launch_ns",
+    "transfer_event", "exposed_communication_ns", "memory_ns", "host_sync_ns",
+    "host_runtime_ns", "host_framework_ns", "host_untraced_ns", "host_call", "host_call_ns",
+    "host_frame", "host_frame_ns", "host_caller", "host_data_loader_ns", "host_compiled_ns",
+)  # fmt: skip
+
+
+def narrow(every: pl.DataFrame) -> pl.DataFrame:
+    """``every`` device gap with only the columns the reducer reads (``EVERY_COLUMNS``)."""
+    return every.select(c for c in EVERY_COLUMNS if c in every.columns)
+
+
+KEY = ("start_ns", "end_ns")  # the order the run read whole numbers its events in
+
+
+def tie_counts(events: pl.DataFrame, queries: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
+    """For each of ``queries`` (distinct (start, end) pairs, in order), how many of ``events``
+    (one file's) sort before it (``lt``, one per query) and how many have its times
+    (``eq``: the queries' rows ``q`` where some do, and how many)."""
+    asked = queries.select(*KEY, q=pl.int_range(pl.len(), dtype=pl.Int64))
+    mine = events.select(*KEY, q=pl.lit(None, pl.Int64))
+    both = pl.concat([asked, mine]).sort(*KEY, "q", nulls_last=True)  # a query before its ties
+    lt = both.select(pl.col("q").is_null().cum_sum().filter(pl.col("q").is_not_null()))
+    same = mine.group_by(*KEY).agg(eq=pl.len().cast(pl.Int64))
+    eq = asked.join(same, on=KEY).select("q", "eq")
+    return lt.to_series().cast(pl.Int64), eq
+
+
+class Renumber:
+    """The run's event ids of the events the parts' gap rows name. The run read whole numbers
+    its files' events in one stable sort by (start, end), the files in order
+    (``schema.numbered``); an event of file f that is f's ``id``-th is the run's
+    ``id + (events of the other files before its times) + (those of files before f at its
+    times)``, of which ``id`` counts f's own before it: ``add`` takes each file's
+    ``tie_counts`` in any order."""
+
+    def __init__(self, parts: list[GapsPart]) -> None:
+        held = [p.refs.with_columns(file=pl.lit(i)) for i, p in enumerate(parts) if p.refs.width]
+        refs = pl.concat(held) if held else pl.DataFrame(schema={"id": pl.Int64, "file": pl.Int32})
+        self.queries = refs.select(*KEY).unique().sort(*KEY) if held else pl.DataFrame()
+        keyed = self.queries.with_row_index("q")
+        self.refs = (
+            refs.join(keyed, on=KEY).select("file", "id", pl.col("q").cast(pl.Int64), base="id")
+            if held
+            else refs
+        )
+        self.total = pl.zeros(self.queries.height, pl.Int64, eager=True)
+
+    def add(self, file: int, lt: pl.Series, eq: pl.DataFrame) -> None:
+        """Count file ``file``'s ``tie_counts``."""
+        at = self.refs["q"]
+        ties = pl.zeros(lt.len(), pl.Int64, eager=True).scatter(eq["q"], eq["eq"])
+        self.total += lt
+        whose = pl.col("file")
+        self.refs = self.refs.with_columns(
+            pl.col("base")
+            - pl.when(whose == file).then(lt.gather(at)).otherwise(0)
+            + pl.when(whose > file).then(ties.gather(at)).otherwise(0)
+        )
+
+    def renamed(self, frame: pl.DataFrame, file: int) -> pl.DataFrame:
+        """``frame`` (file ``file``'s rows) with each event id the run's."""
+        mine = self.refs.filter(pl.col("file") == file)
+        new = mine["base"] + self.total.gather(mine["q"])
+        return frame.with_columns(
+            pl.col(c).replace_strict(mine["id"], new, default=None, return_dtype=pl.Int64)
+            for c in ID_COLUMNS
+            if c in frame.columns
+        )
+
+
+def _joined(parts: list[GapsPart], name: str, by: str, ids: Renumber | None = None) -> pl.DataFrame:
+    """The parts' rows of their table ``name`` together, sorted as the run read whole sorts
+    them, their event ids the run's (``ids``). Each part's table is taken out of it (the
+    parts in the list are replaced), so that a table's rows are held twice at most while it
+    is sorted, never every table's."""
+    frames = []
+    for i, p in enumerate(parts):
+        frame = getattr(p, name)
+        parts[i] = replace(p, **{name: pl.DataFrame()})  # type: ignore[arg-type]
+        if frame is not None and frame.width:
+            frames.append(frame if ids is None else ids.renamed(frame, i))
+        del frame, p
+    if not frames:
         return pl.DataFrame()
-    out = pl.concat(held, how="vertical_relaxed")
-    return out.sort("start_ns", by) if by != "lane_table" else out
+    out = pl.concat(frames, how="vertical_relaxed", rechunk=False)
+    del frames
+    if by == "lane_table":
+        return out
+    order = out.select(pl.arg_sort_by("start_ns", by)).to_series()
+    columns = {}
+    for column in out.columns:  # each taken out, so that it is let go once gathered
+        columns[column] = out.get_column(column)
+        out = out.drop(column)
+    return pl.DataFrame(list(gather_each(columns, order).values()))
 
 
-def combine_gaps(parts: list[GapsPart], run: RunFacts, *, root: str) -> GapsResult:
+def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: str) -> GapsResult:
     """Return the gaps of the run ``root`` from its files' ``parts``, each measured with
-    ``run.fixed`` (``gaps_part``): the ``GapsResult`` of the run read whole."""
-    offsets = [0]
-    for p in parts[:-1]:
-        offsets.append(offsets[-1] + p.events)
-    lanes = _joined([p.lanes for p in parts], "lane_table", offsets).sort("lane")
-    devices = _joined([p.devices for p in parts], "lane_table", offsets).sort("device")
-    device_gaps = _joined([p.device_gaps for p in parts], "device", offsets)
-    every = _joined([p.every for p in parts], "device", offsets)
+    ``run.fixed`` (``gaps_part``), their ids counted by ``ids``: the ``GapsResult`` of the run
+    read whole. The parts' tables are taken out of them (``_joined``)."""
+    listed = all(p.every is None for p in parts)
+    lanes = _joined(parts, "lanes", "lane_table").sort("lane")
+    devices = _joined(parts, "devices", "lane_table").sort("device")
+    gaps = _joined(parts, "gaps", "lane", ids)
+    device_gaps = _joined(parts, "device_gaps", "device", ids)
+    every = (  # every gap listed: the same rows
+        narrow(device_gaps) if listed else _joined(parts, "every", "device")
+    )
     steps = pl.concat([p.steps for p in parts], how="vertical_relaxed")
     frames, ops, training, replays = (any(m) for m in zip(*(p.marks for p in parts), strict=True))
     inference = ops and not training and not replays
@@ -203,7 +319,7 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, *, root: str) -> GapsResu
         window=fixed.window,
         lanes=lanes,
         devices=devices,
-        gaps=_joined([p.gaps for p in parts], "lane", offsets),
+        gaps=gaps,
         device_gaps=device_gaps,
         ops=by_op(every),
         steps=by_step(every, steps),
