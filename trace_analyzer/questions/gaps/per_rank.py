@@ -152,7 +152,8 @@ class GapsPart:
     """One file's gaps measured with the run's ``Fixed``: its ``lanes`` and ``devices`` rows,
     its listed ``gaps`` and ``device_gaps`` (worded), ``every`` device gap (what the sums,
     the steps and the hints read: ``narrow``; None without ``--min-gap``, when it is the
-    device gaps), its ProfilerStep rows (``steps``), how many ``events`` it has, and ``marks``: whether it records Python frames, framework ops, a backward pass, a
+    device gaps), its ProfilerStep rows (``steps``), how many ``events`` it has, and
+    ``marks``: whether it records Python frames, framework ops, a backward pass, a
     graph replayed (``hints.run_hints``); ``refs``: the events its gap rows name (``id``,
     ``start_ns``, ``end_ns``: what ``Renumber`` reads)."""
 
