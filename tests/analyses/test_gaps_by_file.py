@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import X, kineto, run_cli, write_trace
 from test_ranks_by_file import DLRM, generated
@@ -158,35 +159,35 @@ WIDE = [  # frames, copies, the DataLoader, collectives, compiled code, a trace 
 
 
 @pytest.mark.parametrize("name", WIDE)
-def test_what_travels_of_every_gap_is_all_the_reduce_reads(name):
-    """With --min-gap a part carries every device gap, narrowed to the columns the reducer
-    reads (per_rank.narrow): the ops, steps, summary and every hint made from the narrowed
-    rows are those made from the whole rows, on real traces whose gaps have every kind of
-    evidence the hints cite."""
+def test_tallies_of_a_run_s_pieces_add_up_to_the_run_s(name):
+    """A part carries its device gaps tallied (questions/gaps/tally.py), and the reducer adds
+    the tallies up: the ops, steps, summary sums and every hint made from the tallies of a
+    real trace's gaps cut into three interleaved pieces are those made from the tally of
+    them all, and those `gaps` itself reports; on traces whose gaps have every kind of
+    evidence the hints cite (frames and their callers, copies, the DataLoader, collectives)."""
     from trace_analyzer import load
-    from trace_analyzer.questions.gaps.analysis import _gaps
-    from trace_analyzer.questions.gaps.causes import by_op, by_step
+    from trace_analyzer.questions.gaps.analysis import gaps
+    from trace_analyzer.questions.gaps.causes import STEP, by_op, by_step
     from trace_analyzer.questions.gaps.hints import run_hints
-    from trace_analyzer.questions.gaps.per_rank import narrow
-    from trace_analyzer.questions.gaps.summary import run_summary
+    from trace_analyzer.questions.gaps.tally import merged, steps_of, tally
 
     path = CORPUS / name
     if not path.exists():
         pytest.skip(f"../shared/corpus is absent: no {path}")
     profile = load(path, cache=False)
-    every: list = []
-    r = _gaps(profile, None, None, 0, None, None, None, every)
-    whole, kept = every[0], narrow(every[0])
-    assert kept.width < whole.width and kept.height == whole.height > 0
-    events = profile.events
-    for rows in (whole, kept):
-        made = (
-            by_op(rows),
-            by_step(rows, events),
-            run_summary(r.devices, r.device_gaps, rows, (r.lanes.height, 5000)),
-            run_hints(rows, events, False, "cuda"),
-        )
-        if rows is whole:
-            first = made
-    assert made[0].equals(first[0]) and made[1].equals(first[1])
-    assert made[2] == first[2] and made[3] == first[3]
+    result = gaps(profile)
+    rows, events = result.device_gaps, profile.events
+    assert rows.height > 3
+    steps = steps_of(events, STEP)
+    whole = tally(rows, steps)
+    place = pl.int_range(pl.len()) % 3
+    pieces = merged([tally(rows.filter(place == i), steps) for i in range(3)])
+    assert pieces.gaps == whole.gaps == rows.height
+    for t in (whole, pieces):
+        assert by_op(t).equals(result.ops)
+        assert by_step(t).equals(result.steps)
+    made = [(by_op(t), by_step(t), run_hints(t, events, False, "cuda")) for t in (whole, pieces)]
+    assert made[0][0].equals(made[1][0]) and made[0][1].equals(made[1][1])
+    assert made[0][2] == made[1][2]
+    for cause, ns in result.summary["idle_by_cause_ns"].items():  # the rows' own sums
+        assert ns == int(rows.filter(pl.col("cause") == cause)["idle_ns"].sum())

@@ -47,6 +47,7 @@ from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
     CAUSES,
     LATENCY_NS,
+    STEP,
     UNLINKED,
     Hardware,
     attribute,
@@ -61,6 +62,7 @@ from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import run_hints
 from trace_analyzer.questions.gaps.host_summary import HostRun, host_run
 from trace_analyzer.questions.gaps.summary import NO_WINDOW, TOTALS, run_summary
+from trace_analyzer.questions.gaps.tally import NONE, Tally, steps_of, tally
 from trace_analyzer.questions.gaps.waits import launch_latency
 from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import glob_regex
@@ -212,11 +214,13 @@ def gaps(
 @dataclass(frozen=True)
 class Fixed:
     """What one rank's part of a run is measured with, decided on the whole run first
-    (``per_rank.py``): its ``window``, launch latency and median launch call (``typical``)."""
+    (``per_rank.py``): its ``window``, launch latency and median launch call (``typical``),
+    and the ProfilerSteps of all its files (``tally.steps_of``: its gaps are placed in them)."""
 
     window: Window
     latency_ns: int
     typical: Typical
+    steps: pl.DataFrame | None = None
 
 
 def _gaps(
@@ -227,11 +231,11 @@ def _gaps(
     lanes: str | None,
     latency_ns: int | None,
     fixed: Fixed | None = None,
-    every: list[pl.DataFrame] | None = None,
+    every: list[Tally] | None = None,
 ) -> GapsResult:
     """``gaps``; with ``fixed``, measured with the whole run's window, latency and median
     launch call (one rank's part); ``every`` then gains every device gap (``--min-gap``'s
-    shorter ones too, unworded), what the reduce sums."""
+    shorter ones too) tallied, what the reduce adds up."""
     events = profile.events if isinstance(profile, Profile) else profile
     root = profile.name if isinstance(profile, Profile) else None
     columns = ("event_id", "lane", "lane_kind", "pid", "name", "category", "source")
@@ -269,8 +273,9 @@ def _gaps(
                 else launch_latency(found.clipped, events, edges, LATENCY_NS)
             )
         limits = (min_gap_ns, latency_ns, fixed.typical if fixed else None)
+        steps = fixed.steps if fixed else None
         return _measure(
-            keyed, held, w, (chain, edges), limits, root, [] if every is None else every
+            keyed, held, w, (chain, edges), limits, root, [] if every is None else every, steps
         )
 
 
@@ -281,11 +286,13 @@ def _measure(
     chains: tuple[Future[pl.DataFrame], pl.DataFrame],
     limits: Limits,
     root: str | None,
-    every_out: list[pl.DataFrame],
+    every_out: list[Tally],
+    steps: pl.DataFrame | None = None,
 ) -> GapsResult:
     """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list,
     emptied) in ``w`` (``chains``: the chains, a Future, and edges); ``every_out`` gains every
-    device gap. The busy time is measured while the chains are made (docs/gaps.md)."""
+    device gap tallied, in ``steps`` (None: the events' own ProfilerSteps). The busy time is
+    measured while the chains are made (docs/gaps.md)."""
     min_gap_ns, latency_ns, _ = limits
     clipped, keys, other, neuron, vendor = held.pop()  # clipped let go once read
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
@@ -318,21 +325,23 @@ def _measure(
         measured = (table, apart, merged, other, w)  # a device's states added to its row
         parts[key] = (device_states(*measured) if key == "device" else table, kept, listed)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
-    (devices_t, device_gaps, listed_devices), all_device_gaps = parts["device"], every
-    every_out.append(all_device_gaps)
+    (devices_t, device_gaps, listed_devices) = parts["device"]
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
+    tallied = tally(every, steps_of(events, STEP) if steps is None else steps)
+    del every
+    every_out.append(tallied)
     return GapsResult(
         window=w,
         lanes=lanes_t,
         devices=devices_t,
         gaps=parts["lane"][2],
         device_gaps=listed_devices,
-        ops=by_op(all_device_gaps),
-        steps=by_step(all_device_gaps, events),
-        summary=run_summary(devices_t, device_gaps, all_device_gaps, (lanes_t.height, latency_ns)),
+        ops=by_op(tallied),
+        steps=by_step(tallied),
+        summary=run_summary(devices_t, device_gaps, tallied, (lanes_t.height, latency_ns)),
         chain=_ready(chains)[0],
         root=root,
-        hints=run_hints(all_device_gaps, events, neuron, vendor),
+        hints=run_hints(tallied, events, neuron, vendor),
     )
 
 
@@ -428,8 +437,8 @@ def _empty(
         devices=none,
         gaps=none,
         device_gaps=none,
-        ops=by_op(none),
-        steps=by_step(none, none),
+        ops=by_op(NONE),
+        steps=by_step(NONE),
         summary=summary,
         root=root,
         no_hardware=why,

@@ -27,6 +27,7 @@ from trace_analyzer.questions.gaps.causes import LATENCY_NS, STEP, by_op, by_ste
 from trace_analyzer.questions.gaps.evidence import launch_calls
 from trace_analyzer.questions.gaps.hints import REPLAYS, TRAINING, hints
 from trace_analyzer.questions.gaps.summary import run_summary
+from trace_analyzer.questions.gaps.tally import NONE, Tally, merged, sorted_steps, steps_of
 from trace_analyzer.questions.gaps.waits import QUEUED_LEAST, queued
 from trace_analyzer.units import glob_regex
 
@@ -46,7 +47,8 @@ class GapsFacts:
     hardware lane: the window), whether a hardware lane matches ``--lane`` (``matched``),
     the ``sources`` of those executions (their count: the vendor, Neuron), their queued
     ``delays`` and the times of the ``calls`` that launch them (``_counts``: the medians); its
-    ``lanes``' spans and its files' ``formats`` (``shared``)."""
+    ``lanes``' spans and its files' ``formats`` (``shared``); its ProfilerSteps
+    (``tally.steps_of``: every file's gaps are placed in the run's)."""
 
     hw: tuple[int, int] | None
     matched: bool
@@ -55,6 +57,7 @@ class GapsFacts:
     calls: pl.DataFrame = field(default_factory=pl.DataFrame)
     lanes: pl.DataFrame = field(default_factory=pl.DataFrame)
     formats: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    steps: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 def _hardware(profile: Profile, lanes: str | None) -> pl.DataFrame:
@@ -72,8 +75,10 @@ def gaps_facts(profile: Profile, lanes: str | None = None) -> GapsFacts:
     hw = _hardware(profile, lanes)
     spans = lane_spans(profile.events)
     formats = {str(r.source.path): (r.format, r.rank) for r in profile.reads if r.read}
+    steps = steps_of(profile.events, STEP)
     if hw.is_empty():
-        return GapsFacts(None if span[0] is None else span, False, lanes=spans, formats=formats)
+        found_span = None if span[0] is None else span
+        return GapsFacts(found_span, False, lanes=spans, formats=formats, steps=steps)
     own = Window(int(hw["start_ns"].min()), int(hw["end_ns"].max()), "")  # type: ignore[arg-type]
     found = hardware(hw, hw.clear(), own)  # all of them: the run's window holds this span
     sources = hw.group_by(s=text("source")).agg(n=pl.len())
@@ -85,6 +90,7 @@ def gaps_facts(profile: Profile, lanes: str | None = None) -> GapsFacts:
         _counts(launch_calls(profile.events, profile.edges, True)),
         spans,
         formats,
+        steps,
     )
 
 
@@ -144,26 +150,25 @@ def fixed_of(facts: list[GapsFacts], latency_ns: int | None) -> RunFacts | None:
         latency_ns = LATENCY_NS
         if not neuron and n >= QUEUED_LEAST and median is not None:
             latency_ns = max(LATENCY_NS, round(1.5 * median))
-    return RunFacts(Fixed(window, latency_ns, (typical,)), neuron, vendor)
+    steps = sorted_steps(pl.concat([f.steps for f in facts if f.steps.width]))
+    return RunFacts(Fixed(window, latency_ns, (typical,), steps), neuron, vendor)
 
 
 @dataclass(frozen=True, repr=False)
 class GapsPart:
     """One file's gaps measured with the run's ``Fixed``: its ``lanes`` and ``devices`` rows,
-    its listed ``gaps`` and ``device_gaps`` (worded), ``every`` device gap (what the sums,
-    the steps and the hints read: ``narrow``; None without ``--min-gap``, when it is the
-    device gaps), its ProfilerStep rows (``steps``), how many ``events`` it has, and
-    ``marks``: whether it records Python frames, framework ops, a backward pass, a
-    graph replayed (``hints.run_hints``); ``refs``: the events its gap rows name (``id``,
-    ``start_ns``, ``end_ns``: what ``Renumber`` reads)."""
+    its listed ``gaps`` and ``device_gaps`` (worded), ``every`` device gap tallied in the
+    run's steps (what the ops', steps' and summary's sums and the hints read: ``tally``), how
+    many ``events`` it has, and ``marks``: whether it records Python frames, framework ops,
+    a backward pass, a graph replayed (``hints.run_hints``); ``refs``: the events its gap
+    rows name (``id``, ``start_ns``, ``end_ns``: what ``Renumber`` reads)."""
 
     events: int
     lanes: pl.DataFrame
     devices: pl.DataFrame
     gaps: pl.DataFrame
     device_gaps: pl.DataFrame
-    every: pl.DataFrame | None
-    steps: pl.DataFrame
+    every: Tally
     marks: tuple[bool, bool, bool, bool]
     refs: pl.DataFrame = field(default_factory=pl.DataFrame)
 
@@ -183,36 +188,17 @@ def gaps_part(
         bool(events.select(matching(names, TRAINING).any()).item()),
         bool(events.select(matching(names, REPLAYS).any()).item()),
     )
-    steps = events.filter(matching(names, STEP)).select(text("name"), "start_ns", "end_ns")
     none = pl.DataFrame()
     if _hardware(profile, lanes).is_empty():
-        return GapsPart(events.height, none, none, none, none, none, steps, marks)
-    every: list[pl.DataFrame] = []
+        return GapsPart(events.height, none, none, none, none, NONE, marks)
+    every: list[Tally] = []
     r = _gaps(profile, None, None, min_gap_ns, lanes, None, fixed, every)
     named = pl.concat(
         [f.get_column(c) for f in (r.gaps, r.device_gaps) for c in ID_COLUMNS if c in f.columns]
     )
     ids = named.drop_nulls().unique().sort().cast(pl.Int64)
     refs = events.select("start_ns", "end_ns")[ids].with_columns(id=ids)  # an id is its row
-    listed = narrow(every[0]) if min_gap_ns else None  # else every gap is listed: device_gaps
-    return GapsPart(
-        events.height, r.lanes, r.devices, r.gaps, r.device_gaps, listed, steps, marks, refs
-    )
-
-
-# What the reducer reads of every device gap (by_op, by_step, run_summary, hints): the rest of
-# a gap row's columns stay in the worker (test_gaps_by_file: the same figures and hints).
-EVERY_COLUMNS = (
-    "device", "start_ns", "end_ns", "duration_ns", "idle_ns", "cause", "next_op", "launch_ns",
-    "transfer_event", "exposed_communication_ns", "memory_ns", "host_sync_ns",
-    "host_runtime_ns", "host_framework_ns", "host_untraced_ns", "host_call", "host_call_ns",
-    "host_frame", "host_frame_ns", "host_caller", "host_data_loader_ns", "host_compiled_ns",
-)  # fmt: skip
-
-
-def narrow(every: pl.DataFrame) -> pl.DataFrame:
-    """``every`` device gap with only the columns the reducer reads (``EVERY_COLUMNS``)."""
-    return every.select(c for c in EVERY_COLUMNS if c in every.columns)
+    return GapsPart(events.height, r.lanes, r.devices, r.gaps, r.device_gaps, every[0], marks, refs)
 
 
 KEY = ("start_ns", "end_ns")  # the order the run read whole numbers its events in
@@ -304,15 +290,11 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
     """Return the gaps of the run ``root`` from its files' ``parts``, each measured with
     ``run.fixed`` (``gaps_part``), their ids counted by ``ids``: the ``GapsResult`` of the run
     read whole. The parts' tables are taken out of them (``_joined``)."""
-    listed = all(p.every is None for p in parts)
     lanes = _joined(parts, "lanes", "lane_table").sort("lane")
     devices = _joined(parts, "devices", "lane_table").sort("device")
     gaps = _joined(parts, "gaps", "lane", ids)
     device_gaps = _joined(parts, "device_gaps", "device", ids)
-    every = (  # every gap listed: the same rows
-        narrow(device_gaps) if listed else _joined(parts, "every", "device")
-    )
-    steps = pl.concat([p.steps for p in parts], how="vertical_relaxed")
+    every = merged([p.every for p in parts])
     frames, ops, training, replays = (any(m) for m in zip(*(p.marks for p in parts), strict=True))
     inference = ops and not training and not replays
     fixed = run.fixed
@@ -323,7 +305,7 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
         gaps=gaps,
         device_gaps=device_gaps,
         ops=by_op(every),
-        steps=by_step(every, steps),
+        steps=by_step(every),
         summary=run_summary(devices, device_gaps, every, (lanes.height, fixed.latency_ns)),
         root=root,
         hints=tuple(

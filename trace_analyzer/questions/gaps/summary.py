@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from trace_analyzer.questions.gaps.causes import CAUSES
+from trace_analyzer.questions.gaps.tally import Tally
 
 TOTALS = (
     "busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "active_ns", "executions",
@@ -20,11 +21,12 @@ TOTALS = (
 def run_summary(
     devices: pl.DataFrame,
     device_gaps: pl.DataFrame,
-    all_gaps: pl.DataFrame,
+    every: Tally,
     counted: tuple[int, int],
 ) -> dict[str, Any]:
-    """Return the totals over devices: what --fail-on and the verdict read; ``counted``: the
-    lanes, and the launch-latency threshold the causes used."""
+    """Return the totals over devices: what --fail-on and the verdict read (``every`` device
+    gap, tallied: the idle per cause and in the DataLoader); ``counted``: the lanes, and the
+    launch-latency threshold the causes used."""
     n_lanes, latency_ns = counted
     # Python's integers: the devices' windows, each up to int64, may add up past it.
     total = {c: exact_sum(devices[c]) for c in TOTALS}
@@ -35,11 +37,11 @@ def run_summary(
         return int(round(float(value))) if len(d) and value is not None else None
 
     # one pass over the gaps, in 128 bits: exact, as Python's integers are (Int64 wraps)
-    sums = all_gaps.group_by("cause").agg(pl.col("idle_ns").cast(pl.Int128).sum())
-    found: dict[str, int] = dict(sums.iter_rows())
+    sums = every.sums.group_by("cause").agg(pl.col("idle_ns").cast(pl.Int128).sum())
+    found: dict[str, int] = dict(sums.iter_rows()) if every.gaps else {}
     by_cause = {c: found.get(c, 0) for c in CAUSES}
     window, active = total["window_ns"], total["active_ns"]
-    loader = all_gaps.get_column("host_data_loader_ns") if all_gaps.height else None
+    unsaid = not every.gaps or bool(every.sums["loader_nulls"].sum())
     return {
         **total,
         "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
@@ -52,9 +54,7 @@ def run_summary(
         "gap_max_ns": int(d.max()) if len(d) else None,  # type: ignore[arg-type]
         "idle_by_cause_ns": by_cause,
         # the idle inside a DataLoader's __next__ (null: the run records none)
-        "idle_in_data_loader_ns": (
-            None if loader is None or loader.null_count() else exact_sum(loader)
-        ),
+        "idle_in_data_loader_ns": None if unsaid else exact_sum(every.sums["loader_ns"]),
         "devices": devices.height,
         "lanes": n_lanes,
         "latency_ns": latency_ns,
