@@ -2,14 +2,15 @@
 
 What a rank's gaps need from the whole run is decided first, from each file's ``GapsFacts``
 (``gaps_facts``: its hardware span, the samples of the two medians the causes read, its
-executions' sources), into the run's ``Fixed`` (``fixed_of``: the window, the launch latency,
-the median launch call). Each file is then measured with it (``gaps_part``: its lanes' and
-devices' rows, its gaps, every device gap, its ProfilerStep rows and what the hints ask of
-its events), and the parts are reduced (``combine_gaps``) into the ``GapsResult`` of the run
-read whole: the rows concatenated, the sums, the quantiles and the hints made again from the
-concatenated device gaps. Every figure is the run read whole's, the event ids the gap rows
-name too: a file's ids are its own numbering, made the run's by ``Renumber`` from how many
-events of each other file sort before each event named (``tie_counts``, a third pass).
+executions' sources, its ProfilerSteps), into the run's ``Fixed`` (``fixed_of``: the window,
+the launch latency, the median launch call, every file's steps). Each file is then measured
+with it (``gaps_part``: its lanes' and devices' rows, its listed gaps, every device gap
+tallied, what the hints ask of its events), and the parts are reduced (``combine_gaps``)
+into the ``GapsResult`` of the run read whole: the rows concatenated, the quantiles made
+again from them, the tallies added up. Every figure is the run read whole's, the event ids
+the gap rows name too: a file's ids are its own numbering, made the run's by ``Renumber``
+from how many events of each other file sort before each event named (``tie_counts``, a
+third pass).
 """
 
 from __future__ import annotations
