@@ -273,10 +273,9 @@ def _gaps(
                 else launch_latency(found.clipped, events, edges, LATENCY_NS)
             )
         limits = (min_gap_ns, latency_ns, fixed.typical if fixed else None)
-        steps = fixed.steps if fixed else None
-        return _measure(
-            keyed, held, w, (chain, edges), limits, root, [] if every is None else every, steps
-        )
+        steps = fixed.steps if fixed and fixed.steps is not None else steps_of(keyed, STEP)
+        out = ([] if every is None else every), steps
+        return _measure(keyed, held, w, (chain, edges), limits, root, out)
 
 
 def _measure(
@@ -286,13 +285,11 @@ def _measure(
     chains: tuple[Future[pl.DataFrame], pl.DataFrame],
     limits: Limits,
     root: str | None,
-    every_out: list[Tally],
-    steps: pl.DataFrame | None = None,
+    every_out: tuple[list[Tally], pl.DataFrame],
 ) -> GapsResult:
     """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list,
-    emptied) in ``w`` (``chains``: the chains, a Future, and edges); ``every_out`` gains every
-    device gap tallied, in ``steps`` (None: the events' own ProfilerSteps). The busy time is
-    measured while the chains are made (docs/gaps.md)."""
+    emptied) in ``w`` (``chains``: the chains, a Future, and edges); ``every_out``'s list gains
+    every device gap tallied in its steps. The busy time is measured beside the chains."""
     min_gap_ns, latency_ns, _ = limits
     clipped, keys, other, neuron, vendor = held.pop()  # clipped let go once read
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
@@ -327,9 +324,7 @@ def _measure(
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
     (devices_t, device_gaps, listed_devices) = parts["device"]
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
-    tallied = tally(every, steps_of(events, STEP) if steps is None else steps)
-    del every
-    every_out.append(tallied)
+    every_out[0].append(tallied := tally(every, every_out[1]))
     return GapsResult(
         window=w,
         lanes=lanes_t,
