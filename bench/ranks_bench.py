@@ -1,7 +1,8 @@
-"""`traceana ranks` a rank at a time (--jobs 2, a Dask LocalCluster of 2 workers) beside the
-run read whole, on bench/gen_ranks.py runs of 8, 64 and 256 ranks.
+"""`traceana ranks` (or `gaps`: --command) a rank at a time (--jobs 2, a Dask LocalCluster of
+2 workers) beside the run read whole, on bench/gen_ranks.py runs of 8, 64 and 256 ranks.
 
     .venv/bin/python bench/ranks_bench.py /tmp/ranks-bench [--ranks 8 64 256] [--kernels 3600]
+        [--command gaps [--option --min-gap=20us]]
 
 Per size, in this order, each command its own process (``--no-cache``, JSON to a file): the
 run read whole (the floor and peer: today's path; ``--whole-max`` ranks at most), ``--jobs
@@ -67,17 +68,21 @@ class Watch(threading.Thread):
                 self.peak[p] = max(self.peak.get(p, 0), hwm_kb(p))
 
 
+COMMAND = ["ranks"]  # --command, then --option's
+
+
 def command(run: Path, out: Path, options: list[str], workers=None) -> tuple[float, int, int]:  # type: ignore[no-untyped-def]
     """Return (seconds, reducer peak MiB, largest worker peak MiB) of `traceana ranks`."""
     env = dict(os.environ, PEAK_FILE=str(out) + ".status")
-    args = [sys.executable, "-c", EXIT_STATUS + TRACEANA, "ranks", str(run), "--no-cache"]
+    args = [sys.executable, "-c", EXIT_STATUS + TRACEANA, COMMAND[0], str(run), "--no-cache",
+            *COMMAND[1:]]  # fmt: skip
     t = time.perf_counter()
     proc = subprocess.Popen([*args, "--format", "json", "-o", str(out), *options], env=env,
                             cwd=REPO)  # fmt: skip
     watch = Watch(workers or (lambda: descendants(proc.pid)))
     watch.start()
     if proc.wait() != 0:
-        raise SystemExit(f"traceana ranks {options} failed")
+        raise SystemExit(f"traceana {COMMAND[0]} {options} failed")
     seconds = time.perf_counter() - t
     watch.done.set()
     watch.join()
@@ -94,7 +99,10 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="+", default=[8, 64, 256])
     ap.add_argument("--kernels", type=int, default=3600, help="per rank and step (~5 MB/rank)")
     ap.add_argument("--whole-max", type=int, default=256, help="the run read whole up to this")
+    ap.add_argument("--command", default="ranks", choices=["ranks", "gaps"])
+    ap.add_argument("--option", nargs="*", default=[], help="given to every command (--min-gap=20us)")
     a = ap.parse_args()
+    COMMAND[:] = [a.command, *a.option]
     sys.path.insert(0, str(REPO))  # the cluster's scheduler and workers unpickle traceana's tasks
     os.environ["PYTHONPATH"] = str(REPO)
     import distributed

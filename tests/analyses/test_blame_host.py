@@ -289,8 +289,9 @@ def test_a_gap_in_torch_compile_s_own_code_is_not_told_to_fuse():
     assert row["host_compiled_ns"] == min(g1, region[1]) - max(g0, region[0])
     assert "inside a Torch-Compiled Region" in row["evidence"]
     from trace_analyzer.questions.gaps.hints import hints
-    (hint,) = [h for h in hints(got.device_gaps.filter(pl.col("start_ns") == g0), False,
-                                frames=True, vendor="cuda") if h["op"]]
+    from trace_analyzer.questions.gaps.tally import tally
+    gap = tally(got.device_gaps.filter(pl.col("start_ns") == g0), pl.DataFrame())
+    (hint,) = [h for h in hints(gap, False, frames=True, vendor="cuda") if h["op"]]
     assert "torch.compile's own code" in hint["hint"] and "CUDA graph" in hint["hint"]
     assert "fuse or compile" not in hint["hint"]
 

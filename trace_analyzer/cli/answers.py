@@ -54,8 +54,9 @@ COMMANDS = tuple(q.name for q in QUESTIONS if q.answers)
 # their definitions), and those that make a command line never answered.
 VALUED = {
     "--annotation", "--async", "--by", "--cache-dir", "--factor", "--fail-on", "--format",
-    "--fuse", "--lane", "--latency", "--limit", "--max-bytes", "--min-gap", "--op", "--output",
-    "--rank", "--remove-copy", "--remove-host", "--run", "--step", "--top", "--window", "-o",
+    "--fuse", "--jobs", "--lane", "--latency", "--limit", "--max-bytes", "--min-gap", "--op",
+    "--output", "--rank", "--remove-copy", "--remove-host", "--run", "--scheduler", "--step",
+    "--top", "--window", "-j", "-o",
 }  # fmt: skip
 NEVER = {"-o", "--output", "--no-cache", "--help", "--debug"}
 IN_PROFILE = "TRACEANA_CACHE_IN_PROFILE"  # the variable of --cache-in-profile

@@ -11,6 +11,7 @@ import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -129,6 +130,45 @@ class Loading:
         if first is not None and not results:
             raise first
         return RunResults(str(path), tuple(results), warnings=warnings)
+
+    def gaps_by_rank(
+        self, path: Path, analyse: Callable[[Profile], Any], options: dict[str, Any], jobs: int,
+        scheduler: str | None,
+    ) -> tuple[list[Any], list[list[str]]]:  # fmt: skip
+        """The gaps of every run under ``path``, each read a file at a time and reduced
+        (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and
+        latency_ns); a run that cannot be is read whole and given to ``analyse``. Returns
+        the results and each one's warnings."""
+        from trace_analyzer.batch.gaps import GapsMap, gaps_by_rank
+        from trace_analyzer.inputs.discover import discover
+        from trace_analyzer.loading.parts import pick, picked
+        from trace_analyzer.loading.profile import load_parts, refuse_untimed
+
+        found = self._reading(
+            path, lambda: pick(discover(path, max_bytes=self.max_bytes), self.run, path)
+        )
+        place = self.cache.place_for(path)
+        cache = self.cache if place else None
+        how = GapsMap(**options, ranks=self.ranks, strict=self.strict, cache=cache, place=place)
+        results, warnings = [], []
+        for run in found:
+            inputs(*[s.path for s in run.sources])
+            go = partial(gaps_by_rank, run, how, jobs=jobs, scheduler=scheduler)
+            mapped = self._reading(path, partial(go, max_bytes=self.max_bytes))
+            if mapped is not None:
+                results.append(mapped.result)
+                warnings.append(mapped.warnings)
+                continue
+            whole = (
+                self.cache.load_parts(run, place, strict=self.strict, max_bytes=self.max_bytes)
+                if place
+                else load_parts(run, strict=self.strict, max_bytes=self.max_bytes)
+            )
+            for p in refuse_untimed(picked(whole, self.run, path)):
+                p = self.selected(warn_dropped(read_from(p)))
+                results.append(analyse(p))
+                warnings.append(p.warnings)
+        return results, warnings
 
     def one(self, path: Path, *, args: Args = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them), with ``ranks``

@@ -131,7 +131,10 @@ def check_events(df: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
 
 def numbered(held: list[pl.DataFrame]) -> pl.DataFrame:
     """Return the events table taken out of ``held`` (a one-item list) sorted by start, then
-    end, and numbered in that order (``event_id``).
+    end, and numbered in that order (``event_id``). The sort is stable: events of equal start
+    and end keep the order of the rows given (a run's files in order, each file's events as
+    its reader gives them), so a file's events are numbered among themselves as the file read
+    alone numbers them (what ``gaps --jobs`` makes a run's ids from: ``gaps/per_rank.py``).
 
     The sort is made column by column, and each old column is let go once its sorted copy is
     made: with no other reference to the table (hence ``held``), the peak is the table and
@@ -145,7 +148,7 @@ def numbered(held: list[pl.DataFrame]) -> pl.DataFrame:
     names, n = events.columns, events.height
     in_order = _in_order(events)
     if not in_order:
-        order = events.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
+        order = events.select(pl.arg_sort_by("start_ns", "end_ns", maintain_order=True)).to_series()
     columns, empty = {}, {}
     for name in names:
         column = events.get_column(name)

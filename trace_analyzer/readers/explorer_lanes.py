@@ -91,7 +91,7 @@ def lanes_in_order(held: list[pl.DataFrame]) -> pl.DataFrame:
         return worker_ranks(label(df))
     with ThreadPoolExecutor(max_workers=1) as worker:  # the labels beside the sort
         labelled = worker.submit(_labelled, df.select(*LANE_KEYS, "start_ns", "end_ns"))
-        order = df.select(pl.arg_sort_by("start_ns", "end_ns")).to_series()
+        order = df.select(pl.arg_sort_by("start_ns", "end_ns", maintain_order=True)).to_series()
         rows = {c: df.get_column(c) for c in df.columns if c not in LANE_KEYS}
         del df
         index, reps, done, found = labelled.result()  # its working columns let go first

@@ -47,6 +47,7 @@ from trace_analyzer.questions.engines.below import with_engines
 from trace_analyzer.questions.gaps.causes import (
     CAUSES,
     LATENCY_NS,
+    STEP,
     UNLINKED,
     Hardware,
     attribute,
@@ -56,9 +57,12 @@ from trace_analyzer.questions.gaps.causes import (
     idle_in_loader,
     lanes_are_devices,
 )
+from trace_analyzer.questions.gaps.evidence import Typical
 from trace_analyzer.questions.gaps.gate import METRICS, gate, metrics
 from trace_analyzer.questions.gaps.hints import run_hints
 from trace_analyzer.questions.gaps.host_summary import HostRun, host_run
+from trace_analyzer.questions.gaps.summary import NO_WINDOW, TOTALS, run_summary
+from trace_analyzer.questions.gaps.tally import NONE, Tally, steps_of, tally
 from trace_analyzer.questions.gaps.waits import launch_latency
 from trace_analyzer.questions.gaps.words import Worded, sentence
 from trace_analyzer.units import glob_regex
@@ -68,6 +72,8 @@ __all__ = [
     "gaps", "gaps_runs", "gate", "merge", "metrics", "stats", "window_of",
 ]  # fmt: skip
 
+# --min-gap, --latency (ns) and the run's median launch call where given (``evidence.launches``)
+Limits = tuple[int, int, Typical]
 FRAMES = ("lanes", "devices", "gaps", "device_gaps", "ops", "steps")
 
 
@@ -205,6 +211,18 @@ def gaps(
     return with_engines(result, profile, device, result.chain)
 
 
+@dataclass(frozen=True)
+class Fixed:
+    """What one rank's part of a run is measured with, decided on the whole run first
+    (``per_rank.py``): its ``window``, launch latency and median launch call (``typical``),
+    and the ProfilerSteps of all its files (``tally.steps_of``: its gaps are placed in them)."""
+
+    window: Window
+    latency_ns: int
+    typical: Typical
+    steps: pl.DataFrame | None = None
+
+
 def _gaps(
     profile: Profile | pl.DataFrame,
     step: int | None,
@@ -212,7 +230,12 @@ def _gaps(
     min_gap_ns: int,
     lanes: str | None,
     latency_ns: int | None,
+    fixed: Fixed | None = None,
+    every: list[Tally] | None = None,
 ) -> GapsResult:
+    """``gaps``; with ``fixed``, measured with the whole run's window, latency and median
+    launch call (one rank's part); ``every`` then gains every device gap (``--min-gap``'s
+    shorter ones too) tallied, what the reduce adds up."""
     events = profile.events if isinstance(profile, Profile) else profile
     root = profile.name if isinstance(profile, Profile) else None
     columns = ("event_id", "lane", "lane_kind", "pid", "name", "category", "source")
@@ -227,13 +250,13 @@ def _gaps(
         hw, copies = (t.filter(text("lane").str.contains(glob_regex(lanes))) for t in (hw, copies))
         if hw.is_empty():
             raise UsageError(f"no hardware lane matches {{param}} {lanes!r}", param="lanes")
-    w = window_of(events, step=step, span=span)
+    w = fixed.window if fixed else window_of(events, step=step, span=span)
     if w is None or hw.is_empty():
         if not hw.is_empty():
             return _empty(w, root)
         return _empty(w, root, why_none(profile), host_run(profile))
     edges = profile.edges if isinstance(profile, Profile) else link(events)
-    if step is not None:  # to the end of the work the step launched, as ranks' windows run
+    if step is not None and fixed is None:  # to the end of the work the step launched
         end = step_end(events, edges, step)
         w = w if end is None or end <= w.end_ns else Window(w.start_ns, end, w.origin)
     keyed = profile.keyed if isinstance(profile, Profile) else events  # threads, files apart
@@ -241,6 +264,7 @@ def _gaps(
         chain = worker.submit(chain_table, keyed, edges)
         held = [hardware(hw, copies, w)]
         del hw, copies  # the executions' columns: what the passes read is clipped (held)
+        latency_ns = fixed.latency_ns if fixed else latency_ns
         if latency_ns is None:  # measured on GPUs; Neuron's dispatch has no call end
             found = held[0]
             latency_ns = (
@@ -248,7 +272,10 @@ def _gaps(
                 if found.neuron
                 else launch_latency(found.clipped, events, edges, LATENCY_NS)
             )
-        return _measure(keyed, held, w, (chain, edges), (min_gap_ns, latency_ns), root)
+        limits = (min_gap_ns, latency_ns, fixed.typical if fixed else None)
+        steps = fixed.steps if fixed and fixed.steps is not None else steps_of(keyed, STEP)
+        out = ([] if every is None else every), steps
+        return _measure(keyed, held, w, (chain, edges), limits, root, out)
 
 
 def _measure(
@@ -256,15 +283,14 @@ def _measure(
     held: list[Hardware],
     w: Window,
     chains: tuple[Future[pl.DataFrame], pl.DataFrame],
-    limits: tuple[int, int],
+    limits: Limits,
     root: str | None,
+    every_out: tuple[list[Tally], pl.DataFrame],
 ) -> GapsResult:
-    """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list, emptied)
-    in ``w``: ``chains`` the chains (being made: a Future) and
-    edges, ``limits`` the --min-gap and --latency in ns. A device's gaps are in its compute,
-    each split into its states (docs/gaps.md, "The device's states"). The busy time of the
-    first pass is measured while the chains are made; the attribution waits for them."""
-    min_gap_ns, latency_ns = limits
+    """Return the gaps of the executions in ``held`` (``causes.hardware``, a one-item list,
+    emptied) in ``w`` (``chains``: the chains, a Future, and edges); ``every_out``'s list gains
+    every device gap tallied in its steps. The busy time is measured beside the chains."""
+    min_gap_ns, latency_ns, _ = limits
     clipped, keys, other, neuron, vendor = held.pop()  # clipped let go once read
     parts: dict[str, tuple[pl.DataFrame, pl.DataFrame, Worded | Callable[[], pl.DataFrame]]] = {}
     all_compute = bool(clipped.select(pl.col("kind").eq("compute").all()).item())
@@ -280,7 +306,7 @@ def _measure(
             merged, every = _pass(key, [part])
             del part
             if key == "device" or same:  # the gaps the sums by cause and op read: now
-                every = _attributed(every, key, events, _ready(chains), latency_ns)
+                every = _attributed(every, key, events, _ready(chains), limits)
         if key == "device":  # what ran on the device while it computed nothing
             apart = alone(merged, other, "device") if other.height else apart
             every = idle_in_loader(within(every, apart, "device"), apart, events)
@@ -296,20 +322,21 @@ def _measure(
         measured = (table, apart, merged, other, w)  # a device's states added to its row
         parts[key] = (device_states(*measured) if key == "device" else table, kept, listed)
     lanes_t = parts["lane"][0].join(keys, on="lane", how="left")
-    (devices_t, device_gaps, listed_devices), all_device_gaps = parts["device"], every
+    (devices_t, device_gaps, listed_devices) = parts["device"]
     # Idle sums (per cause, per op) count every gap, as idle does; --min-gap trims lists only.
+    every_out[0].append(tallied := tally(every, every_out[1]))
     return GapsResult(
         window=w,
         lanes=lanes_t,
         devices=devices_t,
         gaps=parts["lane"][2],
         device_gaps=listed_devices,
-        ops=by_op(all_device_gaps),
-        steps=by_step(all_device_gaps, events),
-        summary=_summary(devices_t, device_gaps, all_device_gaps, (lanes_t.height, latency_ns)),
+        ops=by_op(tallied),
+        steps=by_step(tallied),
+        summary=run_summary(devices_t, device_gaps, tallied, (lanes_t.height, latency_ns)),
         chain=_ready(chains)[0],
         root=root,
-        hints=run_hints(all_device_gaps, events, neuron, vendor),
+        hints=run_hints(tallied, events, neuron, vendor),
     )
 
 
@@ -334,12 +361,12 @@ def _attributed(
     key: str,
     events: pl.DataFrame,
     links: tuple[pl.DataFrame, pl.DataFrame],
-    latency_ns: int,
+    limits: Limits,
 ) -> pl.DataFrame:
     """Return the gaps per ``key``, ``bare`` (``between``), with causes, sorted; their
     evidence is null until written (``Worded``)."""
     chain, edges = links
-    found = attribute(bare, events, chain, edges, key, latency_ns)
+    found = attribute(bare, events, chain, edges, key, limits[1], limits[2])
     if key == "lane":  # a column, not a join: a join copies the whole table
         found = found.with_columns(device=once_each(found["lane"], device_of))
     every = found.sort("start_ns", key)
@@ -351,12 +378,12 @@ def _lane_gaps(
     bare: pl.DataFrame,
     events: pl.DataFrame,
     links: tuple[pl.DataFrame, pl.DataFrame],
-    limits: tuple[int, int],
+    limits: Limits,
 ) -> pl.DataFrame:
     """Return the lanes' gaps that are listed (``--min-gap``), attributed: ``GapsResult.gaps``
     where the lanes are not the devices, made when first read (``Later``)."""
-    min_gap_ns, latency_ns = limits
-    listed = _long_enough(_attributed(bare, "lane", events, links, latency_ns), min_gap_ns)
+    min_gap_ns, latency_ns, _ = limits
+    listed = _long_enough(_attributed(bare, "lane", events, links, limits), min_gap_ns)
     return sentence(listed, latency_ns)
 
 
@@ -392,69 +419,6 @@ def _long_enough(every: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
     return every if every.select(long_enough.all()).item() else every.filter(long_enough)
 
 
-TOTALS = (
-    "busy_ns", "idle_ns", "leading_ns", "trailing_ns", "window_ns", "active_ns", "executions",
-    "gap_count", "exposed_communication_ns", "memory_ns",
-)  # fmt: skip
-
-
-def _summary(
-    devices: pl.DataFrame,
-    device_gaps: pl.DataFrame,
-    all_gaps: pl.DataFrame,
-    counted: tuple[int, int],
-) -> dict[str, Any]:
-    """Return the totals over devices: what --fail-on and the verdict read; ``counted``: the
-    lanes, and the launch-latency threshold the causes used."""
-    n_lanes, latency_ns = counted
-    # Python's integers: the devices' windows, each up to int64, may add up past it.
-    total = {c: _sum(devices[c]) for c in TOTALS}
-    d = device_gaps["duration_ns"]
-
-    def q(p: float) -> int | None:
-        value = d.quantile(p, "linear")
-        return int(round(float(value))) if len(d) and value is not None else None
-
-    # one pass over the gaps, in 128 bits: exact, as Python's integers are (Int64 wraps)
-    sums = all_gaps.group_by("cause").agg(pl.col("idle_ns").cast(pl.Int128).sum())
-    found: dict[str, int] = dict(sums.iter_rows())
-    by_cause = {c: found.get(c, 0) for c in CAUSES}
-    window, active = total["window_ns"], total["active_ns"]
-    loader = all_gaps.get_column("host_data_loader_ns") if all_gaps.height else None
-    return {
-        **total,
-        "idle_pct": round(100 * total["idle_ns"] / window, 2) if window else None,
-        "active_idle_pct": round(100 * total["idle_ns"] / active, 2) if active else None,
-        "exposed_communication_pct": _pct(total["exposed_communication_ns"], window),
-        "memory_pct": _pct(total["memory_ns"], window),
-        "gap_p50_ns": q(0.5),
-        "gap_p90_ns": q(0.9),
-        "gap_p99_ns": q(0.99),
-        "gap_max_ns": int(d.max()) if len(d) else None,  # type: ignore[arg-type]
-        "idle_by_cause_ns": by_cause,
-        # the idle inside a DataLoader's __next__ (null: the run records none)
-        "idle_in_data_loader_ns": None if loader is None or loader.null_count() else _sum(loader),
-        "devices": devices.height,
-        "lanes": n_lanes,
-        "latency_ns": latency_ns,
-    }
-
-
-def _pct(part: int, whole: int) -> float | None:
-    """Return ``part`` as a % of ``whole``, to 0.01 (None where ``whole`` is 0)."""
-    return round(100 * part / whole, 2) if whole else None
-
-
-def _sum(values: pl.Series) -> int:
-    """Return the exact sum of a column of ns (polars' Int64 sum wraps past 2**63)."""
-    return sum(v for v in values.to_list() if v is not None)
-
-
-# the summary's figures that a run without hardware lanes has none of
-NO_WINDOW = ("idle_pct", "active_idle_pct", "exposed_communication_pct", "memory_pct",
-             "gap_p50_ns", "gap_p90_ns", "gap_p99_ns", "gap_max_ns")  # fmt: skip
-
-
 def _empty(
     w: Window | None, root: str | None, why: str | None = None, host: HostRun | None = None
 ) -> GapsResult:
@@ -468,8 +432,8 @@ def _empty(
         devices=none,
         gaps=none,
         device_gaps=none,
-        ops=by_op(none),
-        steps=by_step(none, none),
+        ops=by_op(NONE),
+        steps=by_step(NONE),
         summary=summary,
         root=root,
         no_hardware=why,

@@ -13,9 +13,10 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import Window, device_of, once_each
 from trace_analyzer.analyses.states import COLLECTIVE_NAMES, kind_of, placed_in
-from trace_analyzer.model.schema import by_row, matching, text
-from trace_analyzer.questions.gaps.evidence import covered, host_split, launches
+from trace_analyzer.model.schema import by_row, matching
+from trace_analyzer.questions.gaps.evidence import Typical, covered, host_split, launches
 from trace_analyzer.questions.gaps.host import long_launch
+from trace_analyzer.questions.gaps.tally import Tally
 from trace_analyzer.questions.gaps.waits import device_side, waited
 
 CAUSES = (
@@ -257,14 +258,17 @@ def attribute(
     edges: pl.DataFrame,
     key: str = "lane",
     latency_ns: int = LATENCY_NS,
+    typical: Typical = None,
 ) -> pl.DataFrame:
     """Return ``gaps`` (per ``key``: lane or device) with the executions around them, the
     next op, its launch, the numbers its evidence cites and a cause (``evidence`` itself
     null: ``evidence.sentence`` writes it for the rows that are read, ``Worded``);
     ``events``: the run's events, ``chain``: their chains (``chain.chain_table``), ``edges``:
-    their links."""
+    their links; ``typical``: the run's median launch call, where ``events`` are one rank's
+    (``evidence.launches``)."""
     numbered = by_row(events)  # once: a compare of every event's id
-    out = _neighbours(gaps, events, chain, launches(events, edges, numbered), numbered)
+    launch = launches(events, edges, numbered, typical)
+    out = _neighbours(gaps, events, chain, launch, numbered)
     out = out.with_columns(_dev=once_each(out[key], device_of) if key == "lane" else pl.col(key))
     out = device_side(out, events, COLLECTIVE_NAMES, device_of)
     out = out.drop("launch_end_ns", "prev_launch_ns", "_dev")
@@ -359,82 +363,59 @@ def _names(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataF
     )
 
 
-def by_op(device_gaps: pl.DataFrame) -> pl.DataFrame:
-    """Return per op the idle time before its executions (``device_gaps``, attributed), in
-    all and by cause."""
-    if device_gaps.is_empty():
-        return pl.DataFrame(
-            schema={
-                "op": pl.String,
-                "idle_before_ns": pl.Int64,
-                "gaps": pl.UInt32,
-                **{f"{c}_ns": pl.Int64 for c in CAUSES},
-                "transfers": pl.String,
-            }
-        )
+def by_op(t: Tally) -> pl.DataFrame:
+    """Return per op the idle time before its executions (the run's device gaps, tallied:
+    ``tally.tally``), in all and by cause, and the copies that held its ``transfer`` gaps."""
+    schema = {
+        "op": pl.String,
+        "idle_before_ns": pl.Int64,
+        "gaps": pl.UInt32,
+        **{f"{c}_ns": pl.Int64 for c in CAUSES},
+        "transfers": pl.String,
+    }
+    if not t.gaps:
+        return pl.DataFrame(schema=schema)
+    op = pl.col("next_op").fill_null(UNLINKED).alias("op")
     per_cause = [
         pl.col("idle_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
     ]
-    evidence = (
-        pl.col("transfer_event")
-        .filter(pl.col("cause") == "transfer")
-        .drop_nulls()
-        .unique()
-        .sort()
-        .cast(pl.String)
-        .str.join(", ")
-        .alias("transfers")
+    ops = t.sums.group_by(op).agg(
+        pl.col("idle_ns").sum().alias("idle_before_ns"), pl.col("n").sum().alias("gaps"), *per_cause
+    )
+    names = pl.col("transfer_event").unique().sort().cast(pl.String).str.join(", ")
+    transfers = (
+        t.copies.filter(pl.col("cause") == "transfer").group_by(op).agg(names.alias("transfers"))
     )
     return (
-        device_gaps.group_by(op=pl.col("next_op").fill_null(UNLINKED))
-        .agg(
-            pl.col("idle_ns").sum().alias("idle_before_ns"),
-            pl.len().alias("gaps"),
-            *per_cause,
-            evidence,
-        )
+        ops.join(transfers, on="op", how="left")
+        .with_columns(pl.col("transfers").fill_null(""))
         .sort("idle_before_ns", "op", descending=[True, False])
+        .cast(schema)  # type: ignore[arg-type]
+        .select(list(schema))
     )
 
 
 STEP = r"^ProfilerStep#(\d+)$"
 
 
-def by_step(device_gaps: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def by_step(t: Tally) -> pl.DataFrame:
     """Return per ProfilerStep the device gaps before the executions it launched (a gap
     belongs to the step its next execution was launched in; the device may run behind the
-    host, past the step's end): ``idle_ns``, ``gaps`` and the idle per cause
-    (``--by step``). Gaps whose next execution no step launched are left out."""
+    host, past the step's end: ``tally.steps_of``): ``idle_ns``, ``gaps`` and the idle per
+    cause (``--by step``). Gaps whose next execution no step launched are left out."""
     schema = {
         "step": pl.Int64,
         "idle_ns": pl.Int64,
         "gaps": pl.UInt32,
         **{f"{c}_ns": pl.Int64 for c in CAUSES},
     }
-    if device_gaps.is_empty():
+    placed = t.sums.filter(pl.col("step").is_not_null()) if t.gaps else pl.DataFrame()
+    if placed.is_empty():
         return pl.DataFrame(schema=schema)
-    steps = (  # the steps' rows alone, narrow (not a copy of the wide rows)
-        events.lazy()
-        .filter(matching(events["name"], STEP))
-        .select(
-            "start_ns",
-            step_end="end_ns",
-            step=text("name").str.extract(STEP).cast(pl.Int64, strict=False),
-        )
-        .drop_nulls("step")
-        .sort("start_ns")
-        .collect()
-    )
-    if steps.is_empty():
-        return pl.DataFrame(schema=schema)
-    placed = (
-        device_gaps.select("idle_ns", "cause", start_ns=pl.coalesce("launch_ns", "start_ns"))
-        .sort("start_ns")
-        .join_asof(steps, on="start_ns", strategy="backward")
-        .filter(pl.col("start_ns") < pl.col("step_end"))
-    )
     per_cause = [
         pl.col("idle_ns").filter(pl.col("cause") == c).sum().alias(f"{c}_ns") for c in CAUSES
     ]
-    out = placed.group_by("step").agg(pl.col("idle_ns").sum(), pl.len().alias("gaps"), *per_cause)
-    return out.sort("step").cast(schema)  # type: ignore[arg-type]
+    out = placed.group_by("step").agg(
+        pl.col("idle_ns").sum(), pl.col("n").sum().alias("gaps"), *per_cause
+    )
+    return out.sort("step").cast(schema).select(list(schema))  # type: ignore[arg-type]

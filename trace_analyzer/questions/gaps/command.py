@@ -85,6 +85,19 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     help="Open with the fix that saves the most per step, replayed on the run's critical path "
     "(traceana critical; it costs that analysis too).",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Read a multi-rank run a rank's file at a time, in this many local worker processes "
+    "(1: in-process), and reduce what each gives: the same output (docs/distributed.md).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786, and reduce "
+    "here, as --jobs.",
+)
 @run_command
 def gaps(
     path: Path,
@@ -98,6 +111,8 @@ def gaps(
     fail_on: tuple[str, ...],
     allow_empty_gate: bool,
     next_fix: bool,
+    jobs: int | None,
+    scheduler: str | None,
     fmt: str | None,
     output: Path | None,
     loading: Loading,
@@ -115,25 +130,32 @@ def gaps(
     Example:
         traceana gaps ./profile_out --format markdown --fail-on 'idle_pct>20'
     """
-    from trace_analyzer.questions.gaps.analysis import METRICS, gaps_runs, gate
+    from trace_analyzer.loading.device import device_beside
+    from trace_analyzer.loading.profile import Profile
+    from trace_analyzer.questions.gaps.analysis import METRICS, GapsResult, gaps_runs, gate
     from trace_analyzer.questions.gaps.gate import with_next_fix
     from trace_analyzer.render import View
 
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
     latency_ns = None if latency is None else parse_duration(latency)
-    profiles = loading.runs(path)
-    from trace_analyzer.loading.device import device_beside
 
-    measured = [
-        loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob,
-                           latency_ns=latency_ns, device=device_beside(p))
-        for p in profiles
-    ]  # fmt: skip
+    def analyse(p: Profile) -> GapsResult:
+        return loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob,
+                                  latency_ns=latency_ns, device=device_beside(p))  # fmt: skip
+
+    if jobs is not None or scheduler is not None:
+        if step is not None or window is not None or next_fix:
+            raise UsageError("--jobs and --scheduler do not take --step, --window or --next yet")
+        options = {"lanes": lane_glob, "min_gap_ns": min_gap_ns, "latency_ns": latency_ns}
+        measured, warned = loading.gaps_by_rank(path, analyse, options, jobs or 1, scheduler)
+        profiles = []
+    else:
+        profiles = loading.runs(path)
+        measured, warned = [analyse(p) for p in profiles], [p.warnings for p in profiles]
     results = [gate(g, conditions, allow_empty=allow_empty_gate) for g in measured]
     if next_fix:
         results = [with_next_fix(r, p, step=step) for r, p in zip(results, profiles, strict=True)]
-    warned = [p.warnings for p in profiles]
     result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns, warnings=warned)
     emit(result, fmt, output, View(by=by, top=top))
     exit_on_failures(result)

@@ -151,21 +151,25 @@ def _spans_of(
     )
 
 
-def launches(events: pl.DataFrame, edges: pl.DataFrame, numbered: bool) -> pl.DataFrame:
+# a run's median launch call, given (per_rank.py: a rank's events); None: measured
+Typical = tuple[float | None] | None
+
+
+def launches(
+    events: pl.DataFrame, edges: pl.DataFrame, numbered: bool, typical: Typical = None
+) -> pl.DataFrame:
     """Return per hardware event its launch (the runtime call its ``device`` link names):
     ``launch_event``, ``launch_start_ns``, ``launch_end_ns``, ``launch_is_graph``, the
     launching thread, and ``launch_typical_ns``: the median time of the run's launch calls (what
-    a launch costs on this platform, from the trace itself).
+    a launch costs on this platform, from the trace itself; ``typical``: given, the whole
+    run's, where ``events`` are one rank's).
     ``numbered``: the events are numbered by row (``by_row``): the launches are gathered by
     row, not joined against every event."""
-    found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
-    ids = found["launch_event"].unique()
-    columns = events.select("event_id", "start_ns", "end_ns", "name", "pid", "tid")
-    if numbered:  # an edge naming an event the table lacks links nothing, as in the join
-        rows = columns[ids.filter(ids.is_between(0, events.height - 1))]
-    else:
-        rows = columns.join(ids.to_frame("event_id"), on="event_id", how="semi")
-    typical = _typical(rows, found, events, numbered)
+    found, rows = _launch_rows(events, edges, numbered)
+    if typical is None:
+        value = _call_times(found, rows, events, numbered).median()
+        typical = (None if value is None else float(value),)  # type: ignore[arg-type]
+    (typical_ns,) = typical
     calls = rows.select(
         launch_event="event_id",
         launch_start_ns="start_ns",
@@ -173,16 +177,37 @@ def launches(events: pl.DataFrame, edges: pl.DataFrame, numbered: bool) -> pl.Da
         launch_is_graph=matching(rows["name"], GRAPH_LAUNCH),
         launch_pid="pid",
         launch_tid="tid",
-        launch_typical_ns=pl.lit(None if typical is None else int(typical), pl.Int64),
+        launch_typical_ns=pl.lit(None if typical_ns is None else int(typical_ns), pl.Int64),
     )  # the launches alone: the regex on their distinct names, not on every event's
     return found.join(calls, on="launch_event")
 
 
-def _typical(
-    calls: pl.DataFrame, found: pl.DataFrame, events: pl.DataFrame, numbered: bool
-) -> float | None:
-    """Return the median time of the run's launch calls: the calls (``calls``, distinct) that
-    launch an execution (``found``: the device links), not a copy's or a sync's."""
+def _launch_rows(
+    events: pl.DataFrame, edges: pl.DataFrame, numbered: bool
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return the device links (``event_id``, ``launch_event``) and the distinct calls they name
+    (their id, times, name, thread)."""
+    found = edges.filter(pl.col("hop") == "device").select(event_id="dst", launch_event="src")
+    ids = found["launch_event"].unique()
+    columns = events.select("event_id", "start_ns", "end_ns", "name", "pid", "tid")
+    if numbered:  # an edge naming an event the table lacks links nothing, as in the join
+        rows = columns[ids.filter(ids.is_between(0, events.height - 1))]
+    else:
+        rows = columns.join(ids.to_frame("event_id"), on="event_id", how="semi")
+    return found, rows
+
+
+def launch_calls(events: pl.DataFrame, edges: pl.DataFrame, numbered: bool) -> pl.Series:
+    """Return the time of each of the run's launch calls: the calls (distinct) that launch an
+    execution (a ``device`` link to a hardware event), not a copy's or a sync's; their median
+    is ``launch_typical_ns``."""
+    return _call_times(*_launch_rows(events, edges, numbered), events, numbered)
+
+
+def _call_times(
+    found: pl.DataFrame, calls: pl.DataFrame, events: pl.DataFrame, numbered: bool
+) -> pl.Series:
+    """``launch_calls`` of the device links ``found`` and the calls they name."""
     if numbered:
         kinds = found.with_columns(
             kind=events["lane_kind"].gather(found["event_id"].clip(0, max(events.height - 1, 0)))
@@ -191,8 +216,7 @@ def _typical(
         kinds = found.join(events.select("event_id", kind="lane_kind"), on="event_id")
     launching = kinds.filter(pl.col("kind") == "hardware")["launch_event"].unique().implode()
     took = calls.filter(pl.col("event_id").is_in(launching))
-    value = (took["end_ns"] - took["start_ns"]).median()
-    return None if value is None else float(value)  # type: ignore[arg-type]
+    return took["end_ns"] - took["start_ns"]
 
 
 def host_split(gaps: pl.DataFrame, events: pl.DataFrame, numbered: bool) -> pl.DataFrame:

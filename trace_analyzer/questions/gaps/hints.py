@@ -11,6 +11,7 @@ import polars as pl
 
 from trace_analyzer.model.schema import matching
 from trace_analyzer.numbers import duration
+from trace_analyzer.questions.gaps.tally import EXPOSED, HELD, LOADER, Tally
 
 CAUSE_HINTS = {
     "host_dispatch": (
@@ -173,7 +174,7 @@ def cause_hint(cause: str, neuron: bool, vendor: str = "cuda") -> str:
 
 
 def hints(
-    device_gaps: pl.DataFrame,
+    every: Tally,
     neuron: bool,
     top: int = 5,
     frames: bool = False,
@@ -186,21 +187,20 @@ def hints(
     idle before it (the ``top`` ops), each ``{"op", "cause", "idle_ns", "gaps", "hint"}``.
     ``frames``: the run records Python frames (``with_stack=True``): then none is told to turn
     it on. ``vendor``: the executions' source (``cause_hint``)."""
-    if device_gaps.is_empty():
+    if not every.gaps:
         return []
     out = []
-    loading = _loading(device_gaps)
     by_cause = (
-        device_gaps.group_by("cause")
+        every.sums.group_by("cause")
         .agg(
-            idle_ns=_idle(device_gaps).sum(),
-            gaps=pl.len(),
-            longest=_idle(device_gaps).max(),
-            loading=loading,
+            idle_ns=pl.col("idle_ns").sum(),
+            gaps=pl.col("n").sum(),
+            longest=pl.col("idle_max").max(),
+            loading=pl.col("loader_ns").sum(),
         )
         .sort("idle_ns", "cause", descending=[True, False])
     )
-    copies = _copies(device_gaps) if not neuron else []
+    copies = _copies(every) if not neuron else []
     for c, idle, n, longest, loading_ns in by_cause.rows():
         text = cause_hint(c, neuron, vendor)
         if c == "transfer":
@@ -217,41 +217,27 @@ def hints(
             graph, how = CAPTURE[vendor]
             text += "; " + INFERENCE_HINT.format(graph=graph, how=how)
         out.append({"op": None, "cause": c, "idle_ns": int(idle), "gaps": int(n), "hint": text})
-    loader = _data_loader(device_gaps)
+    loader = _data_loader(every)
     if loader:
         ns, n = loader
-        share = 100 * ns / int(device_gaps.select(_idle(device_gaps).cast(pl.Int128).sum()).item())
+        share = 100 * ns / int(every.sums["idle_ns"].cast(pl.Int128).sum())
         text = f"{share:.1f} % of the idle lies inside the DataLoader's __next__: {LOADER_HINT}"
         item = {"op": None, "cause": "data_loader", "idle_ns": ns, "gaps": n, "hint": text}
         at = next((i for i, h in enumerate(out) if h["idle_ns"] < ns), len(out))
         out.insert(at, item)
-    exposed = _exposed(device_gaps)
+    exposed = _exposed(every)
     if exposed:
         at = next((i for i, h in enumerate(out) if h["idle_ns"] < exposed["idle_ns"]), len(out))
         out.insert(at, exposed)
-    return out + _per_op(device_gaps, neuron, top, frames, vendor)
+    return out + _per_op(every, neuron, top, frames, vendor)
 
 
-def _summed(device_gaps: pl.DataFrame, column: str) -> pl.Expr:
-    """The sum of ``column`` (0 without it, or where null)."""
-    if column not in device_gaps.columns:
-        return pl.lit(0, pl.Int64)
-    return pl.col(column).fill_null(0).sum()
-
-
-def _idle(device_gaps: pl.DataFrame) -> pl.Expr:
-    """A device gap's idle: its time with nothing at all running (``idle_ns``, its states:
-    docs/gaps.md), or its whole length where the table has no states."""
-    return pl.col("idle_ns" if "idle_ns" in device_gaps.columns else "duration_ns")
-
-
-def _exposed(device_gaps: pl.DataFrame) -> dict[str, Any] | None:
+def _exposed(every: Tally) -> dict[str, Any] | None:
     """Return the next step for the time collectives ran with no compute in the gaps, or None
     where none did (``idle_ns`` holds that time: the item is ranked by it)."""
-    if "exposed_communication_ns" not in device_gaps.columns:
+    if EXPOSED not in every.has:
         return None
-    held = device_gaps.filter(pl.col("exposed_communication_ns") > 0)
-    ns = int(held["exposed_communication_ns"].cast(pl.Int128).sum())
+    ns = int(every.sums["exposed_ns"].cast(pl.Int128).sum())
     if not ns:
         return None
     text = (
@@ -260,64 +246,53 @@ def _exposed(device_gaps: pl.DataFrame) -> dict[str, Any] | None:
         "overlap the collectives with compute"
     )
     return {
-        "op": None, "cause": "exposed_communication", "idle_ns": ns, "gaps": held.height,
+        "op": None, "cause": "exposed_communication", "idle_ns": ns,
+        "gaps": int(every.sums["exposed_gaps"].sum()),
         "hint": text,
     }  # fmt: skip
 
 
-def _copies(device_gaps: pl.DataFrame) -> list[str]:
+def _copies(every: Tally) -> list[str]:
     """Return the distinct copies that held ``transfer`` gaps."""
-    held = device_gaps.filter(pl.col("cause") == "transfer")["transfer_event"]
-    return held.drop_nulls().cast(pl.String).unique().sort().to_list()
+    held = every.copies.filter(pl.col("cause") == "transfer")["transfer_event"]
+    return held.cast(pl.String).unique().sort().to_list()
 
 
-def _loading(device_gaps: pl.DataFrame) -> pl.Expr:
-    """Return the sum of the idle inside a DataLoader's ``__next__`` (0 without the column)."""
-    if "host_data_loader_ns" not in device_gaps.columns:
-        return pl.lit(0, pl.Int64)
-    return pl.col("host_data_loader_ns").fill_null(0).sum()
-
-
-def _data_loader(device_gaps: pl.DataFrame) -> tuple[int, int] | None:
+def _data_loader(every: Tally) -> tuple[int, int] | None:
     """Return the idle time inside a DataLoader's ``__next__`` and the gaps it lies in, or
     None where there is none."""
-    if "host_data_loader_ns" not in device_gaps.columns:
+    if LOADER not in every.has:
         return None
-    inside = device_gaps["host_data_loader_ns"].fill_null(0)
-    ns = int(inside.cast(pl.Int128).sum())
-    return (ns, int((inside > 0).sum())) if ns else None
+    ns = int(every.sums["loader_ns"].cast(pl.Int128).sum())
+    return (ns, int(every.sums["loader_gaps"].sum())) if ns else None
 
 
 def _per_op(
-    device_gaps: pl.DataFrame, neuron: bool, top: int, frames: bool, vendor: str
+    every: Tally, neuron: bool, top: int, frames: bool, vendor: str
 ) -> list[dict[str, Any]]:
     """Return a hint for each of the ``top`` ops with the most idle before them."""
-    split = [c for c in HOST_HINTS if c in device_gaps.columns]
-    loading = _loading(device_gaps)
+    split = [c for c in HOST_HINTS if c in every.has]
+    names = pl.col("transfer_event").unique().sort().cast(pl.String).str.join(", ")
+    copies = every.copies.group_by("next_op", "cause").agg(copies=names)
     per = (
-        device_gaps.lazy()  # lazy: the columns it sums, not a copy of the whole table
+        every.sums.lazy()
         .filter(pl.col("next_op").is_not_null())
         .group_by("next_op", "cause")
         .agg(
             *(pl.col(c).sum() for c in split),
-            loading_ns=loading,
-            compiled_ns=_summed(device_gaps, "host_compiled_ns"),
-            idle_ns=_idle(device_gaps).sum(),
-            gaps=pl.len(),
-            copies=pl.col("transfer_event")
-            .drop_nulls()
-            .unique()
-            .sort()
-            .cast(pl.String)
-            .str.join(", "),
+            loading_ns=pl.col("loader_ns").sum(),
+            compiled_ns=pl.col("compiled_ns").sum(),
+            idle_ns=pl.col("idle_ns").sum(),
+            gaps=pl.col("n").sum(),
         )
-        .sort("idle_ns", "next_op", descending=[True, False])
+        .sort("idle_ns", "next_op", "cause", descending=[True, False, False])
         .unique("next_op", keep="first", maintain_order=True)
         .head(top)
+        .join(copies.lazy(), on=["next_op", "cause"], how="left", maintain_order="left")
+        .with_columns(pl.col("copies").fill_null(""))
         .collect()
     )
-    tops = device_gaps.filter(pl.col("next_op").is_in(per["next_op"].implode()))
-    named = {k: _most_held(tops, k) for k in ("host_call", "host_frame")}
+    named = {k: _most_held(every, k) for k in HELD}
     out = []
     for r in per.to_dicts():
         op, c = r["next_op"], r["cause"]
@@ -389,32 +364,41 @@ def _late_hint(
     return f"launched late; the host was mostly in {where}"
 
 
-def _most_held(device_gaps: pl.DataFrame, column: str) -> dict[str, tuple[str, int, str | None]]:
+def _most_held(every: Tally, column: str) -> dict[str, tuple[str, int, str | None]]:
     """Return per op (``next_op``) of its host_dispatch gaps the call or frame (``column``:
     ``host_call`` or ``host_frame``) that held the host longest over them all: its name, that
-    time, and the frame's caller (the most common one; None for calls)."""
-    if column not in device_gaps.columns:
+    time, and the frame's caller (the most common one, then the first by name; None for
+    calls)."""
+    if column not in every.held:
         return {}
-    caller = pl.col("host_caller").mode().first() if column == "host_frame" else pl.lit(None)
+    held = every.held[column]
+    if column == "host_frame":
+        callers = (
+            held.sort("n", "host_caller", descending=[True, False], nulls_last=True)
+            .group_by("next_op", column, maintain_order=True)
+            .agg(caller=pl.col("host_caller").first())
+        )
+    else:
+        callers = held.select("next_op", column).unique().with_columns(caller=pl.lit(None))
     most = (
-        device_gaps.lazy()
-        .filter((pl.col("cause") == "host_dispatch") & pl.col(column).is_not_null())
-        .group_by("next_op", column)
-        .agg(ns=pl.col(f"{column}_ns").sum(), caller=caller)
+        held.group_by("next_op", column)
+        .agg(pl.col("ns").sum())
+        .join(callers, on=["next_op", column], how="left", nulls_equal=True)
         .sort("ns", column, descending=[True, False])
         .unique("next_op", keep="first", maintain_order=True)
-        .collect()
+        .select("next_op", column, "ns", "caller")
     )
     return {op: (name, ns, c) for op, name, ns, c in most.iter_rows()}
 
 
 def run_hints(
-    device_gaps: pl.DataFrame, events: pl.DataFrame, neuron: bool, vendor: str
+    every: Tally, events: pl.DataFrame, neuron: bool, vendor: str
 ) -> tuple[dict[str, Any], ...]:
-    """Return the next steps of a run (``hints``), told from its ``events`` whether it
-    records Python frames and whether it is an inference step launched kernel by kernel."""
+    """Return the next steps of a run (``hints``; ``every`` device gap, tallied), told from
+    its ``events`` whether it records Python frames and whether it is an inference step
+    launched kernel by kernel."""
     frames, inference = _has_frames(events), _inference(events)
-    return tuple(hints(device_gaps, neuron, frames=frames, vendor=vendor, inference=inference))
+    return tuple(hints(every, neuron, frames=frames, vendor=vendor, inference=inference))
 
 
 # A backward pass (a training step), and a graph replayed (the host launches graphs already).

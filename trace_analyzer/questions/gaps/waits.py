@@ -128,11 +128,25 @@ def launch_latency(
     hw: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame, floor_ns: int
 ) -> int:
     """Return the launch-latency threshold of a run on GPUs: 1.5 × the median delay of its
-    queued back-to-back starts (an execution whose launch call returned before the previous
-    one on its lane ended, started that long after that end, up to ``QUEUED_CAP_NS``), and
-    at least ``floor_ns``; ``floor_ns`` where fewer than ``QUEUED_LEAST`` were queued.
-    ``hw``: the run's hardware executions (event_id, lane, start, end, and ``kind``: the
-    compute ones count)."""
+    queued back-to-back starts (``queued``), and at least ``floor_ns``; ``floor_ns`` where
+    fewer than ``QUEUED_LEAST`` were queued. ``hw``: the run's hardware executions (event_id,
+    lane, start, end, and ``kind``: the compute ones count)."""
+    return latency_of(queued(hw, events, edges), floor_ns)
+
+
+def latency_of(delays: pl.Series, floor_ns: int) -> int:
+    """Return ``launch_latency`` from the queued delays ``delays`` (a run's, or its ranks'
+    together)."""
+    if delays.len() < QUEUED_LEAST:
+        return floor_ns
+    median = delays.median()
+    return max(floor_ns, round(1.5 * float(median)))  # type: ignore[arg-type]
+
+
+def queued(hw: pl.DataFrame, events: pl.DataFrame, edges: pl.DataFrame) -> pl.Series:
+    """Return the delay of each queued back-to-back start of ``hw``: an execution whose launch
+    call returned before the previous one on its lane ended, started that long after that
+    end, up to ``QUEUED_CAP_NS``."""
     launch = edges.filter(pl.col("hop").is_in(["device", "hardware"])).select(
         event_id="dst", call="src"
     )
@@ -146,10 +160,6 @@ def launch_latency(
         .join(ends, on="call", how="inner")
     )
     delay = pl.col("start_ns") - pl.col("prev_end")
-    queued = runs.filter(
+    return runs.filter(
         (pl.col("call_end") < pl.col("prev_end")) & delay.is_between(0, QUEUED_CAP_NS)
     ).select(delay=delay)["delay"]
-    if queued.len() < QUEUED_LEAST:
-        return floor_ns
-    median = queued.median()
-    return max(floor_ns, round(1.5 * float(median)))  # type: ignore[arg-type]

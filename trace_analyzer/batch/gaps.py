@@ -1,0 +1,168 @@
+"""``traceana gaps --jobs N`` and ``--scheduler ADDRESS``: the gaps of a run mapped a file at a
+time in three passes, then reduced (docs/distributed.md, "gaps a rank at a time").
+
+The first pass reads each file (through the cache, as ``batch/ranks.py`` reads it) for its
+``GapsFacts``; the main process decides the run's ``Fixed`` from them (``per_rank.fixed_of``:
+the window, the launch latency, the median launch call). The second pass reads each file
+again (from the cache, where there is one) and measures it with that into its ``GapsPart``.
+The third reads each file once more for how many of its events sort before each event the
+parts' gap rows name (``per_rank.tie_counts``): the main process counts them as they come
+(``per_rank.Renumber``: the run's event ids) and reduces the parts
+(``per_rank.combine_gaps``). A run that cannot be read a file at a time, whose files are
+recorded far apart or share process and device numbers, or with no hardware lane that
+``--lane`` matches, is read whole (None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import polars as pl
+
+from trace_analyzer.batch.ranks import Mapped, Place, _failed, _far_apart
+from trace_analyzer.batch.rows import Row, base_row, one_line
+from trace_analyzer.batch.runs import RunSpec
+from trace_analyzer.batch.workers import NO_LIMITS, dask, local
+from trace_analyzer.cache import Cache
+from trace_analyzer.errors import TraceanaError
+from trace_analyzer.inputs.discover import Run
+from trace_analyzer.loading.by_file import by_file
+from trace_analyzer.loading.profile import Profile, load_parts
+from trace_analyzer.loading.select import rank_matches, ranks_of, select_ranks
+from trace_analyzer.questions.gaps.analysis import Fixed
+from trace_analyzer.questions.gaps.per_rank import (
+    Renumber,
+    combine_gaps,
+    fixed_of,
+    gaps_facts,
+    gaps_part,
+    shared,
+    tie_counts,
+)
+
+
+@dataclass(frozen=True)
+class GapsMap:
+    """How each file is read and measured (picklable): ``lanes`` (--lane), ``min_gap_ns``,
+    ``latency_ns`` (--latency), ``ranks`` (--rank), ``strict``, the ``cache`` and its
+    ``place`` (None: no cache)."""
+
+    lanes: str | None = None
+    min_gap_ns: int = 0
+    latency_ns: int | None = None
+    ranks: str | None = None
+    strict: bool = False
+    cache: Cache | None = None
+    place: Place = None
+
+    def load(self, run: Run, max_bytes: int | None) -> Profile | None:
+        """The one profile of the file ``run``, through the cache (or without it), its ranks
+        --rank names only (None: it has none of them)."""
+        if self.cache is None:
+            found = load_parts(run, strict=self.strict, max_bytes=max_bytes)
+        else:
+            found = self.cache.load_parts(run, self.place, strict=self.strict, max_bytes=max_bytes)
+        if self.ranks is None:
+            return found[0]
+        if not any(rank_matches(self.ranks, r) for r in ranks_of(found[0])):
+            return None
+        return select_ranks(found[0], self.ranks)
+
+
+def read_facts(spec: RunSpec, how: GapsMap) -> list[Row]:
+    """The first pass's per-file function: a row with the file's ``facts``, its ``span`` and
+    ``warnings``, or its ``error``; it never raises."""
+    return _guarded(spec, how, lambda p: {"facts": gaps_facts(p, how.lanes)})
+
+
+def read_part(spec: RunSpec, how: GapsMap, fixed: Fixed) -> list[Row]:
+    """The second pass's per-file function: a row with the file's ``part`` measured with
+    ``fixed``, or its ``error``."""
+    return _guarded(
+        spec,
+        how,
+        lambda p: {"part": gaps_part(p, fixed, min_gap_ns=how.min_gap_ns, lanes=how.lanes)},
+    )
+
+
+def read_counts(spec: RunSpec, how: GapsMap, queries: pl.DataFrame) -> list[Row]:
+    """The third pass's per-file function: a row with the file's ``tie_counts`` of
+    ``queries`` (``counts``), or its ``error``."""
+    return _guarded(spec, how, lambda p: {"counts": tie_counts(p.events, queries)})
+
+
+def _guarded(spec: RunSpec, how: GapsMap, made: Any) -> list[Row]:
+    """One row of ``made(profile)`` for the file of ``spec``, with its span and warnings; a
+    failure is a row with ``error`` set (``ranks.read_rank``'s way); a file with none of the
+    ranks --rank names, a row without ``made``'s."""
+    row = base_row(spec)
+    try:
+        assert spec.run is not None
+        profile = how.load(spec.run, spec.max_bytes)
+        if profile is None:
+            nothing = {"facts": None, "part": None, "counts": None}
+            return [{**row, "span": (None, None), "warnings": [], **nothing}]
+        events = profile.events
+        span = (events["start_ns"].min(), events["end_ns"].max())
+        return [{**row, "span": span, "warnings": profile.warnings, **made(profile)}]
+    except TraceanaError as e:
+        return [{**row, "error": one_line(e), "template": e.template, "param": e.param}]
+    except Exception as e:  # a bug: its one line, as a batch row says it
+        return [{**row, "error": one_line(e)}]
+
+
+def gaps_by_rank(
+    run: Run,
+    how: GapsMap,
+    *,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    max_bytes: int | None = None,
+) -> Mapped | None:
+    """Return the gaps of ``run`` mapped a file at a time (module doc), or None where it is to
+    be read whole. A file that failed is a TraceanaError naming it."""
+    files = by_file(run)
+    if files is None:
+        return None
+    specs = [
+        RunSpec(str(f.root), str(f.root), None, None, None, run=f, max_bytes=max_bytes)
+        for f in files.files
+    ]
+
+    order = {s.run_id: i for i, s in enumerate(specs)}
+
+    def each(task: Any) -> Iterator[tuple[int, Row]]:  # as they come, with their file's place
+        found = (
+            dask(specs, scheduler, NO_LIMITS, task)
+            if scheduler
+            else local(specs, jobs, NO_LIMITS, task)
+        )
+        for rows in found:
+            if rows[0].get("error"):
+                raise _failed(rows[0])
+            yield order[rows[0]["run_id"]], rows[0]
+
+    def mapped(task: Any) -> list[Row]:
+        return [row for _, row in sorted(each(task), key=lambda found: found[0])]
+
+    first = mapped(partial(read_facts, how=how))
+    facts = [r["facts"] for r in first if r["facts"]]
+    if _far_apart([r["span"] for r in first]) or shared(facts):
+        return None
+    run_facts = fixed_of(facts, how.latency_ns)
+    if run_facts is None:
+        return None
+    rows = mapped(partial(read_part, how=how, fixed=run_facts.fixed))
+    place = {i: n for n, i in enumerate(i for i, r in enumerate(rows) if r["part"] is not None)}
+    parts = [r.pop("part") for r in rows if r["part"] is not None]  # held by the list alone
+    ids = Renumber(parts)
+    if ids.queries.height:
+        for i, row in each(partial(read_counts, how=how, queries=ids.queries)):
+            if row["counts"] is not None:
+                ids.add(place[i], *row["counts"])
+    result = combine_gaps(parts, run_facts, ids, root=files.run.name)
+    warnings = [*files.warnings, *(w for r in rows for w in r["warnings"])]
+    return Mapped(result, list(dict.fromkeys(warnings)))  # type: ignore[arg-type]
