@@ -191,3 +191,27 @@ def test_tallies_of_a_run_s_pieces_add_up_to_the_run_s(name):
     assert made[0][2] == made[1][2]
     for cause, ns in result.summary["idle_by_cause_ns"].items():  # the rows' own sums
         assert ns == int(rows.filter(pl.col("cause") == cause)["idle_ns"].sum())
+
+
+@pytest.mark.parametrize("command", ["gaps", "ranks"])
+def test_a_run_of_another_kind_of_profile_is_refused_as_when_read_whole(tmp_path, command):
+    """A folder of runs, one of them a rocprofiler-sdk file: read whole, that run is listed
+    with no events and the command goes on; --jobs says the same. Alone, it is exit 2 and
+    one line naming the file, with --jobs too."""
+    rocprof = {"rocprofiler-sdk-tool": [{"metadata": {"pid": 1}}]}
+    for rank in (0, 1):
+        events = [
+            X("cuda_runtime", "cudaLaunchKernel", 10, 5, pid=1, tid=1, correlation=5),
+            X("kernel", "k", 100 + rank, 50, pid=0, tid=7, correlation=5, device=0, stream=7),
+        ]
+        write_trace(tmp_path / "ranks" / f"trace{rank}.json", kineto(events, distributedInfo={"rank": rank}))  # fmt: skip
+    refused = write_trace(tmp_path / "other" / "results.json", rocprof)
+    said = []
+    for options in ((), ("--jobs", "2")):
+        code, out, err = run_cli(command, tmp_path, "--format", "json", "--no-cache", *options)
+        assert code == 0, err
+        said.append(out)
+        code, _, err = run_cli(command, refused.parent, "--no-cache", *options)
+        assert code == 2 and err.strip().startswith(f"traceana: error: {refused}: rocprofiler-sdk")
+        assert len(err.strip().splitlines()) == 1
+    assert said[0] == said[1]

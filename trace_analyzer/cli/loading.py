@@ -25,7 +25,9 @@ from trace_analyzer.units import parse_size
 # Only for the annotations: the command modules import no polars until a command runs.
 if TYPE_CHECKING:
     from trace_analyzer.analyses.results import RunResult, RunResults
+    from trace_analyzer.batch.ranks import Mapped
     from trace_analyzer.cache import Cache
+    from trace_analyzer.inputs.discover import Run
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.model.device import DeviceRun
     from trace_analyzer.model.schema import Args
@@ -84,51 +86,18 @@ class Loading:
     ) -> RunResults[RanksResult]:
         """``ranks`` of every run under ``path``, each read a file at a time and reduced
         (batch/ranks.py: in-process for one job, ``jobs`` worker processes, or the Dask
-        ``scheduler``); a run that cannot be is read whole, as ``analysed`` reads it."""
-        from functools import partial
-
+        ``scheduler``); a run that cannot be is read whole, as ``analysed`` reads it. A run
+        that holds none of the ranks --rank names is left out, as ``analysed`` leaves it."""
         from trace_analyzer.analyses.results import RunResults
-        from trace_analyzer.batch.ranks import RankMap, by_rank
-        from trace_analyzer.inputs.discover import discover
-        from trace_analyzer.loading.parts import pick, picked
-        from trace_analyzer.loading.profile import refuse_untimed
+        from trace_analyzer.batch.ranks import Mapped, RankMap, by_rank
         from trace_analyzer.questions.ranks.analysis import ranks
 
-        top = path
-        found = self._reading(
-            path, lambda: pick(discover(path, max_bytes=self.max_bytes), self.run, top)
-        )
-        say_passed(path, [x for r in found for x in r.not_regular], self.verbose)
         place = self.cache.place_for(path)
         how = RankMap(step, self.ranks, self.strict, self.cache if place else None, place)
-        results, warnings, first = [], [], None
-        for run in found:
-            inputs(*[s.path for s in run.sources])
-            try:  # a run that holds none of the ranks --rank names is left out, as analysed
-                mapped = self._reading(
-                    path,
-                    partial(
-                        by_rank, run, how, jobs=jobs, scheduler=scheduler, max_bytes=self.max_bytes
-                    ),
-                )
-                if mapped is not None:
-                    results.append(mapped.result)
-                    warnings.append(mapped.warnings)
-                    continue
-                whole = self._reading(path, lambda run=run: how.load(run, self.max_bytes))  # type: ignore[misc]
-                whole = [
-                    warn_dropped(read_from(p)) for p in refuse_untimed(picked(whole, self.run, top))
-                ]
-                whole = [self.selected(p) for p in whole]
-            except UsageError as e:
-                if e.param != "ranks":
-                    raise
-                first = first or e
-                continue
-            results += [ranks(p, step=step) for p in whole]
-            warnings += [p.warnings for p in whole]
-        if first is not None and not results:
-            raise first
+        go = partial(by_rank, how=how, jobs=jobs, scheduler=scheduler, max_bytes=self.max_bytes)
+        found = self.by_file(path, go, partial(how.load, max_bytes=self.max_bytes))
+        results = [x.result if isinstance(x, Mapped) else ranks(x, step=step) for x in found]
+        warnings = [x.warnings for x in found]
         return RunResults(str(path), tuple(results), warnings=warnings)
 
     def gaps_by_rank(
@@ -136,39 +105,73 @@ class Loading:
         scheduler: str | None,
     ) -> tuple[list[Any], list[list[str]]]:  # fmt: skip
         """The gaps of every run under ``path``, each read a file at a time and reduced
-        (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and
-        latency_ns); a run that cannot be is read whole and given to ``analyse``. Returns
-        the results and each one's warnings."""
+        (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and latency_ns); a
+        run that cannot be is read whole and given to ``analyse``. Returns the results and
+        each one's warnings."""
         from trace_analyzer.batch.gaps import GapsMap, gaps_by_rank
+        from trace_analyzer.batch.ranks import Mapped
+        from trace_analyzer.loading.profile import load_parts
+
+        place = self.cache.place_for(path)
+        cache = self.cache if place else None
+        how = GapsMap(**options, ranks=self.ranks, strict=self.strict, cache=cache, place=place)
+        go = partial(
+            gaps_by_rank, how=how, jobs=jobs, scheduler=scheduler, max_bytes=self.max_bytes
+        )
+
+        def whole(run: Run) -> list[Profile]:
+            if place:
+                return self.cache.load_parts(
+                    run, place, strict=self.strict, max_bytes=self.max_bytes
+                )
+            return load_parts(run, strict=self.strict, max_bytes=self.max_bytes)
+
+        found = self.by_file(path, go, whole)
+        results = [x.result if isinstance(x, Mapped) else analyse(x) for x in found]
+        return results, [x.warnings for x in found]
+
+    def by_file(
+        self,
+        path: Path,
+        mapped: Callable[[Run], Mapped | None],
+        whole: Callable[[Run], list[Profile]],
+    ) -> list[Mapped | Profile]:
+        """Every run under ``path`` in order: ``mapped`` a file at a time, or where that gives
+        None, its profiles read ``whole`` (its ranks --rank names: ``selected``). A run that
+        holds none of the ranks --rank names is left out (none left: the first one's usage
+        error); a profile of another kind (rocprofiler's, an execution trace) is refused only
+        where no run read a trace, as ``runs`` refuses it (``refuse_untimed``)."""
+        from trace_analyzer.batch.ranks import Mapped
         from trace_analyzer.inputs.discover import discover
         from trace_analyzer.loading.parts import pick, picked
-        from trace_analyzer.loading.profile import load_parts, refuse_untimed
+        from trace_analyzer.loading.profile import refuse_untimed
 
         found = self._reading(
             path, lambda: pick(discover(path, max_bytes=self.max_bytes), self.run, path)
         )
-        place = self.cache.place_for(path)
-        cache = self.cache if place else None
-        how = GapsMap(**options, ranks=self.ranks, strict=self.strict, cache=cache, place=place)
-        results, warnings = [], []
+        say_passed(path, [x for r in found for x in r.not_regular], self.verbose)
+        out: list[Mapped | Profile] = []
+        first = None
         for run in found:
             inputs(*[s.path for s in run.sources])
-            go = partial(gaps_by_rank, run, how, jobs=jobs, scheduler=scheduler)
-            mapped = self._reading(path, partial(go, max_bytes=self.max_bytes))
-            if mapped is not None:
-                results.append(mapped.result)
-                warnings.append(mapped.warnings)
-                continue
-            whole = (
-                self.cache.load_parts(run, place, strict=self.strict, max_bytes=self.max_bytes)
-                if place
-                else load_parts(run, strict=self.strict, max_bytes=self.max_bytes)
-            )
-            for p in refuse_untimed(picked(whole, self.run, path)):
-                p = self.selected(warn_dropped(read_from(p)))
-                results.append(analyse(p))
-                warnings.append(p.warnings)
-        return results, warnings
+            try:
+                got = self._reading(path, partial(mapped, run))
+                if got is not None:
+                    out.append(got)
+                    continue
+                read = self._reading(path, partial(whole, run))
+                out += [
+                    self.selected(warn_dropped(read_from(p))) for p in picked(read, self.run, path)
+                ]
+            except UsageError as e:
+                if e.param != "ranks":
+                    raise
+                first = first or e
+        if first is not None and not out:
+            raise first
+        if not any(isinstance(x, Mapped) for x in out):
+            refuse_untimed([x for x in out if not isinstance(x, Mapped)])
+        return out
 
     def one(self, path: Path, *, args: Args = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them), with ``ranks``
