@@ -22,12 +22,10 @@ from typing import Any
 
 import polars as pl
 
-from trace_analyzer.batch.ranks import Mapped, Place, _failed, _far_apart
-from trace_analyzer.batch.rows import Row, base_row, one_line
+from trace_analyzer.batch.ranks import Mapped, Place, _far_apart, each_file
+from trace_analyzer.batch.rows import Row, guarded
 from trace_analyzer.batch.runs import RunSpec
-from trace_analyzer.batch.workers import NO_LIMITS, dask, local
 from trace_analyzer.cache import Cache
-from trace_analyzer.errors import TraceanaError
 from trace_analyzer.inputs.discover import Run
 from trace_analyzer.loading.by_file import by_file
 from trace_analyzer.loading.profile import Profile, load_parts
@@ -95,23 +93,21 @@ def read_counts(spec: RunSpec, how: GapsMap, queries: pl.DataFrame) -> list[Row]
 
 
 def _guarded(spec: RunSpec, how: GapsMap, made: Any) -> list[Row]:
-    """One row of ``made(profile)`` for the file of ``spec``, with its span and warnings; a
-    failure is a row with ``error`` set (``ranks.read_rank``'s way); a file with none of the
-    ranks --rank names, a row without ``made``'s."""
-    row = base_row(spec)
-    try:
+    """One row of ``made(profile)`` for the file of ``spec``, with its span and warnings
+    (``rows.guarded``: a failure is a row with ``error`` set); a file with none of the ranks
+    --rank names, a row without ``made``'s."""
+
+    def body() -> Row:
         assert spec.run is not None
         profile = how.load(spec.run, spec.max_bytes)
         if profile is None:
             nothing = {"facts": None, "part": None, "counts": None}
-            return [{**row, "span": (None, None), "warnings": [], **nothing}]
+            return {"span": (None, None), "warnings": [], **nothing}
         events = profile.events
         span = (events["start_ns"].min(), events["end_ns"].max())
-        return [{**row, "span": span, "warnings": profile.warnings, **made(profile)}]
-    except TraceanaError as e:
-        return [{**row, "error": one_line(e), "template": e.template, "param": e.param}]
-    except Exception as e:  # a bug: its one line, as a batch row says it
-        return [{**row, "error": one_line(e)}]
+        return {"span": span, "warnings": profile.warnings, **made(profile)}
+
+    return guarded(spec, body)
 
 
 def gaps_by_rank(
@@ -127,23 +123,9 @@ def gaps_by_rank(
     files = by_file(run)
     if files is None:
         return None
-    specs = [
-        RunSpec(str(f.root), str(f.root), None, None, None, run=f, max_bytes=max_bytes)
-        for f in files.files
-    ]
-
-    order = {s.run_id: i for i, s in enumerate(specs)}
 
     def each(task: Any) -> Iterator[tuple[int, Row]]:  # as they come, with their file's place
-        found = (
-            dask(specs, scheduler, NO_LIMITS, task)
-            if scheduler
-            else local(specs, jobs, NO_LIMITS, task)
-        )
-        for rows in found:
-            if rows[0].get("error"):
-                raise _failed(rows[0])
-            yield order[rows[0]["run_id"]], rows[0]
+        return each_file(files, task, jobs, scheduler, max_bytes)
 
     def mapped(task: Any) -> list[Row]:
         return [row for _, row in sorted(each(task), key=lambda found: found[0])]

@@ -15,13 +15,14 @@ command with one line naming it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import polars as pl
 
-from trace_analyzer.batch.rows import Row, base_row, one_line
+from trace_analyzer.batch.rows import Row, guarded
 from trace_analyzer.batch.runs import RunSpec
 from trace_analyzer.batch.workers import NO_LIMITS, Analyse, dask, local
 from trace_analyzer.cache import Cache
@@ -73,23 +74,20 @@ def read_rank(spec: RunSpec, how: RankMap) -> list[Row]:
     --rank names none of its ranks), the ranks it ``held``, its ``span`` (ns), ``warnings``
     and ``reads``; a failure is a row with ``error`` set (and, for traceana's own errors, its
     ``template`` and ``param``). It never raises."""
-    row = base_row(spec)
-    try:
+
+    def body() -> Row:
         assert spec.run is not None
         profile = how.load(spec.run, spec.max_bytes)[0]  # one file: one run, never parts
         held = ranks_of(profile)
         span = profile.events.select(lo=pl.col("start_ns").min(), hi=pl.col("end_ns").max()).row(0)
-        out = {**row, "held": held, "span": span, "warnings": profile.warnings}
-        out["reads"] = profile.reads
+        out = {"held": held, "span": span, "warnings": profile.warnings, "reads": profile.reads}
         if how.ranks is not None:
             if not any(rank_matches(how.ranks, r) for r in held):
-                return [{**out, "part": None}]
+                return {**out, "part": None}
             profile = select_ranks(profile, how.ranks)
-        return [{**out, "part": rank_part(profile, step=how.step)}]
-    except TraceanaError as e:
-        return [{**row, "error": one_line(e), "template": e.template, "param": e.param}]
-    except Exception as e:  # a bug: its one line, as a batch row says it
-        return [{**row, "error": one_line(e)}]
+        return {**out, "part": rank_part(profile, step=how.step)}
+
+    return guarded(spec, body)
 
 
 def by_rank(
@@ -108,24 +106,33 @@ def by_rank(
     files = by_file(run)
     if files is None:
         return None
+    task = analyse or partial(read_rank, how=how)
+    rows = [row for _, row in sorted(each_file(files, task, jobs, scheduler, max_bytes))]
+    if _far_apart([r["span"] for r in rows]):
+        return None  # parts of a folder: read whole, as loading splits it
+    return _reduced(files, rows, how)
+
+
+def each_file(
+    files: ByFile, task: Analyse, jobs: int, scheduler: str | None, max_bytes: int | None
+) -> Iterator[tuple[int, Row]]:
+    """Yield ``task``'s row for each file of ``files`` as the workers finish them (in-process
+    for one job, ``jobs`` worker processes, or the Dask ``scheduler``), with the file's place
+    in the run; a file that failed is raised, a TraceanaError naming it."""
     specs = [
         RunSpec(str(f.root), str(f.root), None, None, None, run=f, max_bytes=max_bytes)
         for f in files.files
     ]
-    task = analyse or partial(read_rank, how=how)
+    order = {s.run_id: i for i, s in enumerate(specs)}
     found = (
         dask(specs, scheduler, NO_LIMITS, task)
         if scheduler
         else local(specs, jobs, NO_LIMITS, task)
     )
-    order = {s.run_id: i for i, s in enumerate(specs)}
-    rows = sorted((rows[0] for rows in found), key=lambda r: order[r["run_id"]])
-    for row in rows:
-        if row.get("error"):
-            raise _failed(row)
-    if _far_apart([r["span"] for r in rows]):
-        return None  # parts of a folder: read whole, as loading splits it
-    return _reduced(files, rows, how)
+    for rows in found:
+        if rows[0].get("error"):
+            raise _failed(rows[0])
+        yield order[rows[0]["run_id"]], rows[0]
 
 
 def _reduced(files: ByFile, rows: list[Row], how: RankMap) -> Mapped:

@@ -9,6 +9,7 @@ and link coverage per device come from ``trace_analyzer.questions.batch.devices`
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +103,19 @@ def base_row(spec: RunSpec) -> Row:
         "modified_time": timestamp(spec.modified_ns),
         "traceana_version": __version__,
     }
+
+
+def guarded(spec: RunSpec, body: Callable[[], Row]) -> list[Row]:
+    """One row for the file of ``spec`` (a rank's, ``ranks``/``gaps --jobs``): its identity
+    and ``body()``'s fields; a failure is a row with ``error`` set (and, for traceana's own
+    errors, its ``template`` and ``param``). It never raises."""
+    row = base_row(spec)
+    try:
+        return [{**row, **body()}]
+    except TraceanaError as e:
+        return [{**row, "error": one_line(e), "template": e.template, "param": e.param}]
+    except Exception as e:  # a bug: its one line, as a batch row says it
+        return [{**row, "error": one_line(e)}]
 
 
 def analyse_run(spec: RunSpec) -> list[Row]:
