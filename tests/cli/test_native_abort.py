@@ -154,6 +154,39 @@ def test_a_thread_that_cannot_start_is_one_line_not_a_hang():
     assert done.stdout == ""
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="CPython 3.13 starts threads otherwise")
+def test_a_thread_that_fails_before_its_own_code_or_while_marking_itself_does_not_hang():
+    """Memory can run out anywhere in a starting thread: before its start-up code is entered
+    (the call into it), and again as the failed thread marks itself started (waking the
+    thread that waits: Event.set). start() still raises, at once."""
+    code = """
+import threading, sys
+from trace_analyzer.cli.fault import UNSTARTED, threads_that_cannot_start_say_so
+threads_that_cannot_start_say_so()
+class Flaky(threading.Event):
+    def set(self):
+        if not getattr(self, "failed", False):
+            self.failed = True
+            raise MemoryError
+        super().set()
+def failing(self):
+    raise MemoryError
+threading.Thread._bootstrap_inner = failing  # the call into the thread's code fails
+victim = threading.Thread(target=print, name="victim")
+victim._started = Flaky()
+try:
+    victim.start()
+except MemoryError as e:
+    print("raised:", e)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    from trace_analyzer.cli.fault import UNSTARTED
+
+    assert done.stdout.splitlines() == [f"raised: {UNSTARTED}"]
+
+
 def test_a_thread_that_cannot_start_raises_from_start():
     """The guard itself, in a process of its own: start() raises MemoryError at once, and a
     thread that starts runs as before (its exception to the excepthook, join works)."""

@@ -91,6 +91,17 @@ def analysing(what: object) -> None:
 UNSTARTED = "a thread could not start: memory ran out as it started"
 
 
+def _mark(started: threading.Event) -> None:
+    """Set ``started``, trying again while memory runs out as it wakes the waiting thread
+    (what the failed start-up held is let go meanwhile)."""
+    for _ in range(1000):
+        try:
+            started.set()
+            return
+        except MemoryError:
+            continue
+
+
 def threads_that_cannot_start_say_so() -> bool:
     """Make a thread whose start-up fails raise ``MemoryError`` from ``Thread.start()``
     instead of leaving it waiting for ever; False where nothing needs it (CPython 3.13 on).
@@ -98,30 +109,33 @@ def threads_that_cannot_start_say_so() -> bool:
     Before 3.13, a new thread that fails while it sets itself up (memory running out under
     ``ulimit -v``: its lock cannot be allocated) ends before it marks itself started, and
     ``Thread.start()`` waits for that mark for ever: ``traceana gaps`` hung under some limits
-    (docs/reliability.md, "Aborts in native code"). The start-up is wrapped so that such a
-    thread marks itself started anyway and says it did not run, and ``start()`` raises then.
+    (docs/reliability.md, "Aborts in native code"). The thread's whole code (``_bootstrap``,
+    its start-up too) is wrapped so that such a thread marks itself started anyway and says
+    it did not run, and ``start()`` raises then; the mark is retried while setting it runs
+    out of memory too.
     The console script's only (``cli.main``), as ``guard`` is."""
     if sys.version_info >= (3, 13) or getattr(threading.Thread, "_traceana_guarded", False):
         return False
-    inner, start = threading.Thread._bootstrap_inner, threading.Thread.start  # type: ignore[attr-defined]
+    outer, start = threading.Thread._bootstrap, threading.Thread.start  # type: ignore[attr-defined]
 
-    def bootstrap_inner(self: Any) -> None:
+    def bootstrap(self: Any) -> None:
         try:
-            inner(self)
+            outer(self)  # the whole of the thread's own code, its start-up too
         except BaseException:
             if self._started.is_set():
                 raise  # as before: a thread that ran
         finally:
             if not self._started.is_set():
-                self._traceana_unstarted = True  # (set before the mark: start() reads it)
-                self._started.set()
+                self._traceana_unstarted = True  # (a key set before: no allocation)
+                _mark(self._started)
 
     def guarded_start(self: Any) -> None:
+        self._traceana_unstarted = False
         start(self)
-        if getattr(self, "_traceana_unstarted", False):
+        if self._traceana_unstarted:
             raise MemoryError(UNSTARTED)
 
-    threading.Thread._bootstrap_inner = bootstrap_inner  # type: ignore[attr-defined]
+    threading.Thread._bootstrap = bootstrap  # type: ignore[attr-defined]
     threading.Thread.start = guarded_start  # type: ignore[method-assign]
     threading.Thread._traceana_guarded = True  # type: ignore[attr-defined]
     return True
