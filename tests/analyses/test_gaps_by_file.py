@@ -73,18 +73,41 @@ def test_a_rank_at_a_time_is_the_run_read_whole_to_the_byte(name, run8):
 
 @pytest.mark.parametrize(
     "options",
-    [("--lane", "*stream:7"), ("--rank", "[0-3]", "--min-gap", "2us"), ("--latency", "1us")],
+    [
+        ("--lane", "*stream:7"),
+        ("--rank", "[0-3]", "--min-gap", "2us"),
+        ("--latency", "1us"),
+        ("--step", "2"),
+        ("--step", "3", "--rank", "[4-7]", "--min-gap", "1us"),
+        ("--window", "1ms:3ms"),
+        ("--window", "0:500us", "--lane", "*stream:7"),
+    ],
 )
 def test_the_options_go_through_the_map(run8, options):
     """--lane (the latency and vendor of the lanes it keeps), --rank (a file with none of them
-    gives nothing), --min-gap (the lists trimmed, the sums not) and --latency (given, not
-    measured) as the run read whole takes them."""
+    gives nothing), --min-gap (the lists trimmed, the sums not), --latency (given, not
+    measured), --step (the step's window over every rank, to the end of the work it
+    launched) and --window (after the run's first event, whichever rank's) as the run read
+    whole takes them."""
     assert gaps_json(run8, "--jobs", "2", *options) == gaps_json(run8, *options)
 
 
-def test_the_options_the_prototype_does_not_take_yet_are_refused(run8):
-    code, _, err = run_cli("gaps", run8, "--no-cache", "--jobs", "1", "--step", "1")
-    assert code == 2 and "not take --step" in err
+def test_dlrm_s_step_a_rank_at_a_time():
+    if not DLRM.is_dir():
+        pytest.skip(f"../shared/corpus is absent: no {DLRM}")
+    assert gaps_json(DLRM, "--jobs", "2", "--step", "10") == gaps_json(DLRM, "--step", "10")
+
+
+def test_a_step_no_rank_has_and_next_are_one_line_and_exit_2(run8):
+    """A step no file holds is the run read whole's error, word for word; --next (the whole
+    run's critical path) is refused with --jobs."""
+    said = [
+        run_cli("gaps", run8, "--no-cache", *jobs, "--step", "9") for jobs in ((), ("--jobs", "2"))
+    ]
+    assert said[0][0] == said[1][0] == 2 and said[0][2] == said[1][2]
+    assert "no ProfilerStep#9" in said[0][2] and "its steps: 1–3" in said[0][2]
+    code, _, err = run_cli("gaps", run8, "--no-cache", "--jobs", "1", "--next")
+    assert code == 2 and "not take --next" in err
 
 
 def test_files_sharing_process_numbers_are_read_whole(tmp_path):

@@ -83,13 +83,17 @@ def _steps(events: pl.DataFrame, most: int = 20) -> str:
     """Return which ProfilerStep annotations ``events`` has, for the error about a missing
     one: ``its steps: 4, 5, 6`` (runs of consecutive numbers as ``4–9``, at most ``most``
     parts), or that it has none."""
-    found = (
-        events.select(text("name").str.extract(r"^ProfilerStep#(\d+)$").cast(pl.Int64))
-        .drop_nulls()
-        .unique()
-        .sort("name")["name"]
-        .to_list()
-    )
+    return steps_said(step_numbers(events), most)
+
+
+def step_numbers(events: pl.DataFrame) -> list[int]:
+    """The numbers of the ProfilerStep annotations of ``events``, each once, in order."""
+    found = events.select(text("name").str.extract(r"^ProfilerStep#(\d+)$").cast(pl.Int64))
+    return found.drop_nulls().unique().sort("name")["name"].to_list()
+
+
+def steps_said(found: list[int], most: int = 20) -> str:
+    """``found`` (step numbers, in order) as the error about a missing step says them."""
     if not found:
         return "it has no ProfilerStep annotations"
     parts: list[str] = []

@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.busy import Window
 from trace_analyzer.batch.ranks import Mapped, Place, _far_apart, each_file
 from trace_analyzer.batch.rows import Row, guarded
 from trace_analyzer.batch.runs import RunSpec
@@ -39,6 +40,8 @@ from trace_analyzer.questions.gaps.per_rank import (
     gaps_part,
     shared,
     tie_counts,
+    window_facts,
+    window_from,
 )
 
 
@@ -49,6 +52,8 @@ class GapsMap:
     ``place`` (None: no cache)."""
 
     lanes: str | None = None
+    step: int | None = None
+    span: tuple[int, int] | None = None
     min_gap_ns: int = 0
     latency_ns: int | None = None
     ranks: str | None = None
@@ -70,10 +75,17 @@ class GapsMap:
         return select_ranks(found[0], self.ranks)
 
 
-def read_facts(spec: RunSpec, how: GapsMap) -> list[Row]:
-    """The first pass's per-file function: a row with the file's ``facts``, its ``span`` and
-    ``warnings``, or its ``error``; it never raises."""
-    return _guarded(spec, how, lambda p: {"facts": gaps_facts(p, how.lanes)})
+def read_window(spec: RunSpec, how: GapsMap) -> list[Row]:
+    """The pass before the first with ``--step`` or ``--window``: a row with the file's
+    ``window`` facts (``per_rank.window_facts``), or its ``error``."""
+    return _guarded(spec, how, lambda p: {"window": window_facts(p, how.step)})
+
+
+def read_facts(spec: RunSpec, how: GapsMap, window: Window | None = None) -> list[Row]:
+    """The first pass's per-file function: a row with the file's ``facts`` (its executions
+    clipped to the run's ``window``, where one was asked for), its ``span`` and ``warnings``,
+    or its ``error``; it never raises."""
+    return _guarded(spec, how, lambda p: {"facts": gaps_facts(p, how.lanes, window)})
 
 
 def read_part(spec: RunSpec, how: GapsMap, fixed: Fixed) -> list[Row]:
@@ -101,7 +113,7 @@ def _guarded(spec: RunSpec, how: GapsMap, made: Any) -> list[Row]:
         assert spec.run is not None
         profile = how.load(spec.run, spec.max_bytes)
         if profile is None:
-            nothing = {"facts": None, "part": None, "counts": None}
+            nothing = {"facts": None, "part": None, "counts": None, "window": None}
             return {"span": (None, None), "warnings": [], **nothing}
         events = profile.events
         span = (events["start_ns"].min(), events["end_ns"].max())
@@ -130,11 +142,17 @@ def gaps_by_rank(
     def mapped(task: Any) -> list[Row]:
         return [row for _, row in sorted(each(task), key=lambda found: found[0])]
 
-    first = mapped(partial(read_facts, how=how))
+    window = None
+    if how.step is not None or how.span is not None:
+        told = [r["window"] for r in mapped(partial(read_window, how=how)) if r["window"]]
+        if not told:
+            return None  # no file holds the ranks --rank names: read whole, as it says so
+        window = window_from(told, how.step, how.span)
+    first = mapped(partial(read_facts, how=how, window=window))
     facts = [r["facts"] for r in first if r["facts"]]
     if _far_apart([r["span"] for r in first]) or shared(facts):
         return None
-    run_facts = fixed_of(facts, how.latency_ns)
+    run_facts = fixed_of(facts, how.latency_ns, window)
     if run_facts is None:
         return None
     rows = mapped(partial(read_part, how=how, fixed=run_facts.fixed))

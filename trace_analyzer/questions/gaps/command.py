@@ -8,6 +8,7 @@ imports no polars, so that its ``--help`` and usage errors are said without it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -139,15 +140,15 @@ def gaps(
     conditions = [parse_condition(c, METRICS) for c in fail_on]
     window, min_gap_ns = parse_window(span), parse_duration(min_gap)
     latency_ns = None if latency is None else parse_duration(latency)
+    options: dict[str, Any] = {"step": step, "span": window, "min_gap_ns": min_gap_ns,
+                               "lanes": lane_glob, "latency_ns": latency_ns}  # fmt: skip
 
     def analyse(p: Profile) -> GapsResult:
-        return loading.cache.gaps(p, step=step, span=window, min_gap_ns=min_gap_ns, lanes=lane_glob,
-                                  latency_ns=latency_ns, device=device_beside(p))  # fmt: skip
+        return loading.cache.gaps(p, **options, device=device_beside(p))
 
     if jobs is not None or scheduler is not None:
-        if step is not None or window is not None or next_fix:
-            raise UsageError("--jobs and --scheduler do not take --step, --window or --next yet")
-        options = {"lanes": lane_glob, "min_gap_ns": min_gap_ns, "latency_ns": latency_ns}
+        if next_fix:
+            raise UsageError("--jobs and --scheduler do not take --next yet")
         measured, warned = loading.gaps_by_rank(path, analyse, options, jobs or 1, scheduler)
         profiles = []
     else:

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from trace_analyzer.analyses.busy import Window
+from trace_analyzer.analyses.busy import Window, step_numbers, steps_said
+from trace_analyzer.analyses.states import step_end
+from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import gather_each, matching, text
@@ -69,8 +71,63 @@ def _hardware(profile: Profile, lanes: str | None) -> pl.DataFrame:
     return hw
 
 
-def gaps_facts(profile: Profile, lanes: str | None = None) -> GapsFacts:
-    """Return the ``GapsFacts`` of ``profile`` (one file of a run)."""
+@dataclass(frozen=True)
+class WindowFacts:
+    """What one file tells of the window of ``--step`` or ``--window``: that step's rows on
+    the host (``host``: first start, last end) and anywhere (``any``), the end of the work
+    it launched (``end``, ``states.step_end``), the file's step numbers and its first event."""
+
+    host: tuple[int, int] | None
+    any: tuple[int, int] | None
+    end: int | None
+    steps: list[int]
+    first: int | None
+
+
+def window_facts(profile: Profile, step: int | None) -> WindowFacts:
+    """Return the ``WindowFacts`` of ``profile`` (one file of a run) for ProfilerStep#``step``
+    (None: ``--window``, its first event alone)."""
+    events = profile.events
+    first = events["start_ns"].min()
+    start = None if first is None else int(first)  # type: ignore[arg-type]
+    if step is None:
+        return WindowFacts(None, None, None, [], start)
+    rows = events.filter(pl.col("name") == f"ProfilerStep#{step}")
+    host = rows.filter(pl.col("source") == "framework")  # not a GPU's copy of it
+
+    def span(found: pl.DataFrame) -> tuple[int, int] | None:
+        lo, hi = found.select(pl.col("start_ns").min(), pl.col("end_ns").max()).row(0)
+        return None if lo is None else (int(lo), int(hi))
+
+    end = step_end(events, profile.edges, step) if rows.height else None
+    return WindowFacts(span(host), span(rows), end, step_numbers(events), start)
+
+
+def window_from(facts: list[WindowFacts], step: int | None, span: tuple[int, int] | None) -> Window:
+    """The window of ``--step`` or ``--window`` over every file of a run, as ``window_of``
+    and ``_gaps`` make it of the run read whole (the same errors)."""
+    if step is None:
+        assert span is not None
+        origin = min(f.first for f in facts if f.first is not None)
+        if span[1] <= span[0]:
+            raise UsageError("{param} START:END needs START < END", param="span")
+        return Window(origin + span[0], origin + span[1], "--window")
+    rows = [f.host for f in facts if f.host] or [f.any for f in facts if f.any]
+    if not rows:
+        held = sorted({n for f in facts for n in f.steps})
+        raise UsageError(
+            f"no ProfilerStep#{step} in this profile; {steps_said(held)}", param="step"
+        )
+    w = Window(min(r[0] for r in rows), max(r[1] for r in rows), f"ProfilerStep#{step}")
+    end = max((f.end for f in facts if f.end is not None), default=None)
+    return w if end is None or end <= w.end_ns else Window(w.start_ns, end, w.origin)
+
+
+def gaps_facts(
+    profile: Profile, lanes: str | None = None, window: Window | None = None
+) -> GapsFacts:
+    """Return the ``GapsFacts`` of ``profile`` (one file of a run); ``window``: the run's, where
+    ``--step`` or ``--window`` gave one (``window_from``)."""
     every = profile.events.filter(pl.col("lane_kind") == "hardware")
     span = every.select(pl.col("start_ns").min(), pl.col("end_ns").max()).row(0)
     hw = _hardware(profile, lanes)
@@ -81,7 +138,7 @@ def gaps_facts(profile: Profile, lanes: str | None = None) -> GapsFacts:
         found_span = None if span[0] is None else span
         return GapsFacts(found_span, False, lanes=spans, formats=formats, steps=steps)
     own = Window(int(hw["start_ns"].min()), int(hw["end_ns"].max()), "")  # type: ignore[arg-type]
-    found = hardware(hw, hw.clear(), own)  # all of them: the run's window holds this span
+    found = hardware(hw, hw.clear(), window or own)  # all of them: the run's span holds this
     sources = hw.group_by(s=text("source")).agg(n=pl.len())
     return GapsFacts(
         span,
@@ -128,8 +185,11 @@ class RunFacts:
     vendor: str
 
 
-def fixed_of(facts: list[GapsFacts], latency_ns: int | None) -> RunFacts | None:
-    """Return what every part is measured with: the run's hardware span, the launch latency
+def fixed_of(
+    facts: list[GapsFacts], latency_ns: int | None, window: Window | None = None
+) -> RunFacts | None:
+    """Return what every part is measured with: the run's hardware span (or ``window``, where
+    ``--step`` or ``--window`` gave one), the launch latency
     (``latency_ns``, else measured over every file's queued starts as ``waits.launch_latency``
     measures it, ``LATENCY_NS`` on Neuron) and the median launch call; None when no file has
     a hardware lane ``--lane`` matches (the run is then read whole, as its errors and its host
@@ -137,7 +197,8 @@ def fixed_of(facts: list[GapsFacts], latency_ns: int | None) -> RunFacts | None:
     spans = [f.hw for f in facts if f.hw is not None]
     if not spans or not any(f.matched for f in facts):
         return None
-    window = Window(min(s[0] for s in spans), max(s[1] for s in spans), "hardware span")
+    if window is None:
+        window = Window(min(s[0] for s in spans), max(s[1] for s in spans), "hardware span")
     sources: dict[str, int] = {}
     for f in facts:
         for s, n in f.sources.items():
