@@ -157,18 +157,33 @@ def test_dask_gives_the_run_read_whole(run8):
     assert on_dask == gaps_json(run8)
 
 
-def test_each_file_is_read_back_from_the_cache(run8, tmp_path):
-    """The three passes read each file through the cache (an entry per file): the first
-    command writes the entries, the second reads them back; both give the run read whole."""
+def test_each_file_is_read_back_from_the_cache(run8, tmp_path, monkeypatch):
+    """The passes read each file through the cache (an entry per file), and the run's result
+    is kept beside the run's entry: a second command reads it back and reads no file (the
+    map made to fail shows it); with --rank, which keeps none, the files' entries are read
+    back. Every time the run read whole's output."""
+    import trace_analyzer.batch.gaps as by_file_gaps
+
     cache = tmp_path / "cache"
-    whole = gaps_json(run8)
-    for _ in range(2):
-        code, out, err = run_cli(
-            "gaps", run8, "--format", "json", "--cache-dir", cache, "--jobs", "2"
-        )
+    whole, some = gaps_json(run8), gaps_json(run8, "--rank", "[0-3]")
+
+    def jobs(*options: str) -> str:
+        code, out, err = run_cli("gaps", run8, "--format", "json", "--cache-dir", cache, "--jobs", "2", *options)  # fmt: skip
         assert code == 0, err
-        assert out == whole
+        return out
+
+    assert jobs() == whole and jobs("--rank", "[0-3]") == some
     assert len(list(cache.rglob("*.parquet"))) >= 8
+
+    def mapped_again(*args, **kwargs):
+        raise AssertionError("the run was mapped again")
+
+    monkeypatch.setattr(by_file_gaps, "gaps_by_rank", mapped_again)
+    assert jobs() == whole
+    code, _, _ = run_cli("gaps", run8, "--cache-dir", cache, "--jobs", "2", "--min-gap", "1us")
+    assert code != 0  # other options: a result of their own, mapped
+    monkeypatch.undo()
+    assert jobs("--rank", "[0-3]") == some
 
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"

@@ -229,6 +229,29 @@ class Cache:
             write_gaps(entry, stored, result)
         return result
 
+    def run_gaps(
+        self,
+        run: Run,
+        place: tuple[Path, Path | None],
+        options: dict[str, Any],
+        made: Callable[[], GapsResult | None],
+        max_bytes: int | None = None,
+    ) -> GapsResult | None:
+        """The gaps of ``run`` read a file at a time (``made``: None where it is to be read
+        whole), kept beside the run's entry as ``gaps`` keeps a run read whole's, under the
+        same key and options: the two give the same result, so either answers the other."""
+        k = key(run, False, max_bytes)
+        if k is None:
+            return made()
+        entry = _entry(*place, run, False, k)
+        hit = read_gaps(entry, options)
+        if hit is not None:
+            return replace(hit, root=run.name)
+        result = made()
+        if result is not None and result.summary["executions"]:
+            write_gaps(entry, options, result)
+        return result
+
 
 def key(run: Run, args: Args, max_bytes: int | None = None) -> str | None:
     """Return the digest of everything an entry depends on; None when it cannot be had.

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from trace_analyzer.loading.profile import Profile
     from trace_analyzer.model.device import DeviceRun
     from trace_analyzer.model.schema import Args
+    from trace_analyzer.questions.gaps.analysis import GapsResult
     from trace_analyzer.questions.ranks.analysis import RanksResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -107,7 +108,8 @@ class Loading:
         """The gaps of every run under ``path``, each read a file at a time and reduced
         (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and latency_ns); a
         run that cannot be is read whole and given to ``analyse``. Returns the results and
-        each one's warnings."""
+        each one's warnings. A mapped run's result is kept in the cache beside its entry
+        (``Cache.run_gaps``; not with --rank, nor where its files said a warning)."""
         from trace_analyzer.batch.gaps import GapsMap, gaps_by_rank
         from trace_analyzer.batch.ranks import Mapped
         from trace_analyzer.loading.profile import load_parts
@@ -119,6 +121,22 @@ class Loading:
             gaps_by_rank, how=how, jobs=jobs, scheduler=scheduler, max_bytes=self.max_bytes
         )
 
+        def kept(run: Run) -> Mapped | None:  # through the cache: a second command reads it
+            if not place or self.ranks is not None:
+                return go(run)
+            said: list[Mapped | None] = []
+
+            def made() -> GapsResult | None:
+                said.append(go(run))
+                mapped = said[-1]
+                return None if mapped is None or mapped.warnings else mapped.result  # type: ignore[return-value]
+
+            stored = {**options, "by_file": True}  # its own result: it keeps no warnings
+            found = self.cache.run_gaps(run, place, stored, made, self.max_bytes)
+            if said:  # read just now: its warnings, kept or not
+                return said[0]
+            return None if found is None else Mapped(found, [])  # type: ignore[arg-type]
+
         def whole(run: Run) -> list[Profile]:
             if place:
                 return self.cache.load_parts(
@@ -126,7 +144,7 @@ class Loading:
                 )
             return load_parts(run, strict=self.strict, max_bytes=self.max_bytes)
 
-        found = self.by_file(path, go, whole)
+        found = self.by_file(path, kept, whole)
         results = [x.result if isinstance(x, Mapped) else analyse(x) for x in found]
         return results, [x.warnings for x in found]
 
