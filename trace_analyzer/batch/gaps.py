@@ -158,7 +158,7 @@ def gaps_by_rank(
     rows = mapped(partial(read_part, how=how, fixed=run_facts.fixed))
     place = {i: n for n, i in enumerate(i for i, r in enumerate(rows) if r["part"] is not None)}
     parts = [r.pop("part") for r in rows if r["part"] is not None]  # held by the list alone
-    ids = Renumber(parts)
+    ids = Renumber([p.refs for p in parts])
     if ids.queries.height:
         for i, row in each(partial(read_counts, how=how, queries=ids.queries)):
             if row["counts"] is not None:

@@ -285,10 +285,12 @@ class Renumber:
     (``schema.numbered``); an event of file f that is f's ``id``-th is the run's
     ``id + (events of the other files before its times) + (those of files before f at its
     times)``, of which ``id`` counts f's own before it: ``add`` takes each file's
-    ``tie_counts`` in any order."""
+    ``tie_counts`` in any order. ``refs``: per file (in the run's order), the events its
+    rows name (``id``, ``start_ns``, ``end_ns``; an empty frame where none), as ``GapsPart``
+    has them."""
 
-    def __init__(self, parts: list[GapsPart]) -> None:
-        held = [p.refs.with_columns(file=pl.lit(i)) for i, p in enumerate(parts) if p.refs.width]
+    def __init__(self, refs_of: list[pl.DataFrame]) -> None:
+        held = [r.with_columns(file=pl.lit(i)) for i, r in enumerate(refs_of) if r.width]
         refs = pl.concat(held) if held else pl.DataFrame(schema={"id": pl.Int64, "file": pl.Int32})
         self.queries = refs.select(*KEY).unique().sort(*KEY) if held else pl.DataFrame()
         keyed = self.queries.with_row_index("q")
@@ -311,13 +313,15 @@ class Renumber:
             + pl.when(whose > file).then(ties.gather(at)).otherwise(0)
         )
 
-    def renamed(self, frame: pl.DataFrame, file: int) -> pl.DataFrame:
-        """``frame`` (file ``file``'s rows) with each event id the run's."""
+    def renamed(
+        self, frame: pl.DataFrame, file: int, columns: tuple[str, ...] = ID_COLUMNS
+    ) -> pl.DataFrame:
+        """``frame`` (file ``file``'s rows) with each event id (its ``columns``) the run's."""
         mine = self.refs.filter(pl.col("file") == file)
         new = mine["base"] + self.total.gather(mine["q"])
         return frame.with_columns(
             pl.col(c).replace_strict(mine["id"], new, default=None, return_dtype=pl.Int64)
-            for c in ID_COLUMNS
+            for c in columns
             if c in frame.columns
         )
 
