@@ -7,14 +7,18 @@ arguments), and receives what that function gave for every file of the run, in t
 order. Its ``return`` is the question's result for the run. The reducer holds only what the
 passes give, never a file's events.
 
+A pass may be ``Streamed``: its values are taken one file at a time as they come (in any
+order) and not held together, for what is large in every file but small once added up (the
+event ids' counts, ``gaps.per_rank.Renumber``).
+
 ``in_process`` runs one on profiles held here (tests, one job); ``together`` runs several in
 step, one read of each file per round, however many questions ask something of it
-(batch/report.py).
+(batch/passes.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -22,12 +26,23 @@ from trace_analyzer.loading.profile import Profile
 
 R = TypeVar("R")
 Pass = Callable[[Profile], Any]
-Passes = Generator[Pass, list[Any], R]
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A pass (``run``) whose value for each file is given to ``take(place, value)`` as it
+    comes, in any order; the generator is then sent an empty list. Only ``run`` travels."""
+
+    run: Pass
+    take: Callable[[int, Any], None]
+
+
+Passes = Generator[Pass | Streamed, list[Any], R]
 
 
 def in_process(passes: Passes[R], profiles: Sequence[Profile]) -> R:
     """The result of ``passes`` over the files ``profiles`` (in the run's order), held here."""
-    return together({"one": passes}, lambda f: [f(p) for p in profiles])["one"]  # type: ignore[no-any-return]
+    return together({"one": passes}, lambda f: enumerate(f(p) for p in profiles))["one"]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -41,12 +56,14 @@ class Round:
 
 
 def together(
-    passes: Mapping[str, Passes[Any]], each: Callable[[Round], list[list[Any]]]
+    passes: Mapping[str, Passes[Any]],
+    each: Callable[[Round], Iterable[tuple[int, list[Any]]]],
 ) -> dict[str, Any]:
     """The results of ``passes`` by name, run in step: each round is the next pass of every
-    generator still going, given to ``each`` as one ``Round`` (which returns its list for
-    every file, in the files' order); a generator that has returned asks nothing more."""
-    going: dict[str, Pass] = {}
+    generator still going, given to ``each`` as one ``Round``, which yields each file's place
+    in the run and its values as they come; a generator that has returned asks nothing more.
+    """
+    going: dict[str, Pass | Streamed] = {}
     done: dict[str, Any] = {}
 
     def advance(name: str, sent: list[Any] | None) -> None:
@@ -59,8 +76,15 @@ def together(
     for name in passes:
         advance(name, None)
     while going:
-        names = list(going)
-        rows = each(Round(tuple(going[n] for n in names)))
-        for k, name in enumerate(names):
-            advance(name, [row[k] for row in rows])
+        asked = [(n, going[n]) for n in going]
+        held: list[dict[int, Any]] = [{} for _ in asked]
+        runs = tuple(f.run if isinstance(f, Streamed) else f for _, f in asked)
+        for place, values in each(Round(runs)):
+            for k, (_, f) in enumerate(asked):
+                if isinstance(f, Streamed):
+                    f.take(place, values[k])
+                else:
+                    held[k][place] = values[k]
+        for k, (name, _) in enumerate(asked):
+            advance(name, [held[k][i] for i in sorted(held[k])])
     return {name: done[name] for name in passes}

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -33,7 +34,6 @@ from trace_analyzer.loading.clocks import FAR_APART_NS
 from trace_analyzer.loading.profile import Profile, load_parts, shared_ranks
 from trace_analyzer.loading.select import rank_matches, ranks_of, select_ranks, what_it_holds
 from trace_analyzer.model.schema import COLLECTIVES
-from trace_analyzer.questions.ranks.analysis import RanksResult
 from trace_analyzer.questions.ranks.per_rank import RankPart, combine, rank_part
 
 Place = tuple[Path, Path | None] | None  # a cache folder and the folder it lies in
@@ -63,9 +63,10 @@ class RankMap:
 
 @dataclass(frozen=True)
 class Mapped:
-    """The ranks of one run, and the warnings of its files."""
+    """What one run mapped a file at a time gives (its ranks, its gaps, or the results of
+    several questions by name: batch/passes.py), and the warnings of its files."""
 
-    result: RanksResult
+    result: Any
     warnings: list[str]
 
 

@@ -16,10 +16,12 @@ third pass).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import polars as pl
 
 from trace_analyzer.analyses.busy import Window, step_numbers, steps_said
+from trace_analyzer.analyses.passes import Passes, Streamed
 from trace_analyzer.analyses.states import step_end
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
@@ -378,3 +380,45 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
             hints(every, run.neuron, frames=frames, vendor=run.vendor, inference=inference)
         ),
     )
+
+
+@dataclass(frozen=True)
+class GapsOptions:
+    """What the gaps of a run a rank at a time are measured with: ``--lane``, ``--step``,
+    ``--window`` (``span``), ``--min-gap``, ``--latency``."""
+
+    lanes: str | None = None
+    step: int | None = None
+    span: tuple[int, int] | None = None
+    min_gap_ns: int = 0
+    latency_ns: int | None = None
+
+
+def counts_of(profile: Profile, queries: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
+    """One file's ``tie_counts`` of ``queries``: the pass ``Renumber`` is counted from."""
+    return tie_counts(profile.events, queries)
+
+
+def gaps_passes(how: GapsOptions, root: str) -> Passes[GapsResult | None]:
+    """The gaps of the run ``root`` a file at a time (analyses/passes.py; module doc): with
+    ``--step`` or ``--window`` the run's window first (``window_facts``), then each file's
+    ``GapsFacts``, its ``GapsPart`` measured with the run's ``Fixed``, and its ``tie_counts``
+    (taken as they come); None where the run is to be read whole (no file holds the ranks
+    --rank names, files share process numbers, no hardware lane ``--lane`` matches)."""
+    window = None
+    if how.step is not None or how.span is not None:
+        told = yield partial(window_facts, step=how.step)
+        if not told:
+            return None
+        window = window_from(told, how.step, how.span)
+    facts = yield partial(gaps_facts, lanes=how.lanes, window=window)
+    run_facts = None if shared(facts) else fixed_of(facts, how.latency_ns, window)
+    if run_facts is None:
+        return None
+    parts = yield partial(
+        gaps_part, fixed=run_facts.fixed, min_gap_ns=how.min_gap_ns, lanes=how.lanes
+    )
+    ids = Renumber([p.refs for p in parts])
+    if ids.queries.height:
+        yield Streamed(partial(counts_of, queries=ids.queries), lambda i, c: ids.add(i, *c))
+    return combine_gaps(parts, run_facts, ids, root=root)

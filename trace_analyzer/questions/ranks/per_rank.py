@@ -14,11 +14,13 @@ apart in a run read whole (``by_file.lane_prefixes``, ``profile.processes_apart`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 
 from trace_analyzer.analyses.busy import window_of
+from trace_analyzer.analyses.passes import Passes
 from trace_analyzer.inputs.archive import relative_parts
 from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
 from trace_analyzer.loading.profile import Profile, processes_apart
@@ -220,3 +222,10 @@ def _in_run(file: str, root: str) -> str:
         return "/".join(relative_parts(Path(file), Path(root))) or Path(file).name
     except ValueError:
         return Path(file).name
+
+
+def ranks_passes(root: str, step: int | None = None) -> Passes[RanksResult]:
+    """The ranks of the run ``root`` a file at a time (analyses/passes.py): one pass, each
+    file's ``RankPart``, reduced by ``combine``."""
+    parts = yield partial(rank_part, step=step)
+    return combine(parts, root=root, step=step)
