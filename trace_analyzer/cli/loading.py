@@ -24,6 +24,7 @@ from trace_analyzer.units import parse_size
 
 # Only for the annotations: the command modules import no polars until a command runs.
 if TYPE_CHECKING:
+    from trace_analyzer.analyses.passes import Passes as QuestionPasses
     from trace_analyzer.analyses.results import RunResult, RunResults
     from trace_analyzer.batch.ranks import Mapped
     from trace_analyzer.cache import Cache
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 R = TypeVar("R", bound="RunResult")
+Passes = Callable[[str], "dict[str, QuestionPasses[Any]]"]  # a run's root -> its questions
 
 MAX_BYTES_ENV = "TRACEANA_MAX_BYTES"
 
@@ -129,13 +131,13 @@ class Loading:
             def made() -> GapsResult | None:
                 said.append(go(run))
                 mapped = said[-1]
-                return None if mapped is None or mapped.warnings else mapped.result  # type: ignore[return-value]
+                return None if mapped is None or mapped.warnings else mapped.result
 
             stored = {**options, "by_file": True}  # its own result: it keeps no warnings
             found = self.cache.run_gaps(run, place, stored, made, self.max_bytes)
             if said:  # read just now: its warnings, kept or not
                 return said[0]
-            return None if found is None else Mapped(found, [])  # type: ignore[arg-type]
+            return None if found is None else Mapped(found, [])
 
         def whole(run: Run) -> list[Profile]:
             if place:
@@ -190,6 +192,30 @@ class Loading:
         if not any(isinstance(x, Mapped) for x in out):
             refuse_untimed([x for x in out if not isinstance(x, Mapped)])
         return out
+
+    def one_by_file(
+        self, path: Path, passes: Passes, jobs: int, scheduler: str | None
+    ) -> Mapped | None:
+        """The one run under ``path`` (several: ``one``'s usage error) mapped a file at a time
+        by the questions ``passes(root)`` give (batch/passes.py: in-process for one job,
+        ``jobs`` worker processes, or the Dask ``scheduler``), their results by name; None
+        where it is to be read whole (``one``)."""
+        from trace_analyzer.batch.passes import by_passes
+        from trace_analyzer.batch.ranks import RankMap
+        from trace_analyzer.inputs.discover import discover
+        from trace_analyzer.loading.parts import pick
+        from trace_analyzer.loading.profile import one_run
+
+        found = self._reading(
+            path,
+            lambda: one_run(path, pick(discover(path, max_bytes=self.max_bytes), self.run, path)),
+        )
+        inputs(*[s.path for s in found.sources])
+        place = self.cache.place_for(path)
+        how = RankMap(None, self.ranks, self.strict, self.cache if place else None, place)
+        go = partial(by_passes, found, passes, how.load, self.ranks, jobs=jobs,
+                     scheduler=scheduler, max_bytes=self.max_bytes)  # fmt: skip
+        return self._reading(path, go)
 
     def one(self, path: Path, *, args: Args = False) -> Profile:
         """The one run under ``path`` (several: a usage error naming them), with ``ranks``

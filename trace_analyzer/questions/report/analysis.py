@@ -15,7 +15,7 @@ renderers (questions/report/files.py, questions/report/page.py) show nothing els
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -139,6 +139,34 @@ def report(
         ),
         parts=parts,
         notes=notes,
+    )
+
+
+def report_of(
+    label: str,
+    g: GapsResult,
+    o: OpsResult,
+    draw: Callable[[GapsResult, dict[str, Any]], TimelineResult],
+    parts: Mapping[str, RunResult],
+    warnings: list[str],
+) -> ReportResult:
+    """Return the report of one run, without a base or device-profile exports, from its
+    results made elsewhere (a multi-rank run a file at a time, batch/report.py): its gaps
+    ``g``, its ops ``o``, what ``draw`` (given ``g`` and its gap histogram) gives of its
+    timeline, its questions' ``parts`` by name and its ``warnings``: what ``report`` gives of
+    the run read whole."""
+    histogram = gap_histogram(g, histogram_edges([g]))
+    return ReportResult(
+        label,
+        None,
+        gaps_runs([g], label, warnings=[warnings]),
+        RunResults(label, (o,), warnings=[warnings]),
+        RunResults(label, (draw(g, histogram),)),
+        parts={
+            name: RunResults(label, (parts[name],))
+            for name, part in registered_parts()
+            if not part.device
+        },
     )
 
 
