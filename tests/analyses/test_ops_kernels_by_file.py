@@ -62,10 +62,14 @@ def test_a_generated_run_a_rank_at_a_time_is_the_run_read_whole(run8):
 
 
 def write_ranks(folder: Path, spans: dict[int, list[tuple[int, int]]], ranked: bool) -> None:
-    """A file per rank, both pid 1 on GPU 0: an op launching a kernel ``k`` per span."""
+    """A file per rank, both pid 1 on GPU 0: an op launching a kernel ``k`` per span, and a
+    kernel no op launched (``(unlinked)``: no dispatch latency)."""
     for rank, kernels_at in spans.items():
-        lo, hi = kernels_at[0][0] - 100, kernels_at[-1][1]
-        events = [X("user_annotation", "ProfilerStep#1", lo, hi - lo, pid=1, tid=1)]
+        lo, hi = kernels_at[0][0] - 100, kernels_at[-1][1] + 50
+        events = [
+            X("user_annotation", "ProfilerStep#1", lo, hi - lo, pid=1, tid=1),
+            X("kernel", "unlaunched", hi - 40, 3, pid=0, tid=7, device=0, stream=7),
+        ]
         for i, (s, e) in enumerate(kernels_at):
             c = 100 * rank + i
             events += [
@@ -89,7 +93,9 @@ def test_files_sharing_process_numbers_are_told_apart_as_when_read_whole(tmp_pat
 def test_one_process_split_between_files_has_the_quantiles_of_all_its_kernels(tmp_path):
     """Two files of no rank, pid 1, far apart in time: read whole, one process, whose kernels'
     p50 and p95 fall between values of both files."""
-    write_ranks(tmp_path, {0: [(100, 107), (300, 313)], 1: [(5000, 5011), (6000, 6019)]}, False)
-    _, k = same(tmp_path)
-    (row,) = k["kernels"]
-    assert (row["count"], row["p50_ns"], row["p95_ns"]) == (4, 12000, 18100)
+    spans = {0: [(100, 107), (300, 313)], 1: [(5000, 5011), (6000, 6013), (7000, 7019)]}
+    write_ranks(tmp_path, spans, False)
+    o, k = same(tmp_path)
+    (row,) = [r for r in k["kernels"] if r["name"] == "k"]
+    assert (row["count"], row["p50_ns"], row["p95_ns"]) == (5, 13000, 17800)
+    assert [r["mean_dispatch_to_hw_us"] for r in o["rows"]] == [50.0, None]
