@@ -161,9 +161,10 @@ def per_kernel(pieces: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(share_pct=_share())
     )
-    order = table.sort(
-        *OWNER, "total_ns", "name", descending=[False, False, True, False], nulls_last=True
-    )
+    order = table.sort(  # a named tie-break: the groups come in no order
+        *OWNER, "total_ns", "name", "neff", "kind",
+        descending=[False, False, True, False, False, False], nulls_last=True,
+    )  # fmt: skip
     return order.select(*KERNEL_COLUMNS).cast(KERNEL_COLUMNS)  # type: ignore[arg-type]
 
 
