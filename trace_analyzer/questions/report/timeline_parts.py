@@ -86,10 +86,24 @@ def timeline_facts(profile: Profile) -> TimelineFacts:
     return TimelineFacts((s, e), None if first is None else int(first), edges, schema)  # type: ignore[arg-type]
 
 
-def timeline_ops(profile: Profile, start: int, end: int) -> pl.DataFrame:
-    """Return the framework ops of ``profile`` (one file of a run) that overlap ``start`` to
-    ``end`` (``OP_COLUMNS``, the file's own event ids), their names cut as the timeline cuts
-    them (``NAME_CHARS``)."""
+@dataclass(frozen=True, repr=False)
+class OpsPart:
+    """One file's framework ops in the span drawn, in its order (by start, end, then id: the
+    run read whole's among them): their ``times`` (``start_ns``, ``end_ns``) and ``name``,
+    an index into its ``names`` (each cut as the timeline cuts it, ``NAME_CHARS``): what
+    packing them and their buckets read. Their ids, processes and threads travel only where
+    the run's ops are listed one by one (``op_ids``)."""
+
+    times: pl.DataFrame
+    names: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"OpsPart({self.times.height} ops, {len(self.names)} names)"
+
+
+def _file_ops(profile: Profile, start: int, end: int) -> pl.DataFrame:
+    """The framework ops of ``profile`` that overlap ``start`` to ``end`` (``OP_COLUMNS``),
+    in the order of ``OpsPart``, their names cut."""
     ops = profile.keyed.filter(
         (pl.col("lane_kind") == "framework_op")
         & (pl.col("end_ns") > start)
@@ -98,12 +112,27 @@ def timeline_ops(profile: Profile, start: int, end: int) -> pl.DataFrame:
     long = text("name").str.len_chars() > NAME_CHARS
     head = NAME_CHARS // 2  # cut in the middle, as timeline() cuts it
     cut = text("name").str.slice(0, head) + "…" + text("name").str.slice(head + 1 - NAME_CHARS)
-    return ops.with_columns(name=pl.when(long).then(cut).otherwise(text("name")))
+    named = ops.with_columns(name=pl.when(long).then(cut).otherwise(text("name")))
+    return named.sort("start_ns", "end_ns", "event_id").with_row_index("pos")
 
 
-def op_counts(profile: Profile, queries: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
-    """Pass 3: ``tie_counts`` of ``queries`` among the events of ``profile`` (one file)."""
-    return tie_counts(profile.events, queries)
+def timeline_ops(profile: Profile, start: int, end: int) -> OpsPart:
+    """Pass 2: the ``OpsPart`` of ``profile`` (one file of a run), its ops that overlap
+    ``start`` to ``end``."""
+    ops = _file_ops(profile, start, end)
+    names = ops["name"].unique(maintain_order=True)
+    index = pl.col("name").replace_strict(names, pl.int_range(names.len(), dtype=pl.UInt32))
+    return OpsPart(ops.select("start_ns", "end_ns", index), tuple(names.to_list()))
+
+
+def op_ids(
+    profile: Profile, start: int, end: int, queries: pl.DataFrame
+) -> tuple[pl.Series, pl.DataFrame, pl.DataFrame]:
+    """Pass 3, where the run's ops are listed: ``tie_counts`` of ``queries`` (the listed
+    ops' distinct times) among the events of ``profile`` (one file), and its ops of those
+    times (as ``timeline_ops`` has them: ``pos``) with their ``event_id``, ``pid``, ``tid``."""
+    ops = _file_ops(profile, start, end).join(queries, on=["start_ns", "end_ns"], how="semi")
+    return (*tie_counts(profile.events, queries), ops.select("pos", "event_id", "pid", "tid"))
 
 
 def _start(facts: list[TimelineFacts]) -> tuple[int, int, int] | None:
@@ -122,15 +151,25 @@ def _start(facts: list[TimelineFacts]) -> tuple[int, int, int] | None:
     return w0, w1, min([w0, *starts])
 
 
-def _run_ops(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """The files' ops together in the run read whole's order, by start then event id: its
-    events are numbered by (start, end), the files in order (``schema.numbered``); packed
-    into rows (``timeline.packed``). ``file``: whose each is."""
+def _run_ops(parts: list[OpsPart]) -> pl.DataFrame:
+    """The files' ops together (``file``, ``pos``: whose and which, ``start_ns``, ``end_ns``,
+    ``name``) in the run read whole's order, by start then event id (its events are numbered
+    by (start, end), the files in order: ``schema.numbered``), packed into rows
+    (``timeline.packed``)."""
     ops = pl.concat(
-        [f.with_columns(file=pl.lit(i, pl.Int32)) for i, f in enumerate(frames)],
-        how="vertical_relaxed",
+        [
+            p.times.with_columns(
+                file=pl.lit(i, pl.Int32),
+                pos=pl.int_range(pl.len(), dtype=pl.UInt32),
+                name=pl.col("name").replace_strict(
+                    pl.int_range(len(p.names), dtype=pl.UInt32, eager=True),
+                    pl.Series(p.names, dtype=pl.String),
+                ),
+            )
+            for i, p in enumerate(parts)
+        ]
     )
-    return packed(ops.sort("start_ns", "end_ns", "file", "event_id"))
+    return packed(ops.sort("start_ns", "end_ns", "file", "pos"))
 
 
 def timeline_passes(root: str) -> Passes[Drawn]:
@@ -138,30 +177,40 @@ def timeline_passes(root: str) -> Passes[Drawn]:
     of the run's ``GapsResult`` (``gaps`` of the run read whole) and the histogram that gives
     ``timeline(run, gaps, histogram=...)``."""
     facts: list[TimelineFacts] = yield partial(timeline_facts)
+    schema = facts[0].schema if facts else {}
     found = _start(facts)
     if found is None:
-        empty = pl.DataFrame(schema=facts[0].schema if facts else {})
-        return partial(_drawn, root, None, empty)
-    frames = yield partial(timeline_ops, start=found[2], end=found[1])
-    ops = _run_ops(frames)
+        return partial(_drawn, root, None, pl.DataFrame(schema=schema))
+    _, end, start = found
+    ops = _run_ops((yield partial(timeline_ops, start=start, end=end)))
     if 0 < ops.height <= EXACT_OPS:  # listed one by one, with their ids: the run's
-        ops = yield from _numbered(ops, len(frames))
-    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row"))
+        queries = ops.select("start_ns", "end_ns").unique().sort("start_ns", "end_ns")
+        replies = yield partial(op_ids, start=start, end=end, queries=queries)
+        ops = _numbered(ops, replies, queries)
+    else:
+        ops = ops.with_columns(
+            event_id=pl.lit(None, pl.Int64), pid=pl.lit(None, pl.Int64), tid=pl.lit(None, pl.Int64)
+        )
+    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(schema))
 
 
-def _numbered(ops: pl.DataFrame, files: int) -> Passes[pl.DataFrame]:
-    """Pass 3: ``ops`` (the run's, ``file`` each's) with their event ids the run's
-    (``Renumber``), in the run read whole's order (by start, then id)."""
-    refs = [
-        ops.filter(pl.col("file") == i).select("start_ns", "end_ns", id="event_id").unique()
-        for i in range(files)
+def _numbered(
+    ops: pl.DataFrame,
+    replies: list[tuple[pl.Series, pl.DataFrame, pl.DataFrame]],
+    queries: pl.DataFrame,
+) -> pl.DataFrame:
+    """``ops`` (the run's, listed) with each one's event id (the run's: ``Renumber``), pid
+    and tid from each file's ``replies`` (``op_ids`` of ``queries``), in the run read
+    whole's order (by start, then id)."""
+    listed = [
+        ops.filter(pl.col("file") == i).join(r[2], on="pos", how="left")
+        for i, r in enumerate(replies)
     ]
-    ids = Renumber([r.sort("id") for r in refs])
-    if ids.queries.height:
-        counts = yield partial(op_counts, queries=ids.queries)
-        for i, (lt, eq) in enumerate(counts):
-            ids.add(i, lt, eq)
-    mine = [ids.renamed(ops.filter(pl.col("file") == i), i, ("event_id",)) for i in range(files)]
+    ids = Renumber([f.select("start_ns", "end_ns", id="event_id") for f in listed])
+    assert ids.queries.equals(queries)
+    for i, (lt, eq, _) in enumerate(replies):
+        ids.add(i, lt, eq)
+    mine = [ids.renamed(f, i, ("event_id",)) for i, f in enumerate(listed)]
     return pl.concat(mine).sort("start_ns", "event_id")
 
 
