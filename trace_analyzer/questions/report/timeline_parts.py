@@ -191,7 +191,7 @@ def timeline_passes(root: str) -> Passes[Drawn]:
         ops = ops.with_columns(
             event_id=pl.lit(None, pl.Int64), pid=pl.lit(None, pl.Int64), tid=pl.lit(None, pl.Int64)
         )
-    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(schema))
+    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(pl.Schema(schema)))
 
 
 def _numbered(
