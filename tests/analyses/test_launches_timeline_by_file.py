@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from by_files import held
+from conftest import X, kineto, write_trace
 from test_ranks_by_file import DLRM, generated
 
 from trace_analyzer.analyses.passes import in_process
@@ -68,3 +69,41 @@ def test_the_timeline_a_rank_at_a_time_is_the_run_read_whole(name, run8):
     listed = expected.op_count <= EXACT_OPS  # gen_ranks: listed, with the run's event ids
     assert listed == (name == "gen_ranks") and expected.op_count > 0
     assert expected.framework_ops.height == (expected.op_count if listed else 0)
+
+
+LONG = "aten::" + "very_long_op_name_" * 12  # over NAME_CHARS: cut in its middle
+
+
+def two_ranks(folder: Path) -> Path:
+    """Two ranks' files, rank 1's first: an op of a long name, ops of equal times in both,
+    and rank 0's first kernel zero-length at its own first time (inside the run's window,
+    which rank 1's kernel opens), launched by the earliest op: the timeline starts there."""
+    for name, rank, first_ns in (("a", 1, 10), ("b", 0, 5)):
+        host, stream = 100 + rank, {"pid": rank, "tid": 7, "device": rank, "stream": 7}
+        kernels = [(200, 50)] if rank else [(300, 0), (310, 20)]
+        events = [
+            X("cpu_op", LONG, first_ns, 100, pid=host, tid=1),
+            X("cpu_op", "aten::add", 150, 10, pid=host, tid=1),
+            X("cpu_op", "aten::mul", 150, 10, pid=host, tid=2),
+        ]
+        for i, (ts, dur) in enumerate(kernels):
+            corr, at = 10 * rank + i + 1, (first_ns + 2, 152)[i]  # in the long op, in add
+            events += [
+                X("cuda_runtime", "cudaLaunchKernel", at, 1, pid=host, tid=1, correlation=corr),
+                X("kernel", f"k{i}", ts, dur, correlation=corr, **stream),
+            ]
+        write_trace(folder / f"{name}.json", kineto(events, distributedInfo={"rank": rank}))
+    return folder
+
+
+def test_ranks_out_of_the_files_order_ties_and_the_edges_of_the_window(tmp_path):
+    whole, files = held(two_ranks(tmp_path / "run"))
+    assert [f.events["rank"].unique().to_list() for f in files] == [[1], [0]]
+    result = in_process(launches_passes(whole.name), files)
+    assert said(result) == said(busiest_launches(whole))
+    assert result.lanes["rank"].to_list() == [0, 1]
+    g = gaps(whole)
+    expected = timeline(whole, g)
+    assert said(in_process(timeline_passes(whole.name), files)(g, None)) == said(expected)
+    assert expected.start_ns == whole.events["start_ns"].min()  # rank 0's zero-length kernel's op
+    assert any(n.endswith(LONG[-79:]) and "…" in n for n in expected.framework_ops["name"])
