@@ -65,7 +65,9 @@ def test_the_timeline_a_rank_at_a_time_is_the_run_read_whole(name, run8):
     histogram = gap_histogram(g, histogram_edges([g]))
     drawn = in_process(timeline_passes(whole.name), files)
     expected = timeline(whole, g, histogram=histogram)
-    assert said(drawn(g, histogram)) == said(expected)
+    result = drawn(g, histogram)
+    assert said(result) == said(expected)
+    assert result.framework_ops.schema == expected.framework_ops.schema
     listed = expected.op_count <= EXACT_OPS  # gen_ranks: listed, with the run's event ids
     assert listed == (name == "gen_ranks") and expected.op_count > 0
     assert expected.framework_ops.height == (expected.op_count if listed else 0)
@@ -107,3 +109,14 @@ def test_ranks_out_of_the_files_order_ties_and_the_edges_of_the_window(tmp_path)
     assert said(in_process(timeline_passes(whole.name), files)(g, None)) == said(expected)
     assert expected.start_ns == whole.events["start_ns"].min()  # rank 0's zero-length kernel's op
     assert any(n.endswith(LONG[-79:]) and "…" in n for n in expected.framework_ops["name"])
+
+
+def test_a_run_without_hardware_draws_nothing_as_read_whole(tmp_path):
+    for rank in (0, 1):
+        op = X("cpu_op", "aten::add", 10 + rank, 5, pid=100 + rank, tid=1)
+        write_trace(tmp_path / f"r{rank}.json", kineto([op], distributedInfo={"rank": rank}))
+    whole, files = held(tmp_path)
+    g = gaps(whole)
+    result = in_process(timeline_passes(whole.name), files)(g, None)
+    assert said(result) == said(timeline(whole, g)) and result.start_ns is None
+    assert said(in_process(launches_passes(whole.name), files)) == said(busiest_launches(whole))

@@ -7,13 +7,15 @@ gaps' passes) and the gap histogram.
   that launched one of its executions (``chain_table``), the executions at the edges of its
   span apart (whether they fall in the run's window is known only with it); the reducer takes
   the window (the hardware span of the run, as the gaps' is) and the start drawn from.
-- **Pass 2** (``timeline_ops``): each file's framework ops in that span (``OP_COLUMNS``, the
-  names cut as the timeline cuts them). The reducer holds every one of them: which row an op
-  is drawn on (``timeline.packed``) is a first fit over every op of the run, whichever file's,
-  in order of start, so neither the rows nor their buckets can be made a file at a time.
-- **Pass 3**, only where the run's ops are listed one by one (``EXACT_OPS`` or fewer): how
-  many events of each file sort before each op (``gaps.per_rank.tie_counts``), which makes
-  its id the run's (``Renumber``).
+- **Pass 2** (``timeline_ops``): each file's framework ops in that span, in its order: their
+  start, end and name (an index into the file's names, each cut as the timeline cuts it).
+  The reducer holds every one of them: which row an op is drawn on (``timeline.packed``) is
+  a first fit over every op of the run, whichever file's, in order of start, so neither the
+  rows nor their buckets can be made a file at a time.
+- **Pass 3**, only where the run's ops are listed one by one (``EXACT_OPS`` or fewer after
+  packing): for the listed ops' times, how many events of each file sort before them
+  (``gaps.per_rank.tie_counts``), which makes each op's id the run's (``Renumber``), and
+  the file's ops of those times with their ids, pids and tids (``op_ids``).
 
 The lanes, their buckets, the listed gaps and the details windows are made of the gaps'
 rows, which the run's ``GapsResult`` holds every one of (``timeline._lanes``).
@@ -191,7 +193,8 @@ def timeline_passes(root: str) -> Passes[Drawn]:
         ops = ops.with_columns(
             event_id=pl.lit(None, pl.Int64), pid=pl.lit(None, pl.Int64), tid=pl.lit(None, pl.Int64)
         )
-    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(pl.Schema(schema)))
+    listed = pl.Schema({**schema, "name": pl.String()})  # cut: as timeline() has them
+    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(listed))
 
 
 def _numbered(
