@@ -1,0 +1,87 @@
+"""The report's launches of a run, a rank at a time (docs/distributed.md, "launches a rank at
+a time"): one pass, in which each file gives its ``LaunchesPart`` (``launches_part``: its
+lanes' rows, each lane's queue downsampled as the JSON has it, its notes), and the reduce of
+the parts (``combine_launches``) into ``busiest_launches`` of the run read whole.
+
+A lane is one file's (its rank, pid and device), so its row and its queue are that file's
+alone; the run's rows are the files' together, sorted as ``launches`` sorts them, and "the
+busiest lanes" is ``busiest`` over them (a top N by queue_max, launches, then lane). A
+lane's queue is downsampled where it is measured (``analysis.downsample``: at most
+``POINTS`` per lane, and downsampling again keeps them), so what travels grows with the
+lanes, not with the launches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import partial
+
+import polars as pl
+
+from trace_analyzer.analyses.passes import Passes
+from trace_analyzer.loading.profile import Profile
+from trace_analyzer.questions.launches.analysis import (
+    LANE,
+    POINTS,
+    LaunchesResult,
+    downsample,
+    launches,
+)
+from trace_analyzer.questions.launches.busiest import busiest
+
+UNLINKED = re.compile(r"^(\d+) device rows have no linked launch: not counted$")
+BACKENDS = ("ROCm (HIP)", "Neuron")  # the order ``launches`` words their notes in
+
+
+@dataclass(frozen=True, repr=False)
+class LaunchesPart:
+    """One file's launches: its ``lanes`` (``launches``' rows), its lanes' ``queue`` change
+    points downsampled (``POINTS`` per lane at most), how many device rows have no linked
+    launch (``unlinked``) and the notes it says of its backends (``backends``)."""
+
+    lanes: pl.DataFrame
+    queue: pl.DataFrame
+    unlinked: int
+    backends: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"LaunchesPart({self.lanes.height} lanes, {self.queue.height} queue points)"
+
+
+def launches_part(profile: Profile) -> LaunchesPart:
+    """Return the ``LaunchesPart`` of ``profile`` (one file of a run)."""
+    r = launches(profile)
+    unlinked, backends = 0, []
+    for note in r.notes:
+        found = UNLINKED.match(note)
+        if found:
+            unlinked += int(found.group(1))
+        else:
+            backends.append(note)
+    return LaunchesPart(r.lanes, downsample(r.queue, POINTS), unlinked, tuple(backends))
+
+
+def combine_launches(parts: list[LaunchesPart], *, root: str) -> LaunchesResult:
+    """Return the launches of the run ``root`` from its files' ``parts``, the queue of its
+    busiest lanes only: ``busiest_launches`` of the run read whole (its JSON)."""
+    unlinked = sum(p.unlinked for p in parts)
+    notes = [f"{unlinked} device rows have no linked launch: not counted"] if unlinked else []
+    said = {n for p in parts for n in p.backends}
+    notes += sorted(said, key=lambda n: [n.startswith(b) for b in BACKENDS].index(True))
+    lanes = pl.concat([p.lanes for p in parts], how="vertical_relaxed")
+    queue = pl.concat([p.queue for p in parts], how="vertical_relaxed")
+    result = LaunchesResult(
+        root=root,
+        lanes=lanes.sort(LANE, nulls_last=True),
+        queue=queue.sort(*LANE, "ts_ns", nulls_last=True),
+        notes=tuple(notes),
+    )
+    return busiest(result)
+
+
+def launches_passes(root: str) -> Passes[LaunchesResult]:
+    """The report's launches of the run ``root`` a file at a time (``analyses/passes.py``):
+    one pass (``launches_part``), then the reduce (``combine_launches``)."""
+    parts = yield partial(launches_part)
+    return combine_launches(parts, root=root)
