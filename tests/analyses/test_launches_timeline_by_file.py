@@ -9,7 +9,6 @@ two-rank trace_filter run.
 from __future__ import annotations
 
 import json
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,7 @@ from test_ranks_by_file import DLRM, generated
 
 from trace_analyzer.analyses.passes import in_process, together
 from trace_analyzer.questions.gaps.analysis import gaps
-from trace_analyzer.questions.gaps.per_rank import (
-    Renumber,
-    combine_gaps,
-    fixed_of,
-    gaps_facts,
-    gaps_part,
-    tie_counts,
-)
+from trace_analyzer.questions.gaps.per_rank import GapsOptions, gaps_passes
 from trace_analyzer.questions.launches.busiest import busiest_launches
 from trace_analyzer.questions.launches.per_rank import launches_passes
 from trace_analyzer.questions.report.analysis import gap_histogram, histogram_edges
@@ -131,22 +123,6 @@ def test_a_run_without_hardware_draws_nothing_as_read_whole(tmp_path):
     assert said(in_process(launches_passes(whole.name), files)) == said(busiest_launches(whole))
 
 
-def _counts(profile, queries):
-    return tie_counts(profile.events, queries)
-
-
-def gaps_passes(root: str):
-    """The gaps a file at a time as batch/gaps.py reduces them (questions/gaps/per_rank.py)."""
-    facts = yield partial(gaps_facts)
-    run = fixed_of(facts, None)
-    parts = yield partial(gaps_part, fixed=run.fixed)
-    ids = Renumber([p.refs for p in parts])
-    if ids.queries.height:
-        for i, counts in enumerate((yield partial(_counts, queries=ids.queries))):
-            ids.add(i, *counts)
-    return combine_gaps(parts, run, ids, root=root)
-
-
 def test_the_timeline_of_the_gaps_reduced_in_step_with_them(run8):
     """The timeline's passes run in step with the gaps' (three rounds, one read of each file
     per round), then drawn from the gaps they reduce to: the run read whole's."""
@@ -155,9 +131,12 @@ def test_the_timeline_of_the_gaps_reduced_in_step_with_them(run8):
 
     def each(round_):
         rounds.append(len(round_.passes))
-        return [round_(p) for p in files]
+        return enumerate(round_(p) for p in files)
 
-    passes = {"gaps": gaps_passes(whole.name), "timeline": timeline_passes(whole.name)}
+    passes = {
+        "gaps": gaps_passes(GapsOptions(), whole.name),
+        "timeline": timeline_passes(whole.name),
+    }
     found = together(passes, each)
     g = found["gaps"]
     assert g.chain is None and rounds == [2, 2, 2]

@@ -87,12 +87,21 @@ class LaunchesResult(RunResult):
 def launches(profile: Profile, *, step: int | None = None) -> LaunchesResult:
     """Return the launches of one run (``profile``) per lane; ``step``: those launched in
     that ProfilerStep only."""
+    lanes, points, unlinked, sources = measured(profile, step)
+    return LaunchesResult(
+        root=profile.name, lanes=lanes, queue=points, notes=notes_of(unlinked, sources)
+    )
+
+
+def measured(
+    profile: Profile, step: int | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, int, set[str]]:
+    """What ``launches`` measures of ``profile``: its lanes' rows (sorted), their queue change
+    points, how many device rows have no linked launch, and the sources of its launched
+    work (what its notes say: ``notes_of``)."""
     events = profile.keyed
     done = work_in_step(events, profile.edges, step)
-    notes: list[str] = []
     unlinked = done.filter(pl.col("launch").is_null()).height
-    if unlinked:
-        notes.append(f"{unlinked} device rows have no linked launch: not counted")
     items = launched(events, done)
     points = queue_points(items)
     table = (
@@ -101,15 +110,18 @@ def launches(profile: Profile, *, step: int | None = None) -> LaunchesResult:
         .with_columns(blocked_ns=pl.when(pl.col("source").is_in(BOUNDED)).then("_full"))
         .drop("_full")
     )
+    sources = set(items["source"].cast(pl.String).unique().drop_nulls())
+    return table.sort(LANE, nulls_last=True), points, unlinked, sources
+
+
+def notes_of(unlinked: int, sources: set[str]) -> tuple[str, ...]:
+    """The notes of ``launches``: the device rows with no linked launch (``unlinked``), then,
+    of the ``sources`` launched, each backend's that documents no queue bound."""
+    notes = [f"{unlinked} device rows have no linked launch: not counted"] if unlinked else []
     for source, backend in (("rocm", "ROCm (HIP)"), ("neuron_hw", "Neuron")):
-        if items.filter(pl.col("source") == source).height:
+        if source in sources:
             notes.append(f"{backend} documents no launch queue bound: blocked is null on its lanes")
-    return LaunchesResult(
-        root=profile.name,
-        lanes=table.sort(LANE, nulls_last=True),
-        queue=points,
-        notes=tuple(notes),
-    )
+    return tuple(notes)
 
 
 def launched(events: pl.DataFrame, done: pl.DataFrame) -> pl.DataFrame:

@@ -13,7 +13,6 @@ lanes, not with the launches.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import partial
 
@@ -26,24 +25,22 @@ from trace_analyzer.questions.launches.analysis import (
     POINTS,
     LaunchesResult,
     downsample,
-    launches,
+    measured,
+    notes_of,
 )
 from trace_analyzer.questions.launches.busiest import busiest
-
-UNLINKED = re.compile(r"^(\d+) device rows have no linked launch: not counted$")
-BACKENDS = ("ROCm (HIP)", "Neuron")  # the order ``launches`` words their notes in
 
 
 @dataclass(frozen=True, repr=False)
 class LaunchesPart:
     """One file's launches: its ``lanes`` (``launches``' rows), its lanes' ``queue`` change
     points downsampled (``POINTS`` per lane at most), how many device rows have no linked
-    launch (``unlinked``) and the notes it says of its backends (``backends``)."""
+    launch (``unlinked``) and the ``sources`` of its launched work (``notes_of``)."""
 
     lanes: pl.DataFrame
     queue: pl.DataFrame
     unlinked: int
-    backends: tuple[str, ...]
+    sources: frozenset[str]
 
     def __repr__(self) -> str:
         return f"LaunchesPart({self.lanes.height} lanes, {self.queue.height} queue points)"
@@ -51,31 +48,22 @@ class LaunchesPart:
 
 def launches_part(profile: Profile) -> LaunchesPart:
     """Return the ``LaunchesPart`` of ``profile`` (one file of a run)."""
-    r = launches(profile)
-    unlinked, backends = 0, []
-    for note in r.notes:
-        found = UNLINKED.match(note)
-        if found:
-            unlinked += int(found.group(1))
-        else:
-            backends.append(note)
-    return LaunchesPart(r.lanes, downsample(r.queue, POINTS), unlinked, tuple(backends))
+    lanes, queue, unlinked, sources = measured(profile)
+    return LaunchesPart(lanes, downsample(queue, POINTS), unlinked, frozenset(sources))
 
 
 def combine_launches(parts: list[LaunchesPart], *, root: str) -> LaunchesResult:
     """Return the launches of the run ``root`` from its files' ``parts``, the queue of its
     busiest lanes only: ``busiest_launches`` of the run read whole (its JSON)."""
     unlinked = sum(p.unlinked for p in parts)
-    notes = [f"{unlinked} device rows have no linked launch: not counted"] if unlinked else []
-    said = {n for p in parts for n in p.backends}
-    notes += sorted(said, key=lambda n: [n.startswith(b) for b in BACKENDS].index(True))
+    sources = {s for p in parts for s in p.sources}
     lanes = pl.concat([p.lanes for p in parts], how="vertical_relaxed")
     queue = pl.concat([p.queue for p in parts], how="vertical_relaxed")
     result = LaunchesResult(
         root=root,
         lanes=lanes.sort(LANE, nulls_last=True),
         queue=queue.sort(*LANE, "ts_ns", nulls_last=True),
-        notes=tuple(notes),
+        notes=notes_of(unlinked, sources),
     )
     return busiest(result)
 
