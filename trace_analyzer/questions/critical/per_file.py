@@ -22,11 +22,11 @@ import polars as pl
 
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.questions.critical import scenarios as what
-from trace_analyzer.questions.critical.analysis import _named, _path_table
+from trace_analyzer.questions.critical.analysis import PATH_COLUMNS, _named, _path_table
 from trace_analyzer.questions.critical.graph import Graph, build
 from trace_analyzer.questions.critical.link import HOST_NODES, NONE, OWN_CODES, int64s
 from trace_analyzer.questions.critical.own import labelled, own_time
-from trace_analyzer.questions.critical.replay import Change, Times, replay, walk_all, windows
+from trace_analyzer.questions.critical.replay import Change, Times, replay, windows
 from trace_analyzer.questions.critical.waits import LEVEL
 from trace_analyzer.questions.gaps.hints import REPLAYS
 from trace_analyzer.questions.gaps.per_rank import tie_counts as event_ties
@@ -71,8 +71,20 @@ def relinked(g: Graph, latency: int) -> Graph:
     link's; it is read only through a launch)."""
     if latency == g.latency_ns or not g.n:
         return replace(g, latency_ns=latency)
-    a = {k: _array(getattr(g, k)) for k in (
-        "start", "dur", "gap", "lag", "delay", "tail", "chain", "launch", "wait", "cross", "own")}  # fmt: skip
+    names = (
+        "start",
+        "dur",
+        "gap",
+        "lag",
+        "delay",
+        "tail",
+        "chain",
+        "launch",
+        "wait",
+        "cross",
+        "own",
+    )
+    a = {k: _array(getattr(g, k)) for k in names}
     start, dur, launch = a["start"], a["dur"], a["launch"]
     device = a["own"] < OWN_CODES["call"]
     held = device & (launch != NONE)
@@ -109,7 +121,8 @@ def since_counts(g: Graph) -> pl.DataFrame:
         prev=pl.col("end_ns").shift(1).over("lane")
     )  # the lane's piece before it (in node order), before any dependency is dropped
     free = device.filter(
-        pl.col("launch").is_not_null() & (pl.col("prev").is_null() | (pl.col("prev") <= pl.col("at")))
+        pl.col("launch").is_not_null()
+        & (pl.col("prev").is_null() | (pl.col("prev") <= pl.col("at")))
     )
     since = (free["start_ns"] - free["at"]).cast(pl.Int64)
     return since.to_frame("value").group_by("value").agg(n=pl.len())
@@ -199,7 +212,7 @@ def _base(g: Graph) -> Times:
 def _path(g: Graph, base: Times, mine: list[tuple[int | None, int, int]]) -> pl.DataFrame:
     """The critical path of the windows ``mine`` (step, start, end node), unlabelled."""
     if not mine:
-        return _path_table(g, base, {None: (0, 0, 0)}).clear()
+        return pl.DataFrame(schema=PATH_COLUMNS)
     return _path_table(g, base, {s: (w0, 0, node) for s, w0, node in mine})
 
 
@@ -305,15 +318,14 @@ def measured(
         times = replay(g, sc.change, kept)
         spans.append({s: (a, b) for s, (a, b, _) in windows(g, times).items()})
         device.append(device_parts(g, sc.change))
-        hit = sc.nodes().filter(sc.nodes().is_in(path.implode())) if spec[0] != "warmup" else []
-        touched.append(sorted(int(i) for i in hit))
+        hit = sc.nodes()  # (a warm-up's: none)
+        touched.append(sorted(hit.filter(hit.is_in(path.implode())).to_list()))
         about.append((sc.fix, sc.key, sc.assumption, sc.kinds, sc.change.skip))
     return Measured(
         spans, device, touched, about,
         event_ties(profile.events, events) if events.height else None,
         tie_counts(node_keys(g), nodes, NODE_KEY) if nodes.height else None,
     )  # fmt: skip
-
 
 
 def tie_counts(

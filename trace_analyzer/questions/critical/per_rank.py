@@ -87,7 +87,9 @@ def critical_passes(root: str) -> Passes[CriticalResult | None]:
         return None
     segs = _path(walks)
     specs = _specs(segs, _api(found), spans)
-    pins = [_pin(spans, frozenset({arg}) if kind == "warmup" else frozenset()) for kind, arg in specs]
+    pins = [
+        _pin(spans, frozenset({arg}) if kind == "warmup" else frozenset()) for kind, arg in specs
+    ]
     ids = Renumber([w.refs for w in walks])
     nodes = Numbered([w.nodes.rename({"node": "id"}) for w in walks], NODE_KEY)
     got: list[Measured] = yield partial(
@@ -189,7 +191,9 @@ def _path(walks: list[Walked]) -> pl.DataFrame:
 
 def _specs(segs: pl.DataFrame, api: str | None, spans: Spans) -> list[Spec]:
     """The what-ifs the path suggests, in ``analysis._candidates``' order."""
-    out: list[Spec] = [("host", v) for v in _top(segs.filter(pl.col("label") != UNTRACED), "label", "host")]
+    out: list[Spec] = [
+        ("host", v) for v in _top(segs.filter(pl.col("label") != UNTRACED), "label", "host")
+    ]
     out += [("sync", v) for v in _top(segs, "name", "sync")]
     out += [("copy", v) for v in _top(segs, "name", "memory")]
     if api and segs.filter(pl.col("kind").is_in(["launch", "call", "host"])).height:
@@ -219,7 +223,9 @@ class Numbered(Renumber):
         self.queries = refs.select(*key).unique().sort(*key) if held else pl.DataFrame()
         keyed = self.queries.with_row_index("q")
         self.refs = (
-            refs.join(keyed, on=list(key)).select("file", "id", pl.col("q").cast(pl.Int64), base="id")
+            refs.join(keyed, on=list(key)).select(
+                "file", "id", pl.col("q").cast(pl.Int64), base="id"
+            )
             if held
             else refs
         )
@@ -250,7 +256,9 @@ def _steps(spans: Spans) -> pl.DataFrame:
     return out.with_columns(replay_error_pct=pl.when(pl.col("window_ns") > 0).then(error))
 
 
-def _period(spans: Spans, got: list[dict[int | None, tuple[int, int]]], skip: frozenset[int]) -> float:
+def _period(
+    spans: Spans, got: list[dict[int | None, tuple[int, int]]], skip: frozenset[int]
+) -> float:
     """``analysis._period`` from the files' windows ``got``: the first start and the last end
     over every file and every measured window, over the number of windows."""
     kept = [s for s in spans if s not in skip]
@@ -288,7 +296,9 @@ def _fixes(got: list[Measured], segs: pl.DataFrame, spans: Spans) -> pl.DataFram
             on = pl.col("step").is_in(list(skip))
         else:
             touched = [i * (1 << 40) + n for i, m in enumerate(got) for n in m.touched[k]]
-            on = pl.col("kind").is_in(kinds) & where.is_in(pl.Series(touched, dtype=pl.Int64).implode())
+            on = pl.col("kind").is_in(kinds) & where.is_in(
+                pl.Series(touched, dtype=pl.Int64).implode()
+            )
         hit = segs.select("duration_ns", row=pl.int_range(pl.len()), on=on).filter("on")
         examples = segs[longest(hit, 3, "duration_ns")["row"]]
         rows.append({
