@@ -13,6 +13,7 @@ import importlib
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from by_files import held
 from conftest import X, kineto, write_trace
@@ -40,11 +41,24 @@ def both(path: Path) -> tuple[str, str | None, CriticalResult]:
     return as_json(expected), None if got is None else as_json(got), expected
 
 
-def rank_events(pid: int, device: int, *, steps: bool = True, late: int = 0) -> list[dict]:
-    """One rank of three steps (the first the longest: a warm-up), each an op launching three
-    kernels, an asynchronous copy and a stream synchronize; ``late``: the copy ends past its
-    step (the window ends on the device)."""
-    events, c, t = [], 0, 0
+def rank_events(
+    pid: int, device: int, rank: int, *, steps: bool = True, late: int = 0, mixed: bool = False
+) -> list[dict]:
+    """One rank (``rank``: 0-2): an op launching a kernel before its steps, then three steps
+    (the first the longest: a warm-up), each an op launching three kernels, an asynchronous
+    copy and a stream synchronize, which starts 10 us earlier a rank (its return ties with
+    the other ranks' at its end, its call does not); ``late``: the copy ends past its step
+    (the window ends on the device). ``mixed``: the rank's copy is late in step 3 - rank,
+    rank 1 replays a CUDA graph (the run's graph API is then none), and step 3 ends with a
+    collective no call launched (the first step's start, kept by every what-if, counts)."""
+    events = [
+        X("cpu_op", "aten::mm", 50, 240, pid=pid, tid=pid),
+        X("cuda_runtime", "cudaLaunchKernel", 100, 10, pid=pid, tid=pid, correlation=99),
+        X("kernel", "fill", 150, 40, pid=device, tid=7, correlation=99, device=device, stream=7),
+    ]  # fmt: skip
+    if mixed and rank == 1:
+        events.append(X("cuda_runtime", "cudaGraphLaunch", 200, 5, pid=pid, tid=pid))
+    c, t = 0, 300
     for step, length in ((1, 1400), (2, 800), (3, 800)):
         if steps:
             events.append(X("user_annotation", f"ProfilerStep#{step}", t, length, pid=pid, tid=pid))
@@ -58,23 +72,30 @@ def rank_events(pid: int, device: int, *, steps: bool = True, late: int = 0) -> 
                   device=device, stream=7),
             ]  # fmt: skip
         c += 1
+        copy = 560 + (900 if mixed and step == 3 - rank else late)
+        sync = 10 * rank
         events += [
             X("cpu_op", "aten::copy_", t + 200, 400, pid=pid, tid=pid),
             X("cuda_runtime", "cudaMemcpyAsync", t + 210, 10, pid=pid, tid=pid, correlation=c),
-            X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t + 560 + late, 60, pid=device,
+            X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", t + copy, 60, pid=device,
               tid=8, correlation=c, device=device, stream=8),
-            X("cuda_runtime", "cudaStreamSynchronize", t + 230, 420, pid=pid, tid=pid),
+            X("cuda_runtime", "cudaStreamSynchronize", t + 230 - sync, 420 + sync, pid=pid,
+              tid=pid),
         ]  # fmt: skip
+        if mixed and step == 3:  # no launch: it keeps its time, whatever a what-if moves
+            events.append(X("kernel", "ncclKernel_AllReduce", t + 700, 1000, pid=device, tid=9,
+                            device=device, stream=9))  # fmt: skip
         t += length
     return events
 
 
-def copies(folder: Path, *, shared: bool = False, **given: object) -> Path:
+def copies(folder: Path, *, shared: bool = False, mixed: bool = False, **given: object) -> Path:
     """Three ranks, each the same trace (``rank_events``) on its own process and GPU (with
     ``shared``: all on pid 1, GPU 0)."""
     for r in range(3):
         pid, device = (1, 0) if shared else (100 + r, r)
-        doc = kineto(rank_events(pid, device, **given), distributedInfo={"rank": r})  # type: ignore[arg-type]
+        events = rank_events(pid, device, r, mixed=mixed, **given)  # type: ignore[arg-type]
+        doc = kineto(events, distributedInfo={"rank": r})
         write_trace(folder / f"rank{r}.json", doc)
     return folder
 
@@ -94,6 +115,7 @@ def alike(tmp_path_factory) -> dict[str, Path]:
         "steps": copies(base / "steps"),
         "late": copies(base / "late", late=900),
         "nosteps": copies(base / "nosteps", steps=False),
+        "mixed": copies(base / "mixed", mixed=True),
     }
 
 
@@ -123,7 +145,7 @@ def test_a_generated_run_a_rank_at_a_time_is_the_run_read_whole(run8):
     assert got == expected
 
 
-@pytest.mark.parametrize("name", ["steps", "late", "nosteps"])
+@pytest.mark.parametrize("name", ["steps", "late", "nosteps", "mixed"])
 def test_ranks_alike_tie_everywhere_and_are_the_run_read_whole(alike, name):
     """Every event of one rank has the times of the others': the windows' ends, the events'
     and the nodes' numbers are decided among equals by the files' order, as read whole."""
@@ -138,6 +160,11 @@ def test_ranks_alike_tie_everywhere_and_are_the_run_read_whole(alike, name):
         assert any(s.startswith("copy:") for s in scenarios)
     elif name == "late":  # the device ends tie: the first, the first rank's
         assert pids == {100} and last.height
+    elif name == "mixed":  # step s ends on rank 3 - s's device; no graph what-if
+        assert result.path.group_by("step").agg(pl.col("pid").first()).sort("step")[
+            "pid"
+        ].to_list() == [102, 101, 100]
+        assert "graphs" not in result.fixes["scenario"].to_list()
 
 
 def test_files_sharing_a_process_are_left_to_be_read_whole(tmp_path):
@@ -147,12 +174,15 @@ def test_files_sharing_a_process_are_left_to_be_read_whole(tmp_path):
     assert in_process(critical_passes(whole.name), files) is None
 
 
-@pytest.mark.parametrize("name", ["steps", "late"])
+@pytest.mark.parametrize("name", ["steps", "mixed", "dlrm"])
 def test_the_python_replay_combines_as_the_compiled_one(alike, name, monkeypatch):
     """Without the compiled parts (_replay.c) every graph, replay and walk is Python's: the
-    files' parts still make the run read whole's result."""
+    files' parts still make the run read whole's result (DLRM: with the run's latency)."""
+    path = DLRM if name == "dlrm" else alike[name]
+    if not path.is_dir():
+        pytest.skip(f"../shared/corpus is absent: no {path}")
     for module in ("link", "graph", "replay", "scenarios", "own", "waits"):
         mod = importlib.import_module(f"trace_analyzer.questions.critical.{module}")
         monkeypatch.setattr(mod, "_replay", None)
-    expected, got, _ = both(alike[name])
+    expected, got, _ = both(path)
     assert got == expected

@@ -179,14 +179,13 @@ def _api(found: list[FileFacts]) -> str | None:
 
 
 def _path(walks: list[Walked]) -> pl.DataFrame:
-    """The run's path from the files' segments, in the order the run read whole gives them
-    (by window, then in time order), each with its file (``_file``) and its node there
-    (``_local``)."""
+    """The run's path from the files' segments, each with its file (``_file``) and its node
+    there (``_local``), by file (``_renamed`` puts them in the run's order)."""
     frames = [
         w.segments.with_columns(_file=pl.lit(i, pl.Int64), _local=pl.col("node"))
         for i, w in enumerate(walks)
     ]
-    return pl.concat(frames, how="vertical_relaxed").sort("step", "order", maintain_order=True)
+    return pl.concat(frames, how="vertical_relaxed")
 
 
 def _specs(segs: pl.DataFrame, api: str | None, spans: Spans) -> list[Spec]:
