@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pickle
 from pathlib import Path
 
 import polars as pl
@@ -19,7 +20,7 @@ from by_files import held
 from conftest import X, kineto, write_trace
 from test_ranks_by_file import DLRM, ROOT, generated
 
-from trace_analyzer.analyses.passes import in_process
+from trace_analyzer.analyses.passes import Round, in_process, together
 from trace_analyzer.questions.critical.analysis import CriticalResult, critical
 from trace_analyzer.questions.critical.graph import build
 from trace_analyzer.questions.critical.per_file import since_counts
@@ -143,6 +144,19 @@ def test_dlrm_s_ranks_are_given_the_run_s_launch_latency():
 def test_a_generated_run_a_rank_at_a_time_is_the_run_read_whole(run8):
     expected, got, _ = both(run8)
     assert got == expected
+
+
+def test_the_passes_and_what_they_give_travel_pickled(run8):
+    """Each pass, and what it gives for every file, pickled there and back (as to a worker
+    process and from it): the same result."""
+    whole, files = held(run8)
+
+    def each(passes: Round) -> list:
+        sent = pickle.loads(pickle.dumps(passes))
+        return pickle.loads(pickle.dumps([sent(f) for f in files]))
+
+    got = together({"critical": critical_passes(whole.name)}, each)["critical"]
+    assert as_json(got) == as_json(critical(whole))
 
 
 @pytest.mark.parametrize("name", ["steps", "late", "nosteps", "mixed"])
