@@ -1,10 +1,10 @@
-"""`traceana ranks` (or `gaps`: --command) a rank at a time (--jobs 2, a Dask LocalCluster of
+"""`traceana ranks` (or `gaps`, `report`: --command) a rank at a time (--jobs 2, a Dask LocalCluster of
 2 workers) beside the run read whole, on bench/gen_ranks.py runs of 8, 64 and 256 ranks.
 
     .venv/bin/python bench/ranks_bench.py /tmp/ranks-bench [--ranks 8 64 256] [--kernels 3600]
-        [--command gaps [--option --min-gap=20us]]
+        [--command gaps [--option --min-gap=20us]] [--command report --option --no-images]
 
-Per size, in this order, each command its own process (``--no-cache``, JSON to a file): the
+Per size, in this order, each command its own process (``--no-cache``, JSON or the page to a file): the
 run read whole (the floor and peer: today's path; ``--whole-max`` ranks at most), ``--jobs
 2``, then ``--scheduler`` on a LocalCluster of 2 worker processes started by this script
 (its start-up not timed). The reducer's peak is the traceana process's own VmHWM, written as
@@ -77,7 +77,8 @@ def command(run: Path, out: Path, options: list[str], workers=None) -> tuple[flo
     args = [sys.executable, "-c", EXIT_STATUS + TRACEANA, COMMAND[0], str(run), "--no-cache",
             *COMMAND[1:]]  # fmt: skip
     t = time.perf_counter()
-    proc = subprocess.Popen([*args, "--format", "json", "-o", str(out), *options], env=env,
+    fmt = [] if COMMAND[0] == "report" else ["--format", "json"]  # a page, not JSON
+    proc = subprocess.Popen([*args, *fmt, "-o", str(out), *options], env=env,
                             cwd=REPO)  # fmt: skip
     watch = Watch(workers or (lambda: descendants(proc.pid)))
     watch.start()
@@ -99,8 +100,8 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, nargs="+", default=[8, 64, 256])
     ap.add_argument("--kernels", type=int, default=3600, help="per rank and step (~5 MB/rank)")
     ap.add_argument("--whole-max", type=int, default=256, help="the run read whole up to this")
-    ap.add_argument("--command", default="ranks", choices=["ranks", "gaps"])
-    ap.add_argument("--option", nargs="*", default=[], help="given to every command (--min-gap=20us)")
+    ap.add_argument("--command", default="ranks", choices=["ranks", "gaps", "report"])
+    ap.add_argument("--option", nargs="*", default=[], help="given to every command (--min-gap=20us; report: --no-images)")
     a = ap.parse_args()
     COMMAND[:] = [a.command, *a.option]
     sys.path.insert(0, str(REPO))  # the cluster's scheduler and workers unpickle traceana's tasks
@@ -118,18 +119,19 @@ def main() -> None:
         mb = sum(f.stat().st_size for f in run.glob("rank-*")) / 1e6
         with tempfile.TemporaryDirectory() as tmp:
             outs = {}
+            suffix = "html" if a.command == "report" else "json"
             rows = []
             if n <= a.whole_max:
-                outs["whole"] = Path(tmp) / "whole.json"
+                outs["whole"] = Path(tmp) / f"whole.{suffix}"
                 rows.append(("read whole", command(run, outs["whole"], [])))
-            outs["jobs"] = Path(tmp) / "jobs.json"
+            outs["jobs"] = Path(tmp) / f"jobs.{suffix}"
             rows.append(("--jobs 2", command(run, outs["jobs"], ["--jobs", "2"])))
             local = {"host": "127.0.0.1", "dashboard_address": None}
             with distributed.LocalCluster(
                 n_workers=2, threads_per_worker=1, processes=True, **local
             ) as cluster:
                 pids = [w.process.pid for w in cluster.workers.values()]
-                outs["dask"] = Path(tmp) / "dask.json"
+                outs["dask"] = Path(tmp) / f"dask.{suffix}"
                 address = ["--scheduler", cluster.scheduler_address]
                 took = command(run, outs["dask"], address, lambda pids=pids: pids)
                 rows.append(("--scheduler (LocalCluster, 2)", took))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,10 @@ from trace_analyzer.cli.common import (
     writing,
 )
 from trace_analyzer.cli.messages import plain
+from trace_analyzer.errors import UsageError
+
+if TYPE_CHECKING:
+    from trace_analyzer.questions.report.analysis import ReportResult
 
 
 @cli.command()
@@ -37,10 +42,34 @@ from trace_analyzer.cli.messages import plain
     help="Draw the PNG plots (matplotlib). --no-images: a .md of text alone (a PR comment "
     "cannot show relative images), a page without the gap histogram.",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Read a multi-rank run a rank's file at a time, in this many local worker processes "
+    "(1: in-process), and reduce what each gives: the same page (docs/distributed.md).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786, and reduce "
+    "here, as --jobs.",
+)
 @load_options
 @handle_errors
-def report(path: Path, base: Path | None, output: Path, images: bool, loading: Loading) -> None:
+def report(
+    path: Path,
+    base: Path | None,
+    output: Path,
+    images: bool,
+    jobs: int | None,
+    scheduler: str | None,
+    loading: Loading,
+) -> None:
     """One page for one run: timeline, gap histogram, summary, ops and gaps; with --base, the diff.
+
+    With --jobs or --scheduler, a multi-rank run is read a rank's file at a time and reduced:
+    the same page (docs/distributed.md, "report a rank at a time").
 
     The page embeds the JSON of `gaps`, `ops`, `ranks`, `kernels`, `launches` (and `diff`;
     `engines` when PATH holds device-profile exports), their long lists cut, and shows
@@ -53,26 +82,43 @@ def report(path: Path, base: Path | None, output: Path, images: bool, loading: L
     """
     from trace_analyzer.questions.report import files as report_page
     from trace_analyzer.questions.report import plots
-    from trace_analyzer.questions.report.analysis import report as report_of
 
     report_page.format_of(output)
     if images:
         plots.require()
-    from trace_analyzer.loading.device import device_of
-    from trace_analyzer.model.schema import COLLECTIVES
-
-    # args="later": the collectives' groups and sizes (ranks), read for their rows alone
-    head = loading.one(path, args=COLLECTIVES)  # several runs: a usage error naming them
-    before = None if base is None else loading.one(base)
-    device, note = device_of(path)  # its device-profile exports, for the engines section
-    result = report_of(
-        head, before, path=str(path), base_path=None if base is None else str(base),
-        device=device, device_note=note,
-        base_device=None if base is None else device_of(base)[0],  # below the base's ops
-    )  # fmt: skip
+    mapped = jobs is not None or scheduler is not None
+    if mapped and base is not None:
+        raise UsageError("--jobs and --scheduler do not take --base yet")
+    result = _made(loading, path, base, (jobs or 1, scheduler) if mapped else None)
     written = report_page.files(result, output, images=images)
     for target, content in written.items():
         with writing(target):  # a plot beside it replaces a link there, not what it names
             atomic.replace(target, content, through_links=target == output)
     beside = f" and {len(written) - 1} plots beside it" if len(written) > 1 else ""
     click.echo(f"wrote {plain(output)}{beside}", err=True)
+
+
+def _made(
+    loading: Loading, path: Path, base: Path | None, mapped: tuple[int, str | None] | None
+) -> ReportResult:
+    """The report of ``path`` (with ``base``): a rank at a time where ``mapped`` gives the
+    jobs and scheduler and the run can be read so (batch/report.py), else read whole."""
+    from trace_analyzer.loading.device import device_of
+    from trace_analyzer.model.schema import COLLECTIVES
+    from trace_analyzer.questions.report.analysis import report as report_of
+
+    device, note = device_of(path)  # its device-profile exports, for the engines section
+    if mapped is not None and not note and not (device and device.profiles):
+        from trace_analyzer.batch.report import mapped_report, report_passes
+
+        found = loading.one_by_file(path, report_passes, *mapped)
+        if found is not None:
+            return mapped_report(str(path), found)
+    # args="later": the collectives' groups and sizes (ranks), read for their rows alone
+    head = loading.one(path, args=COLLECTIVES)  # several runs: a usage error naming them
+    before = None if base is None else loading.one(base)
+    return report_of(
+        head, before, path=str(path), base_path=None if base is None else str(base),
+        device=device, device_note=note,
+        base_device=None if base is None else device_of(base)[0],  # below the base's ops
+    )  # fmt: skip
