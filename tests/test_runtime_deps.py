@@ -46,3 +46,23 @@ def test_engines_needs_no_extra(tmp_path):
     p = run("engines", "fixtures/rmsnorm_naive", "--format", "json")
     assert p.returncode in (0, 2), p.stderr  # 2: no export there, said in one line
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr
+
+
+def test_a_report_a_rank_at_a_time_needs_no_extra(tmp_path):
+    """report --jobs 1 runs every section's passes (the critical path's replay included)."""
+    from conftest import X, kineto, write_trace
+
+    for rank in (0, 1):
+        pid = 10 + rank
+        events = [X("user_annotation", "ProfilerStep#1", 0, 900, pid=pid, tid=1)]
+        for i, start in enumerate((100, 400)):
+            events += [
+                X("cuda_runtime", "cudaLaunchKernel", start, 20, pid=pid, tid=1, correlation=i),
+                X("kernel", f"k{i}", start + 30, 150, pid=0, tid=7, correlation=i, device=rank,
+                  stream=7),
+            ]  # fmt: skip
+        write_trace(tmp_path / "run" / f"rank{rank}.json", kineto(events, distributedInfo={"rank": rank}))  # fmt: skip
+    out = tmp_path / "r.html"
+    p = run("report", str(tmp_path / "run"), "--jobs", "1", "--no-images", "-o", str(out), "--no-cache")
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr and out.read_bytes().startswith(b"<!")

@@ -153,7 +153,7 @@ def test_the_passes_and_what_they_give_travel_pickled(run8):
 
     def each(passes: Round) -> list:
         sent = pickle.loads(pickle.dumps(passes))
-        return pickle.loads(pickle.dumps([sent(f) for f in files]))
+        return enumerate(pickle.loads(pickle.dumps([sent(f) for f in files])))
 
     got = together({"critical": critical_passes(whole.name)}, each)["critical"]
     assert as_json(got) == as_json(critical(whole))

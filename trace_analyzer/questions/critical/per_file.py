@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from trace_analyzer.loading.profile import Profile
@@ -29,7 +28,7 @@ from trace_analyzer.questions.critical.own import labelled, own_time
 from trace_analyzer.questions.critical.replay import Change, Times, replay, windows
 from trace_analyzer.questions.critical.waits import LEVEL
 from trace_analyzer.questions.gaps.hints import REPLAYS
-from trace_analyzer.questions.gaps.per_rank import tie_counts as event_ties
+from trace_analyzer.questions.gaps.per_rank import tie_counts
 
 # A node's place in the run's order, as far as another file's nodes are concerned
 # (graph.ORDER): by start, end and LEVEL, a mark's seq, then the event (whose run's id is by
@@ -51,16 +50,15 @@ def file_key(profile: Profile) -> str:
     return "|".join(sorted(str(r.source.path) for r in profile.reads if r.read))
 
 
-def _array(values: Sequence[int]) -> np.ndarray:
-    return np.frombuffer(values, dtype=np.int64) if isinstance(values, memoryview) else (
-        np.asarray(values, dtype=np.int64))  # fmt: skip
+def _series(values: Sequence[int]) -> pl.Series:
+    """One of the graph's int64 arrays (a memoryview, or a list) as an Int64 column."""
+    return pl.Series(values=values.tolist() if isinstance(values, memoryview) else values,
+                     dtype=pl.Int64)  # fmt: skip
 
 
-def _like(template: Sequence[int], values: np.ndarray) -> Sequence[int]:
+def _like(template: Sequence[int], values: pl.Series) -> Sequence[int]:
     """``values`` as the graph holds its arrays (an int64 memoryview, or a list)."""
-    if isinstance(template, memoryview):
-        return int64s(pl.Series(values=values, dtype=pl.Int64))
-    return [int(v) for v in values]
+    return int64s(values) if isinstance(template, memoryview) else values.to_list()
 
 
 def relinked(g: Graph, latency: int) -> Graph:
@@ -71,36 +69,37 @@ def relinked(g: Graph, latency: int) -> Graph:
     link's; it is read only through a launch)."""
     if latency == g.latency_ns or not g.n:
         return replace(g, latency_ns=latency)
-    names = (
-        "start",
-        "dur",
-        "gap",
-        "lag",
-        "delay",
-        "tail",
-        "chain",
-        "launch",
-        "wait",
-        "cross",
-        "own",
+    a = pl.DataFrame(
+        [
+            _series(getattr(g, k)).alias(k)
+            for k in ("start", "dur", "gap", "lag", "delay", "tail", "own")
+        ]
+        + g.links("chain", "launch", "wait", "cross")
     )
-    a = {k: _array(getattr(g, k)) for k in names}
-    start, dur, launch = a["start"], a["dur"], a["launch"]
-    device = a["own"] < OWN_CODES["call"]
-    held = device & (launch != NONE)
-    lag = a["lag"].copy()
-    lag[device & (launch == NONE) & (lag == g.latency_ns)] = latency
-    at = np.where(held, launch, 0)
-    lag[held] = np.minimum(start[held] - start[at[held]], latency)
-    latest = np.where(held, start[at] + lag, LEAST)
-    for dep, extra in (("chain", a["gap"]), ("wait", a["tail"]), ("cross", 0)):
-        p = a[dep]
-        on = held & (p != NONE)
-        q = np.where(on, p, 0)
-        latest = np.where(on, np.maximum(latest, start[q] + dur[q] + extra), latest)
-    delay = np.where(held, start - latest, a["delay"])
+    start, dur = a["start"], a["dur"]
+
+    def end_of(dep: str) -> pl.Expr:  # the end of each node's dependency ``dep`` (null: none)
+        return pl.lit(start.gather(a[dep]) + dur.gather(a[dep]))
+
+    device = pl.col("own") < OWN_CODES["call"]
+    held = device & pl.col("launch").is_not_null()
+    launched = pl.lit(start.gather(a["launch"]))
+    lag = (
+        pl.when(held)
+        .then(pl.min_horizontal(pl.col("start") - launched, pl.lit(latency)))
+        .when(device & (pl.col("lag") == g.latency_ns))
+        .then(pl.lit(latency))
+        .otherwise(pl.col("lag"))
+    )
+    latest = pl.max_horizontal(
+        launched + pl.col("lag"), end_of("chain") + pl.col("gap"), end_of("wait") + pl.col("tail"),
+        end_of("cross"),
+    )  # fmt: skip
+    out = a.with_columns(lag=lag).with_columns(
+        delay=pl.when(held).then(pl.col("start") - latest).otherwise(pl.col("delay"))
+    )
     return replace(
-        g, lag=_like(g.lag, lag), delay=_like(g.delay, delay), latency_ns=latency,
+        g, lag=_like(g.lag, out["lag"]), delay=_like(g.delay, out["delay"]), latency_ns=latency,
     )  # fmt: skip
 
 
@@ -136,7 +135,7 @@ def node_keys(g: Graph) -> pl.DataFrame:
     )  # fmt: skip
     ends = [b for _, bs in g.marks.values() for b in bs]
     mark = pl.col("kind") == "mark"
-    calls = pl.Series(_array(g.call)).cast(pl.Int64)
+    calls = _series(g.call)
     call_start = g.table["start_ns"].gather(calls.set(calls == NONE, None))
     return g.table.select(
         pl.col("node").cast(pl.Int64), "start_ns", "end_ns", level=level,
@@ -176,11 +175,11 @@ def facts(profile: Profile) -> FileFacts:
     g = build(profile)
     times = replay(g)  # every node's recorded times
     keys = node_keys(g)
-    ends = pl.Series(_array(times.end))
+    ends = _series(times.end)
     out: dict[int | None, tuple[int, End | None, End | None]] = {}
     if not g.marks and g.n:
         last = pl.DataFrame({"end": ends, "node": keys["node"]}).sort("end", "node").row(-1)
-        out[None] = (int(min(_array(times.start))), None, _end(keys, last[0], last[1]))
+        out[None] = (int(min(times.start)), None, _end(keys, last[0], last[1]))
     by = g.by_step()
     for s, (starts, marks) in sorted(g.marks.items()):
         t, b = max((times.start[b], b) for b in marks)
@@ -236,9 +235,8 @@ def walked(profile: Profile, *, latency: int, tasks: Tasks) -> Walked:
     g = graph_of(profile, latency)
     base = _base(g)
     recorded = replay(g)
-    exact = bool(
-        np.array_equal(_array(base.start), _array(recorded.start))
-        and np.array_equal(_array(base.end), _array(recorded.end))
+    exact = _series(base.start).equals(_series(recorded.start)) and _series(base.end).equals(
+        _series(recorded.end)
     )
     segs = _path(g, base, tasks.get(file_key(profile), []))
     segs = labelled(segs, own_time(profile.keyed, None, None))
@@ -323,22 +321,6 @@ def measured(
         about.append((sc.fix, sc.key, sc.assumption, sc.kinds, sc.change.skip))
     return Measured(
         spans, device, touched, about,
-        event_ties(profile.events, events) if events.height else None,
+        tie_counts(profile.events, events) if events.height else None,
         tie_counts(node_keys(g), nodes, NODE_KEY) if nodes.height else None,
     )  # fmt: skip
-
-
-def tie_counts(
-    rows: pl.DataFrame, queries: pl.DataFrame, key: tuple[str, ...]
-) -> tuple[pl.Series, pl.DataFrame]:
-    """For each of ``queries`` (distinct values of ``key``, in order), how many of ``rows``
-    (one file's events or nodes) sort before it by ``key`` (``lt``, one per query) and how
-    many have its value (``eq``: the queries' rows ``q`` where some do, and how many):
-    gaps/per_rank.py's ``tie_counts`` (the events') by any key."""
-    asked = queries.select(*key, q=pl.int_range(pl.len(), dtype=pl.Int64))
-    mine = rows.select(*key, q=pl.lit(None, pl.Int64))
-    both = pl.concat([asked, mine]).sort(*key, "q", nulls_last=True)  # a query before its ties
-    lt = both.select(pl.col("q").is_null().cum_sum().filter(pl.col("q").is_not_null()))
-    same = mine.group_by(*key).agg(eq=pl.len().cast(pl.Int64))
-    eq = asked.join(same, on=list(key)).select("q", "eq")
-    return lt.to_series().cast(pl.Int64), eq

@@ -24,7 +24,7 @@ that every device lag is made of. So:
 3. every file replays every what-if (``Measured``): its windows (the run's: the first start
    and the last end over the files, so ``_period`` is exact), its device time per step
    (added up before the mean), the nodes of its own path segments each changes; and the tie
-   counts that make its event ids and node ids the run's (``Renumber``, ``Numbered``).
+   counts that make its event ids and node ids the run's (``Renumber``, by either's key).
 
 A what-if replay starts at the first node a change touches and keeps the nodes before it
 as recorded; a file's first is not the run's, which is the same only where the replay as
@@ -62,7 +62,7 @@ from trace_analyzer.questions.critical.per_file import (
     measured,
     walked,
 )
-from trace_analyzer.questions.gaps.per_rank import Renumber
+from trace_analyzer.questions.gaps.per_rank import Renumber, _median
 
 # A window of the run: its start, its end, and the node that ends it (file, node).
 Window = tuple[int, int, tuple[int, int]]
@@ -91,7 +91,7 @@ def critical_passes(root: str) -> Passes[CriticalResult | None]:
         _pin(spans, frozenset({arg}) if kind == "warmup" else frozenset()) for kind, arg in specs
     ]
     ids = Renumber([w.refs for w in walks])
-    nodes = Numbered([w.nodes.rename({"node": "id"}) for w in walks], NODE_KEY)
+    nodes = Renumber([w.nodes.rename({"node": "id"}) for w in walks], NODE_KEY)
     got: list[Measured] = yield partial(
         measured, latency=latency, tasks=tasks, specs=specs, pins=pins,
         events=ids.queries, nodes=nodes.queries,
@@ -160,15 +160,8 @@ def _windows(found: list[FileFacts]) -> Spans | None:
 def _latency(counts: list[pl.DataFrame]) -> int:
     """The run's launch latency from its files' launch times (``per_file.since_counts``): their
     median (the mean of the two middle values), truncated, and 0 where none or below."""
-    held = [c for c in counts if c.height]
-    if not held:
-        return 0
-    c = pl.concat(held).group_by("value").agg(pl.col("n").sum()).sort("value")
-    total = int(c["n"].sum())
-    cum = c["n"].cum_sum()
-    lo, hi = (int(c["value"][int((cum > i).arg_max())]) for i in ((total - 1) // 2, total // 2))  # type: ignore[arg-type]
-    median = float(lo) if total % 2 else (float(lo) + float(hi)) / 2.0
-    return max(0, int(median))
+    median, _ = _median(counts)
+    return 0 if median is None else max(0, int(median))
 
 
 def _api(found: list[FileFacts]) -> str | None:
@@ -211,27 +204,7 @@ def _pin(spans: Spans, skip: frozenset[int]) -> int | None:
     return kept[0][1] if kept else None
 
 
-class Numbered(Renumber):
-    """``Renumber`` by any ``key``: the run's numbers of the rows the parts name (``refs``:
-    ``id`` and ``key``), where the run numbers every file's rows in one order by ``key``,
-    the files in order at equal keys, each file's own in its own order (its ``id``)."""
-
-    def __init__(self, refs_of: list[pl.DataFrame], key: tuple[str, ...]) -> None:
-        held = [r.with_columns(file=pl.lit(i)) for i, r in enumerate(refs_of) if r.height]
-        refs = pl.concat(held) if held else pl.DataFrame(schema={"id": pl.Int64, "file": pl.Int32})
-        self.queries = refs.select(*key).unique().sort(*key) if held else pl.DataFrame()
-        keyed = self.queries.with_row_index("q")
-        self.refs = (
-            refs.join(keyed, on=list(key)).select(
-                "file", "id", pl.col("q").cast(pl.Int64), base="id"
-            )
-            if held
-            else refs
-        )
-        self.total = pl.zeros(self.queries.height, pl.Int64, eager=True)
-
-
-def _renamed(segs: pl.DataFrame, ids: Renumber, nodes: Numbered, files: int) -> pl.DataFrame:
+def _renamed(segs: pl.DataFrame, ids: Renumber, nodes: Renumber, files: int) -> pl.DataFrame:
     """``segs`` with each event id and node the run's."""
     parts = []
     for i in range(files):

@@ -268,16 +268,19 @@ def gaps_part(
 KEY = ("start_ns", "end_ns")  # the order the run read whole numbers its events in
 
 
-def tie_counts(events: pl.DataFrame, queries: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
-    """For each of ``queries`` (distinct (start, end) pairs, in order), how many of ``events``
-    (one file's) sort before it (``lt``, one per query) and how many have its times
-    (``eq``: the queries' rows ``q`` where some do, and how many)."""
-    asked = queries.select(*KEY, q=pl.int_range(pl.len(), dtype=pl.Int64))
-    mine = events.select(*KEY, q=pl.lit(None, pl.Int64))
-    both = pl.concat([asked, mine]).sort(*KEY, "q", nulls_last=True)  # a query before its ties
+def tie_counts(
+    events: pl.DataFrame, queries: pl.DataFrame, key: tuple[str, ...] = KEY
+) -> tuple[pl.Series, pl.DataFrame]:
+    """For each of ``queries`` (distinct values of ``key``, in order; by default (start, end)
+    pairs), how many of ``events`` (one file's, or any rows with ``key``: the critical path's
+    nodes) sort before it (``lt``, one per query) and how many have its value (``eq``: the
+    queries' rows ``q`` where some do, and how many)."""
+    asked = queries.select(*key, q=pl.int_range(pl.len(), dtype=pl.Int64))
+    mine = events.select(*key, q=pl.lit(None, pl.Int64))
+    both = pl.concat([asked, mine]).sort(*key, "q", nulls_last=True)  # a query before its ties
     lt = both.select(pl.col("q").is_null().cum_sum().filter(pl.col("q").is_not_null()))
-    same = mine.group_by(*KEY).agg(eq=pl.len().cast(pl.Int64))
-    eq = asked.join(same, on=KEY).select("q", "eq")
+    same = mine.group_by(*key).agg(eq=pl.len().cast(pl.Int64))
+    eq = asked.join(same, on=list(key)).select("q", "eq")
     return lt.to_series().cast(pl.Int64), eq
 
 
@@ -289,15 +292,19 @@ class Renumber:
     times)``, of which ``id`` counts f's own before it: ``add`` takes each file's
     ``tie_counts`` in any order. ``refs``: per file (in the run's order), the events its
     rows name (``id``, ``start_ns``, ``end_ns``; an empty frame where none), as ``GapsPart``
-    has them."""
+    has them. ``key``: the order the run numbers its rows in, where they are not its events
+    (the critical path's nodes: ``critical.per_file.NODE_KEY``), the files in order at
+    equal keys and each file's rows in its own order (its ``id``)."""
 
-    def __init__(self, refs_of: list[pl.DataFrame]) -> None:
-        held = [r.with_columns(file=pl.lit(i)) for i, r in enumerate(refs_of) if r.width]
+    def __init__(self, refs_of: list[pl.DataFrame], key: tuple[str, ...] = KEY) -> None:
+        held = [r.with_columns(file=pl.lit(i)) for i, r in enumerate(refs_of) if r.height]
         refs = pl.concat(held) if held else pl.DataFrame(schema={"id": pl.Int64, "file": pl.Int32})
-        self.queries = refs.select(*KEY).unique().sort(*KEY) if held else pl.DataFrame()
+        self.queries = refs.select(*key).unique().sort(*key) if held else pl.DataFrame()
         keyed = self.queries.with_row_index("q")
         self.refs = (
-            refs.join(keyed, on=KEY).select("file", "id", pl.col("q").cast(pl.Int64), base="id")
+            refs.join(keyed, on=list(key)).select(
+                "file", "id", pl.col("q").cast(pl.Int64), base="id"
+            )
             if held
             else refs
         )
