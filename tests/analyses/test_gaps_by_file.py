@@ -92,16 +92,33 @@ def test_dlrm_s_step_a_rank_at_a_time():
     assert gaps_json(DLRM, "--jobs", "2", "--step", "10") == gaps_json(DLRM, "--step", "10")
 
 
-def test_a_step_no_rank_has_and_next_are_one_line_and_exit_2(run8):
-    """A step no file holds is the run read whole's error, word for word; --next (the whole
-    run's critical path) is refused with --jobs."""
+def test_a_step_no_rank_has_and_next_with_a_step_are_one_line_and_exit_2(run8):
+    """A step no file holds is the run read whole's error, word for word; --next with --step
+    (a step's critical path, not measured a file at a time) is refused with --jobs."""
     said = [
         run_cli("gaps", run8, "--no-cache", *jobs, "--step", "9") for jobs in ((), ("--jobs", "2"))
     ]
     assert said[0][0] == said[1][0] == 2 and said[0][2] == said[1][2]
     assert "no ProfilerStep#9" in said[0][2] and "its steps: 1–3" in said[0][2]
-    code, _, err = run_cli("gaps", run8, "--no-cache", "--jobs", "1", "--next")
-    assert code == 2 and "not take --next" in err
+    code, _, err = run_cli("gaps", run8, "--no-cache", "--jobs", "1", "--next", "--step", "2")
+    assert code == 2 and "not take --next with --step" in err
+
+
+@pytest.mark.parametrize("name", runs())
+def test_next_a_rank_at_a_time_is_the_run_read_whole_s(name, run8, monkeypatch):
+    """--next: the verdict of the run's critical path, its passes in step with the gaps' (the
+    critical path of the run read whole is never made)."""
+    import trace_analyzer.questions.gaps.gate as gate
+
+    path = folder_of(name, run8)
+    whole = gaps_json(path, "--next")
+    assert json.loads(whole)["runs"][0]["next_fix"]
+
+    def read_whole(*args, **kwargs):
+        raise AssertionError("the critical path was made of the run read whole")
+
+    monkeypatch.setattr(gate, "with_next_fix", read_whole)
+    assert gaps_json(path, "--jobs", "1", "--next") == whole
 
 
 def test_files_sharing_process_numbers_are_read_whole(tmp_path):

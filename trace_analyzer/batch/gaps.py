@@ -7,7 +7,8 @@ main process decides the run's ``Fixed`` (``per_rank.fixed_of``: the window, the
 latency, the median launch call); each file measured with it into its ``GapsPart``; then how
 many of its events sort before each event the parts' gap rows name (``per_rank.tie_counts``),
 counted as they come (``per_rank.Renumber``: the run's event ids), and the parts reduced
-(``per_rank.combine_gaps``). Each pass reads each file again, from the cache where there is
+(``per_rank.combine_gaps``); with ``--next``, the critical path's passes in step with them.
+Each pass reads each file again, from the cache where there is
 one. A run that cannot be read a file at a time, whose files are recorded far apart or share
 process and device numbers, or with no hardware lane that ``--lane`` matches, is read whole
 (None).
@@ -16,12 +17,16 @@ process and device numbers, or with no hardware lane that ``--lane`` matches, is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from trace_analyzer.analyses.passes import Passes
 from trace_analyzer.batch.passes import by_passes
 from trace_analyzer.batch.ranks import Mapped, Place
 from trace_analyzer.cache import Cache
 from trace_analyzer.inputs.discover import Run
 from trace_analyzer.loading.profile import Profile, load_parts
+from trace_analyzer.questions.critical.per_rank import critical_passes
+from trace_analyzer.questions.gaps.gate import with_verdict
 from trace_analyzer.questions.gaps.per_rank import GapsOptions, gaps_passes
 
 
@@ -49,17 +54,26 @@ def gaps_by_rank(
     jobs: int = 1,
     scheduler: str | None = None,
     max_bytes: int | None = None,
+    next_fix: bool = False,
 ) -> Mapped | None:
     """Return the gaps of ``run`` mapped a file at a time (module doc), or None where it is to
-    be read whole. A file that failed is a TraceanaError naming it."""
+    be read whole; with ``next_fix`` (``--next``, no step), with the verdict of its critical
+    path measured in step with them (``critical.per_rank.critical_passes``). A file that
+    failed is a TraceanaError naming it."""
     options = GapsOptions(how.lanes, how.step, how.span, how.min_gap_ns, how.latency_ns)
+
+    def passes(root: str) -> dict[str, Passes[Any]]:
+        asked: dict[str, Passes[Any]] = {"gaps": gaps_passes(options, root)}
+        if next_fix:
+            asked["critical"] = critical_passes(root)
+        return asked
+
     found = by_passes(
-        run,
-        lambda root: {"gaps": gaps_passes(options, root)},
-        how.load,
-        how.ranks,
-        jobs=jobs,
-        scheduler=scheduler,
-        max_bytes=max_bytes,
+        run, passes, how.load, how.ranks, jobs=jobs, scheduler=scheduler, max_bytes=max_bytes
     )
-    return None if found is None else Mapped(found.result["gaps"], found.warnings)
+    if found is None:
+        return None
+    g = found.result["gaps"]
+    if next_fix:
+        g = with_verdict(g, found.result["critical"].verdict)
+    return Mapped(g, found.warnings)

@@ -105,13 +105,14 @@ class Loading:
 
     def gaps_by_rank(
         self, path: Path, analyse: Callable[[Profile], Any], options: dict[str, Any], jobs: int,
-        scheduler: str | None,
+        scheduler: str | None, next_fix: bool = False,
     ) -> tuple[list[Any], list[list[str]]]:  # fmt: skip
         """The gaps of every run under ``path``, each read a file at a time and reduced
-        (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and latency_ns); a
-        run that cannot be is read whole and given to ``analyse``. Returns the results and
-        each one's warnings. A mapped run's result is kept in the cache beside its entry
-        (``Cache.run_gaps``; not with --rank, nor where its files said a warning)."""
+        (batch/gaps.py: ``options`` are ``GapsMap``'s lanes, min_gap_ns and latency_ns; with
+        ``next_fix``, the verdict of its critical path too); a run that cannot be is read
+        whole and given to ``analyse``. Returns the results and each one's warnings. A mapped
+        run's result is kept in the cache beside its entry (``Cache.run_gaps``; not with
+        --rank or ``next_fix``, nor where its files said a warning)."""
         from trace_analyzer.batch.gaps import GapsMap, gaps_by_rank
         from trace_analyzer.batch.ranks import Mapped
         from trace_analyzer.loading.profile import load_parts
@@ -119,12 +120,11 @@ class Loading:
         place = self.cache.place_for(path)
         cache = self.cache if place else None
         how = GapsMap(**options, ranks=self.ranks, strict=self.strict, cache=cache, place=place)
-        go = partial(
-            gaps_by_rank, how=how, jobs=jobs, scheduler=scheduler, max_bytes=self.max_bytes
-        )
+        go = partial(gaps_by_rank, how=how, jobs=jobs, scheduler=scheduler,
+                     max_bytes=self.max_bytes, next_fix=next_fix)  # fmt: skip
 
         def kept(run: Run) -> Mapped | None:  # through the cache: a second command reads it
-            if not place or self.ranks is not None:
+            if not place or self.ranks is not None or next_fix:
                 return go(run)
             said: list[Mapped | None] = []
 

@@ -143,20 +143,20 @@ def gaps(
     options: dict[str, Any] = {"step": step, "span": window, "min_gap_ns": min_gap_ns,
                                "lanes": lane_glob, "latency_ns": latency_ns}  # fmt: skip
 
-    def analyse(p: Profile) -> GapsResult:
-        return loading.cache.gaps(p, **options, device=device_beside(p))
+    def analyse(p: Profile) -> GapsResult:  # a run read whole
+        g = loading.cache.gaps(p, **options, device=device_beside(p))
+        return with_next_fix(g, p, step=step) if next_fix else g
 
     if jobs is not None or scheduler is not None:
-        if next_fix:
-            raise UsageError("--jobs and --scheduler do not take --next yet")
-        measured, warned = loading.gaps_by_rank(path, analyse, options, jobs or 1, scheduler)
-        profiles = []
+        if next_fix and step is not None:
+            raise UsageError("--jobs and --scheduler do not take --next with --step yet")
+        measured, warned = loading.gaps_by_rank(
+            path, analyse, options, jobs or 1, scheduler, next_fix=next_fix
+        )
     else:
         profiles = loading.runs(path)
         measured, warned = [analyse(p) for p in profiles], [p.warnings for p in profiles]
     results = [gate(g, conditions, allow_empty=allow_empty_gate) for g in measured]
-    if next_fix:
-        results = [with_next_fix(r, p, step=step) for r, p in zip(results, profiles, strict=True)]
     result = gaps_runs(results, str(path), min_gap_ns=min_gap_ns, warnings=warned)
     emit(result, fmt, output, View(by=by, top=top))
     exit_on_failures(result)

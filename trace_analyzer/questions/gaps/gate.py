@@ -94,4 +94,10 @@ def with_next_fix(result: GapsResult, profile: Profile, *, step: int | None = No
     where one is asked for; ``gaps --next``), also where no fix replayed there saves time."""
     from trace_analyzer.questions.critical.analysis import critical
 
-    return _replace(result, next_fix=critical(profile, step=step).verdict)
+    return with_verdict(result, critical(profile, step=step).verdict)
+
+
+def with_verdict(result: GapsResult, verdict: str) -> GapsResult:
+    """Return ``result`` with ``next_fix``: the critical path's ``verdict`` (made elsewhere:
+    a multi-rank run a file at a time, batch/gaps.py)."""
+    return _replace(result, next_fix=verdict)
