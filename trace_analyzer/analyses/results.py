@@ -69,6 +69,33 @@ class Made(Protocol):
     def height(self) -> int: ...
 
 
+@dataclass(frozen=True, repr=False)
+class Listed:
+    """A table of which only some rows are held, and how many it had (``total``): those a
+    report of a multi-rank run made a rank at a time shows (the longest gaps, every gap of
+    the lanes it draws; batch/report.py). Read whole it is the rows held (it is never
+    replaced by them: ``height`` stays the rows it had); ``pick`` chooses among them, which
+    is right for the choices they were kept for. ``counts``: what the report draws of every
+    row it had (the device gaps' durations, per duration and cause: ``n``, ``idle``)."""
+
+    rows: pl.DataFrame
+    total: int
+    counts: pl.DataFrame | None = None
+
+    def __call__(self) -> pl.DataFrame:
+        return self.rows
+
+    def pick(self, choose: Callable[[pl.DataFrame], pl.DataFrame]) -> pl.DataFrame:
+        return choose(self.rows)
+
+    @property
+    def height(self) -> int:
+        return self.total
+
+    def __repr__(self) -> str:
+        return f"Listed({self.rows.height} of {self.total} rows)"
+
+
 class Later:
     """A table of a result that may be made when it is first read: stored as the table, or
     as what makes it (a function, or a ``Made``), which reading calls once (its table then
@@ -88,6 +115,8 @@ class Later:
         if result is None:  # on the class: no default (the dataclass field is required)
             raise AttributeError(self.slot)
         value = result.__dict__[self.slot]
+        if isinstance(value, Listed):  # kept as it is: its height is the rows it had
+            return value.rows
         if callable(value):
             value = result.__dict__[self.slot] = value()
         return value  # type: ignore[no-any-return]

@@ -82,3 +82,16 @@ def json_default(obj: object) -> orjson.Fragment:
     if isinstance(obj, Rows):
         return orjson.Fragment(obj.frame.write_json())
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def counted_quantile(q: float, value: str = "duration_ns", n: str = "n") -> pl.Expr:
+    """polars' ``quantile(q, interpolation="linear")`` of values held as their distinct
+    values, sorted (``value``), and how often each came (``n``): the values at the ranks
+    below and above ``q`` x (count - 1), and the share of the way between them (this form,
+    not ``lo·(1-f) + hi·f``, is polars' to the last bit)."""
+    d, k = pl.col(value), pl.col(n)
+    at = (k.sum() - 1).cast(pl.Float64) * q
+    lo, hi = at.floor(), at.ceil()
+    below = d.filter(k.cum_sum() > lo).first()
+    above = d.filter(k.cum_sum() > hi).first()
+    return below + (above - below) * (at - lo)

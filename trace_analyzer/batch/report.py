@@ -22,6 +22,7 @@ from trace_analyzer.questions.launches.per_rank import launches_passes
 from trace_analyzer.questions.ops.per_rank import ops_passes
 from trace_analyzer.questions.ranks.per_rank import ranks_passes
 from trace_analyzer.questions.report.analysis import ReportResult, report_of
+from trace_analyzer.questions.report.timeline import TOP_GAPS
 from trace_analyzer.questions.report.timeline_parts import timeline_passes
 
 # the questions' parts of the report (report.analysis.registered_parts) measured here
@@ -31,7 +32,7 @@ PARTS = ("critical", "ranks", "kernels", "launches")
 def report_passes(root: str) -> dict[str, Passes[Any]]:
     """The passes of every section of the report of the run ``root``, by name."""
     return {
-        "gaps": gaps_passes(GapsOptions(), root),
+        "gaps": gaps_passes(GapsOptions(top=TOP_GAPS), root),  # the rows the page draws
         "ops": ops_passes(root),
         "timeline": timeline_passes(root),
         "critical": critical_passes(root),

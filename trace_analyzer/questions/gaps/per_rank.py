@@ -22,6 +22,7 @@ import polars as pl
 
 from trace_analyzer.analyses.busy import Window, step_numbers, steps_said
 from trace_analyzer.analyses.passes import Passes, Streamed
+from trace_analyzer.analyses.results import Listed
 from trace_analyzer.analyses.states import step_end
 from trace_analyzer.errors import UsageError
 from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
@@ -31,6 +32,7 @@ from trace_analyzer.questions.gaps.analysis import Fixed, GapsResult, _gaps
 from trace_analyzer.questions.gaps.causes import LATENCY_NS, STEP, by_op, by_step, hardware
 from trace_analyzer.questions.gaps.evidence import launch_calls
 from trace_analyzer.questions.gaps.hints import REPLAYS, TRAINING, hints
+from trace_analyzer.questions.gaps.kept import Keep, drawn, durations_of, kept
 from trace_analyzer.questions.gaps.summary import run_summary
 from trace_analyzer.questions.gaps.tally import NONE, Tally, merged, sorted_steps, steps_of
 from trace_analyzer.questions.gaps.waits import QUEUED_LEAST, queued
@@ -63,6 +65,7 @@ class GapsFacts:
     lanes: pl.DataFrame = field(default_factory=pl.DataFrame)
     formats: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     steps: pl.DataFrame = field(default_factory=pl.DataFrame)
+    hardware: frozenset[str] = frozenset()
 
 
 def _hardware(profile: Profile, lanes: str | None) -> pl.DataFrame:
@@ -151,6 +154,7 @@ def gaps_facts(
         spans,
         formats,
         steps,
+        frozenset(hw["lane"].cast(pl.String).unique().to_list()),
     )
 
 
@@ -225,7 +229,9 @@ class GapsPart:
     run's steps (what the ops', steps' and summary's sums and the hints read: ``tally``), how
     many ``events`` it has, and ``marks``: whether it records Python frames, framework ops,
     a backward pass, a graph replayed (``hints.run_hints``); ``refs``: the events its gap
-    rows name (``id``, ``start_ns``, ``end_ns``: what ``Renumber`` reads)."""
+    rows name (``id``, ``start_ns``, ``end_ns``: what ``Renumber`` reads). Kept for a report
+    (``Keep``): ``counted``, how many rows its two tables had, and ``durations``, every device
+    gap's duration counted per duration and cause (``n``, ``idle``)."""
 
     events: int
     lanes: pl.DataFrame
@@ -235,15 +241,23 @@ class GapsPart:
     every: Tally
     marks: tuple[bool, bool, bool, bool]
     refs: pl.DataFrame = field(default_factory=pl.DataFrame)
+    counted: tuple[int, int] | None = None
+    durations: pl.DataFrame | None = None
 
     def __repr__(self) -> str:
         return f"GapsPart({self.events} events, {self.device_gaps.height} device gaps)"
 
 
 def gaps_part(
-    profile: Profile, fixed: Fixed, *, min_gap_ns: int = 0, lanes: str | None = None
+    profile: Profile,
+    fixed: Fixed,
+    *,
+    min_gap_ns: int = 0,
+    lanes: str | None = None,
+    keep: Keep | None = None,
 ) -> GapsPart:
-    """Return the ``GapsPart`` of ``profile`` (one file of a run) measured with ``fixed``."""
+    """Return the ``GapsPart`` of ``profile`` (one file of a run) measured with ``fixed``;
+    with ``keep``, its rows a report draws only (``Keep``)."""
     events = profile.events
     names = events["name"]
     marks = (
@@ -257,12 +271,19 @@ def gaps_part(
         return GapsPart(events.height, none, none, none, none, NONE, marks)
     every: list[Tally] = []
     r = _gaps(profile, None, None, min_gap_ns, lanes, None, fixed, every)
+    gaps, device_gaps, counted, durations = r.gaps, r.device_gaps, None, None
+    if keep is not None:
+        counted = (gaps.height, device_gaps.height)
+        gaps, device_gaps, durations = kept(r, keep)
     named = pl.concat(
-        [f.get_column(c) for f in (r.gaps, r.device_gaps) for c in ID_COLUMNS if c in f.columns]
+        [f.get_column(c) for f in (gaps, device_gaps) for c in ID_COLUMNS if c in f.columns]
     )
     ids = named.drop_nulls().unique().sort().cast(pl.Int64)
     refs = events.select("start_ns", "end_ns")[ids].with_columns(id=ids)  # an id is its row
-    return GapsPart(events.height, r.lanes, r.devices, r.gaps, r.device_gaps, every[0], marks, refs)
+    return GapsPart(
+        events.height, r.lanes, r.devices, gaps, device_gaps, every[0], marks, refs,
+        counted, durations,
+    )  # fmt: skip
 
 
 KEY = ("start_ns", "end_ns")  # the order the run read whole numbers its events in
@@ -373,6 +394,13 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
     frames, ops, training, replays = (any(m) for m in zip(*(p.marks for p in parts), strict=True))
     inference = ops and not training and not replays
     fixed = run.fixed
+    durations = None
+    counted = [p.counted for p in parts if p.counted is not None]
+    if counted:  # kept for a report: the rows it draws, and how many there were
+        counts = durations_of([p.durations for p in parts if p.durations is not None])
+        durations = counts.group_by("duration_ns").agg(pl.col("n").sum())
+        gaps = Listed(gaps, sum(c[0] for c in counted))  # type: ignore[assignment]
+        device_gaps = Listed(device_gaps, sum(c[1] for c in counted), counts)  # type: ignore[assignment]
     return GapsResult(
         window=fixed.window,
         lanes=lanes,
@@ -381,7 +409,9 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
         device_gaps=device_gaps,
         ops=by_op(every),
         steps=by_step(every),
-        summary=run_summary(devices, device_gaps, every, (lanes.height, fixed.latency_ns)),
+        summary=run_summary(
+            devices, device_gaps, every, (lanes.height, fixed.latency_ns), durations
+        ),
         root=root,
         hints=tuple(
             hints(every, run.neuron, frames=frames, vendor=run.vendor, inference=inference)
@@ -392,13 +422,15 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
 @dataclass(frozen=True)
 class GapsOptions:
     """What the gaps of a run a rank at a time are measured with: ``--lane``, ``--step``,
-    ``--window`` (``span``), ``--min-gap``, ``--latency``."""
+    ``--window`` (``span``), ``--min-gap``, ``--latency``; ``top``: for a report, only the
+    rows it draws kept (``Keep``: these longest, and the lanes its timeline draws)."""
 
     lanes: str | None = None
     step: int | None = None
     span: tuple[int, int] | None = None
     min_gap_ns: int = 0
     latency_ns: int | None = None
+    top: int | None = None
 
 
 def counts_of(profile: Profile, queries: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
@@ -422,8 +454,9 @@ def gaps_passes(how: GapsOptions, root: str) -> Passes[GapsResult | None]:
     run_facts = None if shared(facts) else fixed_of(facts, how.latency_ns, window)
     if run_facts is None:
         return None
+    keep = None if how.top is None else drawn({n for f in facts for n in f.hardware}, how.top)
     parts = yield partial(
-        gaps_part, fixed=run_facts.fixed, min_gap_ns=how.min_gap_ns, lanes=how.lanes
+        gaps_part, fixed=run_facts.fixed, min_gap_ns=how.min_gap_ns, lanes=how.lanes, keep=keep
     )
     ids = Renumber([p.refs for p in parts])
     if ids.queries.height:

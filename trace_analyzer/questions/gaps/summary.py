@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.rows import counted_quantile
 from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.gaps.tally import Tally
 
@@ -23,18 +24,23 @@ def run_summary(
     device_gaps: pl.DataFrame,
     every: Tally,
     counted: tuple[int, int],
+    durations: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Return the totals over devices: what --fail-on and the verdict read (``every`` device
     gap, tallied: the idle per cause and in the DataLoader); ``counted``: the lanes, and the
-    launch-latency threshold the causes used."""
+    launch-latency threshold the causes used. ``durations``: every device gap's duration as
+    its distinct values and how often each came (``duration_ns``, ``n``), where
+    ``device_gaps`` holds only some of them (a report a rank at a time)."""
     n_lanes, latency_ns = counted
     # Python's integers: the devices' windows, each up to int64, may add up past it.
     total = {c: exact_sum(devices[c]) for c in TOTALS}
-    d = device_gaps["duration_ns"]
+    if durations is None:
+        durations = device_gaps.group_by("duration_ns").agg(n=pl.len())
+    c = durations.sort("duration_ns")
 
     def q(p: float) -> int | None:
-        value = d.quantile(p, "linear")
-        return int(round(float(value))) if len(d) and value is not None else None
+        value = c.select(counted_quantile(p)).item() if c.height else None
+        return None if value is None else int(round(float(value)))
 
     # one pass over the gaps, in 128 bits: exact, as Python's integers are (Int64 wraps)
     sums = every.sums.group_by("cause").agg(pl.col("idle_ns").cast(pl.Int128).sum())
@@ -51,7 +57,7 @@ def run_summary(
         "gap_p50_ns": q(0.5),
         "gap_p90_ns": q(0.9),
         "gap_p99_ns": q(0.99),
-        "gap_max_ns": int(d.max()) if len(d) else None,  # type: ignore[arg-type]
+        "gap_max_ns": int(c["duration_ns"][-1]) if c.height else None,
         "idle_by_cause_ns": by_cause,
         # the idle inside a DataLoader's __next__ (null: the run records none)
         "idle_in_data_loader_ns": None if unsaid else exact_sum(every.sums["loader_ns"]),

@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from trace_analyzer.analyses.passes import Pass
+from trace_analyzer.analyses.rows import counted_quantile
 from trace_analyzer.loading.by_file import lane_prefixes, lane_spans
 from trace_analyzer.loading.profile import Profile, processes_apart
 from trace_analyzer.questions.kernels.analysis import (
@@ -113,18 +114,6 @@ def _told_apart(parts: list[KernelsPart]) -> list[pl.DataFrame]:
     return out
 
 
-def _quantile(q: float) -> pl.Expr:
-    """polars' ``quantile(q, interpolation="linear")`` of a group's durations held as sorted
-    distinct values (``duration_ns``) and their counts (``n``): the values at the ranks
-    below and above ``q`` x (count - 1), and the share of the way between them."""
-    d, n = pl.col("duration_ns"), pl.col("n")
-    at = (n.sum() - 1).cast(pl.Float64) * q
-    lo, hi = at.floor(), at.ceil()
-    below = d.filter(n.cum_sum() > lo).first()
-    above = d.filter(n.cum_sum() > hi).first()
-    return below + (above - below) * (at - lo)
-
-
 def per_kernel(counts: pl.DataFrame) -> pl.DataFrame:
     """``analysis.per_kernel`` of the run from its pieces' durations counted (``counts``)."""
     d, n = pl.col("duration_ns"), pl.col("n")
@@ -134,8 +123,8 @@ def per_kernel(counts: pl.DataFrame) -> pl.DataFrame:
         .agg(
             count=n.sum(),
             total_ns=(d * n).sum(),
-            p50_ns=_quantile(0.5).round(0).cast(pl.Int64),
-            p95_ns=_quantile(0.95).round(0).cast(pl.Int64),
+            p50_ns=counted_quantile(0.5).round(0).cast(pl.Int64),
+            p95_ns=counted_quantile(0.95).round(0).cast(pl.Int64),
             max_ns=d.max(),
             min_ns=d.min(),
         )

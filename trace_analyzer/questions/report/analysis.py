@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import polars as pl
 
-from trace_analyzer.analyses.results import RunResult, RunResults
+from trace_analyzer.analyses.results import Listed, RunResult, RunResults
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.device import DeviceRun
 from trace_analyzer.progress import step as said
@@ -197,11 +197,25 @@ def _below(
     return below_the_ops(run, engines(device), chain) if device and device.profiles else None
 
 
+def counted_durations(g: GapsResult) -> pl.DataFrame:
+    """The durations of every device gap of ``g``, per duration and cause: how many (``n``)
+    and their idle (``idle``): what the histogram draws, whether ``g`` holds every device
+    gap or only those a report lists (``Listed``, a run a rank at a time)."""
+    stored = GapsResult.__dict__["device_gaps"].stored(g)
+    if isinstance(stored, Listed) and stored.counts is not None:
+        return stored.counts
+    return g.device_gaps.group_by("duration_ns", "cause").agg(
+        n=pl.len(), idle=pl.col("idle_ns").sum()
+    )
+
+
 def histogram_edges(results: Sequence[GapsResult]) -> tuple[list[float], bool]:
     """Return the bin edges (ns) of the device gap durations of ``results`` (one x scale for
     a run and its base) and whether they are logarithmic: geometric bins where the durations
     span over 100×, else linear from 0."""
-    found = [r.device_gaps["duration_ns"].cast(pl.Float64) for r in results if r.device_gaps.height]
+    found = [
+        c["duration_ns"].cast(pl.Float64) for r in results if (c := counted_durations(r)).height
+    ]
     if not found:
         return [], False
     d = pl.concat(found)
@@ -218,25 +232,27 @@ def gap_histogram(g: GapsResult, edges: tuple[list[float], bool]) -> dict[str, A
     ``log``, and per bin of each cause present the gaps' count (``counts``) and their idle
     time (``idle_ns``, each gap's ``idle_ns``: its duration less the exposed communication
     and copying alone in it). The plot draws the idle, so that the few long gaps that hold
-    most of it show; the bins add up to the device gaps' idle."""
-    bins, log, device_gaps = *edges, g.device_gaps
+    most of it show; the bins add up to the device gaps' idle. Made of the gaps' durations
+    counted (``counted_durations``)."""
+    bins, log = edges
+    durations = counted_durations(g)
     counts: dict[str, list[int]] = {}
     idle: dict[str, list[int]] = {}
-    if len(bins) > 1 and device_gaps.height:
+    if len(bins) > 1 and durations.height:
         n, lo, hi = len(bins) - 1, bins[0], bins[-1]
         d = pl.col("duration_ns").cast(pl.Float64)
         scaled = (d / lo).log() / math.log(hi / lo) if log else d / (hi or 1.0)
         found = (
-            device_gaps.select(
-                "cause", "idle_ns", b=(scaled * n).floor().clip(0, n - 1).cast(pl.Int64)
+            durations.select(
+                "cause", "n", "idle", b=(scaled * n).floor().clip(0, n - 1).cast(pl.Int64)
             )
             .group_by("cause", "b")
-            .agg(pl.len(), pl.col("idle_ns").sum().alias("idle"))
+            .agg(pl.col("n").sum().alias("len"), pl.col("idle").sum())
         )
         for cause in CAUSES:
             mine = found.filter(pl.col("cause") == cause)
             if mine.height:
                 counts[cause], idle[cause] = [0] * n, [0] * n
                 for b, k, ns in mine.select("b", "len", "idle").rows():
-                    counts[cause][b], idle[cause][b] = k, int(ns)
+                    counts[cause][b], idle[cause][b] = int(k), int(ns)
     return {"edges_ns": bins, "log": log, "counts": counts, "idle_ns": idle}

@@ -178,7 +178,7 @@ def _listed(report: ReportResult) -> RunResults[GapsResult]:
     more than a report lists (``TOP_GAPS``; the gaps JSON has them all)."""
     gaps = replace(report.gaps, warnings=None)
     run = gaps.runs[0]
-    if run.gaps.height <= TOP_GAPS:
+    if run.rows_in("gaps") <= TOP_GAPS:
         return gaps
     return replace(gaps, runs=(replace(run, gaps=run.gaps.clear()),))
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from importlib import resources
 from typing import Any
 
 import orjson
+import polars as pl
 
 from trace_analyzer._version import __version__
-from trace_analyzer.analyses.results import RunResults
+from trace_analyzer.analyses.results import Later, RunResults
 from trace_analyzer.analyses.rows import json_default
 from trace_analyzer.questions import resolve
 from trace_analyzer.questions.gaps.causes import CAUSES
@@ -122,10 +124,12 @@ def bounded(kind: str, results: RunResults[Any]) -> dict[str, Any]:
     run = results.runs[0]
     kept, listed = {}, {}
     for attr, key, n, by_length in cuts(kind):
-        frame = getattr(run, attr)
-        if frame.height > n:
-            kept[attr] = longest(frame, n) if by_length else frame.head(n)
-            listed[key] = {"listed": n, "of": frame.height}
+        lazy = isinstance(type(run).__dict__.get(attr), Later)  # made for the rows kept only
+        height = run.rows_in(attr) if lazy else getattr(run, attr).height
+        if height > n:
+            choose = partial(longest, n=n) if by_length else partial(pl.DataFrame.head, n=n)
+            kept[attr] = run.picked(attr, choose) if lazy else choose(getattr(run, attr))
+            listed[key] = {"listed": n, "of": height}
     if not kept:
         return results.to_json()
     doc = replace(results, runs=(replace(run, **kept), *results.runs[1:])).to_json()
