@@ -97,7 +97,7 @@ def ops_table(
         edges = link(events) if edges is None else edges
         execs = executions(chain_table(events, edges), events, edges)
     framework = self_cpu(events.filter(pl.col("lane_kind") == "framework_op"))
-    total_ns = execs["device_ns"].cast(pl.Float64).sum()  # a share: floats never overflow
+    total_ns = float(execs["device_ns"].cast(pl.Float64).sum())  # a share: floats never overflow
     host = framework.group_by(name=text("name")).agg(
         calls=pl.len(), self_ns=pl.col("self_ns").sum(), cpu_ns=pl.col("duration_ns").sum()
     )
@@ -106,6 +106,13 @@ def ops_table(
         executions=pl.len(),
         mean_dispatch_to_hw_us=pl.col("dispatch_to_hw_us").mean().round(3),
     )
+    return ops_rows(host, device, total_ns)
+
+
+def ops_rows(host: pl.DataFrame, device: pl.DataFrame, total_ns: float) -> pl.DataFrame:
+    """The ops table from its ``host`` figures per op name (``calls``, ``self_ns``, ``cpu_ns``)
+    and its ``device`` ones (``device_ns``, ``executions``, ``mean_dispatch_to_hw_us``), the
+    device shares of ``total_ns``, sorted by device time, then self CPU time, then name."""
     table = host.join(device, on="name", how="full", coalesce=True).with_columns(
         pl.col("calls", "self_ns", "cpu_ns", "device_ns", "executions").fill_null(0)
     )

@@ -29,7 +29,7 @@ from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.analysis import chain_table
 from trace_analyzer.questions.gaps.causes import UNLINKED
-from trace_analyzer.questions.ops.analysis import OpsResult, executions, self_cpu
+from trace_analyzer.questions.ops.analysis import OpsResult, executions, ops_rows, self_cpu
 
 HOST = {"name": pl.String, "calls": pl.UInt32, "self_ns": pl.Int64, "cpu_ns": pl.Int64}
 DEVICE = {
@@ -104,24 +104,7 @@ def combine_ops(parts: list[OpsPart], *, root: str) -> OpsResult:
             (pl.col("dispatch_us") / pl.col("dispatched")).round(3)
         ),
     )
-    table = host.join(device, on="name", how="full", coalesce=True).with_columns(
-        pl.col("calls", "self_ns", "cpu_ns", "device_ns", "executions").fill_null(0)
-    )
-    table = table.select(
-        "name",
-        "calls",
-        self_cpu_us=(pl.col("self_ns") / 1000).round(3),
-        cpu_total_us=(pl.col("cpu_ns") / 1000).round(3),
-        device_us=(pl.col("device_ns") / 1000).round(3),
-        device_pct=(100 * pl.col("device_ns").cast(pl.Float64) / total_ns).round(2)
-        if total_ns
-        else pl.lit(None, pl.Float64),
-        executions="executions",
-        executions_per_call=pl.when(pl.col("calls") > 0).then(
-            (pl.col("executions") / pl.col("calls")).round(3)
-        ),
-        mean_dispatch_to_hw_us="mean_dispatch_to_hw_us",
-    ).sort(["device_us", "self_cpu_us", "name"], descending=[True, True, False])
+    table = ops_rows(host, device, total_ns)
     return OpsResult(
         root=root,
         total_device_us=round(device_ns / 1000, 3),

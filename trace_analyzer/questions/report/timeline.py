@@ -137,6 +137,21 @@ def timeline(
     head = NAME_CHARS // 2  # cut in the middle, as every table cuts a name (render/cut.py)
     cut = text("name").str.slice(0, head) + "…" + text("name").str.slice(head + 1 - NAME_CHARS)
     ops = packed(ops.with_columns(name=pl.when(long).then(cut).otherwise(text("name"))))
+    return drawn(p.name, start, g, ops, histogram)
+
+
+def drawn(
+    root: str,
+    start: int,
+    g: GapsResult,
+    ops: pl.DataFrame,
+    histogram: dict[str, Any] | None,
+) -> TimelineResult:
+    """The timeline of the run ``root`` from ``start`` to the end of its gaps' window (set):
+    its framework ``ops`` (``packed``) and its gaps ``g`` on one grid of buckets, as
+    ``timeline`` makes it of a run read whole and ``timeline_parts`` of one a rank at a time."""
+    w = g.window
+    assert w is not None
     lanes = sorted(g.lanes["lane"].to_list(), key=_natural)
     rows = min(len(lanes), MAX_LANES) + (0 if ops.height <= EXACT_OPS else ops["row"].n_unique())
     target = max(MIN_BUCKETS, min(MAX_BUCKETS, MAX_CELLS // max(rows, 1)))
@@ -145,7 +160,7 @@ def timeline(
     framework, op_rows, names = _ops(ops, grid)
     drawn, details = _lanes(g, lanes[:MAX_LANES], grid)
     return TimelineResult(
-        p.name,
+        root,
         start,
         w.end_ns,
         origin_ns=w.start_ns,

@@ -38,17 +38,10 @@ from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.gaps.per_rank import Renumber, tie_counts
 from trace_analyzer.questions.report.timeline import (
     EXACT_OPS,
-    MAX_BUCKETS,
-    MAX_CELLS,
-    MAX_LANES,
-    MIN_BUCKETS,
     NAME_CHARS,
     OP_COLUMNS,
     TimelineResult,
-    _Grid,
-    _lanes,
-    _natural,
-    _ops,
+    drawn,
     packed,
 )
 
@@ -234,27 +227,4 @@ def _drawn(
         return TimelineResult(root, None, None, framework_ops=ops)
     if (w.start_ns, w.end_ns) != window[:2]:
         raise ValueError("the gaps were measured on another window than the timeline's")
-    start = window[2]
-    lanes = sorted(g.lanes["lane"].to_list(), key=_natural)
-    rows = min(len(lanes), MAX_LANES) + (0 if ops.height <= EXACT_OPS else ops["row"].n_unique())
-    target = max(MIN_BUCKETS, min(MAX_BUCKETS, MAX_CELLS // max(rows, 1)))
-    width = max(1, -(-(w.end_ns - start) // target))
-    grid = _Grid(start, width, -(-(w.end_ns - start) // width), w.start_ns)
-    framework, op_rows, names = _ops(ops, grid)
-    drawn, details = _lanes(g, lanes[:MAX_LANES], grid)
-    return TimelineResult(
-        root,
-        start,
-        w.end_ns,
-        origin_ns=w.start_ns,
-        bucket_ns=width,
-        buckets=grid.n,
-        lanes=tuple(drawn),
-        details=tuple(details),
-        lane_count=len(lanes),
-        framework_ops=framework,
-        op_count=ops.height,
-        op_rows=tuple(op_rows),
-        op_names=tuple(names),
-        histogram=histogram,
-    )
+    return drawn(root, window[2], g, ops, histogram)
