@@ -26,6 +26,7 @@ from trace_analyzer.cli.fault import out_of_memory, panicked
 from trace_analyzer.cli.group import cli as cli  # the commands register on it
 from trace_analyzer.cli.loading import MAX_BYTES_ENV as MAX_BYTES_ENV
 from trace_analyzer.cli.loading import Loading as Loading
+from trace_analyzer.cli.loading import by_rank_options as by_rank_options
 from trace_analyzer.cli.loading import file_identity
 from trace_analyzer.cli.loading import limit_options as limit_options
 from trace_analyzer.cli.loading import load_options as load_options

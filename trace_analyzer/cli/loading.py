@@ -415,6 +415,30 @@ LOAD_OPTIONS = (
 )
 
 
+def by_rank_options(same: str) -> Callable[[F], F]:
+    """--jobs and --scheduler: a multi-rank run read a rank's file at a time, in worker
+    processes or on a Dask cluster, and reduced (docs/distributed.md); ``same``: what that
+    gives (the same output, the same page)."""
+
+    def decorate(fn: F) -> F:
+        fn = click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786 (the "
+            "dask extra), and reduce here, as --jobs.",
+        )(fn)
+        return click.option(
+            "--jobs",
+            "-j",
+            type=click.IntRange(min=1),
+            help="Read a multi-rank run a rank's file at a time, in this many local worker "
+            f"processes (1: in-process), and reduce what each gives: {same} "
+            "(docs/distributed.md).",
+        )(fn)
+
+    return decorate
+
+
 def load_options(fn: F) -> F:
     """--no-cache, --cache-dir, --cache-in-profile, --strict, --max-bytes, --rank, --run and
     --verbose, given as ``loading: Loading``."""

@@ -15,6 +15,7 @@ import click
 from trace_analyzer.cli.common import (
     ALLOW_EMPTY_GATE,
     Loading,
+    by_rank_options,
     cli,
     emit,
     exit_on_failures,
@@ -86,19 +87,7 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
     help="Open with the fix that saves the most per step, replayed on the run's critical path "
     "(traceana critical; it costs that analysis too).",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Read a multi-rank run a rank's file at a time, in this many local worker processes "
-    "(1: in-process), and reduce what each gives: the same output (docs/distributed.md).",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786, and reduce "
-    "here, as --jobs.",
-)
+@by_rank_options("the same output")
 @run_command
 def gaps(
     path: Path,

@@ -7,25 +7,12 @@ from pathlib import Path
 
 import click
 
-from trace_analyzer.cli.common import Loading, cli, emit, run_command
+from trace_analyzer.cli.common import Loading, by_rank_options, cli, emit, run_command
 
 
 @cli.command()
 @click.option("--step", type=int, help="Only ProfilerStep#N.")
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Read the run a rank's file at a time, in this many local worker processes (1: "
-    "in-process, one file after another), and reduce what each gives; without it (or "
-    "--scheduler) the run is read whole.",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786 (the dask "
-    "extra), and reduce here.",
-)
+@by_rank_options("the same output")
 @run_command
 def ranks(
     path: Path,

@@ -10,6 +10,7 @@ import click
 from trace_analyzer import atomic
 from trace_analyzer.cli.common import (
     Loading,
+    by_rank_options,
     cli,
     handle_errors,
     load_options,
@@ -42,19 +43,7 @@ if TYPE_CHECKING:
     help="Draw the PNG plots (matplotlib). --no-images: a .md of text alone (a PR comment "
     "cannot show relative images), a page without the gap histogram.",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(min=1),
-    help="Read a multi-rank run a rank's file at a time, in this many local worker processes "
-    "(1: in-process), and reduce what each gives: the same page (docs/distributed.md).",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    help="Read each rank's file on an existing Dask cluster, e.g. tcp://host:8786, and reduce "
-    "here, as --jobs.",
-)
+@by_rank_options("the same page")
 @load_options
 @handle_errors
 def report(
