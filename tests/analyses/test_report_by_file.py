@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from conftest import run_cli
-from test_ranks_by_file import DLRM, generated
+from test_gaps_by_file import folder_of
+from test_ranks_by_file import generated
 
 
 @pytest.fixture(scope="module")
@@ -42,14 +43,6 @@ def _whole(path: Path, suffix: str, options: tuple[str, ...]) -> bytes:
         code, _, err = run_cli("report", path, "--no-cache", "-o", out, *options)
         assert code == 0, err
         return out.read_bytes()
-
-
-def folder_of(name: str, run8: Path) -> Path:
-    if name == "gen_ranks":
-        return run8
-    if not DLRM.is_dir():
-        pytest.skip(f"../shared/corpus is absent: no {DLRM}")
-    return DLRM
 
 
 @pytest.mark.parametrize("name", ["dlrm", "gen_ranks"])
