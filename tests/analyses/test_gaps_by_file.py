@@ -104,13 +104,13 @@ def test_a_step_no_rank_has_and_next_with_a_step_are_one_line_and_exit_2(run8):
     assert code == 2 and "not take --next with --step" in err
 
 
-@pytest.mark.parametrize("name", runs())
-def test_next_a_rank_at_a_time_is_the_run_read_whole_s(name, run8, monkeypatch):
+def test_next_a_rank_at_a_time_is_the_run_read_whole_s(run8, monkeypatch):
     """--next: the verdict of the run's critical path, its passes in step with the gaps' (the
-    critical path of the run read whole is never made)."""
+    critical path of the run read whole is never made; its equality on DLRM and more runs:
+    test_critical_by_file.py)."""
     import trace_analyzer.questions.gaps.gate as gate
 
-    path = folder_of(name, run8)
+    path = run8
     whole = gaps_json(path, "--next")
     assert json.loads(whole)["runs"][0]["next_fix"]
 

@@ -55,12 +55,14 @@ def kept(r: GapsResult, keep: Keep) -> tuple[pl.DataFrame, pl.DataFrame, pl.Data
     return gaps, device_gaps, durations
 
 
+COUNTED = {"duration_ns": pl.Int64, "cause": pl.String, "n": pl.UInt32, "idle": pl.Int64}
+
+
 def durations_of(held: list[pl.DataFrame]) -> pl.DataFrame:
     """The files' device gaps' durations counted (``GapsPart.durations``), added up per
-    duration and cause."""
+    duration and cause (``COUNTED``; none: an empty table)."""
     found = [d for d in held if d.height]
     if not found:
-        schema = {"duration_ns": pl.Int64, "cause": pl.String, "n": pl.UInt32, "idle": pl.Int64}
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(schema=COUNTED)
     both = pl.concat(found, how="vertical_relaxed")
     return both.group_by("duration_ns", "cause").agg(pl.col("n").sum(), pl.col("idle").sum())

@@ -35,7 +35,8 @@ def run_summary(
     # Python's integers: the devices' windows, each up to int64, may add up past it.
     total = {c: exact_sum(devices[c]) for c in TOTALS}
     if durations is None:
-        durations = device_gaps.group_by("duration_ns").agg(n=pl.len())
+        d = device_gaps.get_column("duration_ns", default=pl.Series("duration_ns", [], pl.Int64))
+        durations = d.to_frame().group_by("duration_ns").agg(n=pl.len())
     c = durations.sort("duration_ns")
 
     def q(p: float) -> int | None:

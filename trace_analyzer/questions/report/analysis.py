@@ -31,6 +31,7 @@ from trace_analyzer.questions.engines.analysis import EnginesResult, engines
 from trace_analyzer.questions.engines.below import below_the_ops
 from trace_analyzer.questions.gaps.analysis import GapsResult, gaps, gaps_runs
 from trace_analyzer.questions.gaps.causes import CAUSES
+from trace_analyzer.questions.gaps.kept import COUNTED
 from trace_analyzer.questions.ops.analysis import OpsResult, ops
 from trace_analyzer.questions.report.timeline import TimelineResult, timeline
 
@@ -204,6 +205,8 @@ def counted_durations(g: GapsResult) -> pl.DataFrame:
     stored = GapsResult.__dict__["device_gaps"].stored(g)
     if isinstance(stored, Listed) and stored.counts is not None:
         return stored.counts
+    if "duration_ns" not in g.device_gaps.columns:  # a run without hardware lanes
+        return pl.DataFrame(schema=COUNTED)
     return g.device_gaps.group_by("duration_ns", "cause").agg(
         n=pl.len(), idle=pl.col("idle_ns").sum()
     )
