@@ -27,7 +27,7 @@ from trace_analyzer import load
 from trace_analyzer.numbers import duration, from_us, instant
 from trace_analyzer.questions.report import plots
 from trace_analyzer.questions.report import timeline as timeline_module
-from trace_analyzer.questions.report.timeline import TOP_GAPS
+from trace_analyzer.questions.report.lanes import TOP_GAPS
 
 ROOT = Path(__file__).resolve().parents[2]
 NAIVE = ROOT / "fixtures" / "rmsnorm_naive"

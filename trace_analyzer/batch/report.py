@@ -22,7 +22,7 @@ from trace_analyzer.questions.launches.per_rank import launches_passes
 from trace_analyzer.questions.ops.per_rank import ops_passes
 from trace_analyzer.questions.ranks.per_rank import ranks_passes
 from trace_analyzer.questions.report.analysis import ReportResult, report_of
-from trace_analyzer.questions.report.timeline import TOP_GAPS
+from trace_analyzer.questions.report.lanes import TOP_GAPS
 from trace_analyzer.questions.report.timeline_parts import timeline_passes
 
 # the questions' parts of the report (report.analysis.registered_parts) measured here

@@ -39,7 +39,7 @@ def kept(r: GapsResult, keep: Keep) -> tuple[pl.DataFrame, pl.DataFrame, pl.Data
     """Of a file's gaps ``r``, what a report keeps (``Keep``), in table order: the lane gaps
     of the lanes drawn and the longest, the longest device gaps; and every device gap's
     duration counted per duration and cause (``n``, ``idle``)."""
-    from trace_analyzer.questions.report.timeline import longest
+    from trace_analyzer.questions.report.grid import longest
 
     def top(frame: pl.DataFrame) -> pl.Series:
         rows = frame.select("duration_ns").with_row_index("row")

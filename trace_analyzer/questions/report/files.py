@@ -24,7 +24,7 @@ from trace_analyzer.questions.gaps.analysis import GapsResult
 from trace_analyzer.questions.report import page as html
 from trace_analyzer.questions.report import plots
 from trace_analyzer.questions.report.analysis import ReportResult, registered_parts
-from trace_analyzer.questions.report.timeline import TOP_GAPS
+from trace_analyzer.questions.report.lanes import TOP_GAPS
 from trace_analyzer.render import text
 from trace_analyzer.render.blocks import MARKDOWN, heading
 from trace_analyzer.render.json import dumps

@@ -31,6 +31,8 @@ from trace_analyzer.questions import resolve
 from trace_analyzer.questions.gaps.causes import CAUSES
 from trace_analyzer.questions.report import plots
 from trace_analyzer.questions.report.analysis import OWN, ReportResult, registered_parts
+from trace_analyzer.questions.report.grid import longest
+from trace_analyzer.questions.report.lanes import TOP_GAPS
 from trace_analyzer.questions.report.sections import (
     diff_section,
     gaps_section,
@@ -41,7 +43,7 @@ from trace_analyzer.questions.report.sections import (
     ops_section,
     summary_section,
 )
-from trace_analyzer.questions.report.timeline import MAX_LANES, TOP_GAPS, longest
+from trace_analyzer.questions.report.timeline import MAX_LANES
 from trace_analyzer.render import plotting
 from trace_analyzer.render.html import Markup, fill
 from trace_analyzer.render.safe import plain, warnings_html
