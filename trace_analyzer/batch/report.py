@@ -30,11 +30,14 @@ PARTS = ("critical", "ranks", "kernels", "launches")
 
 
 def report_passes(root: str) -> dict[str, Passes[Any]]:
-    """The passes of every section of the report of the run ``root``, by name."""
+    """The passes of every section of the report of the run ``root``, by name. The gaps keep
+    the rows the page lists; after their parts' round they tell the timeline, advanced after
+    them in each round, what it needs to read its lanes where the files are (``board``)."""
+    board: dict[str, Any] = {}
     return {
-        "gaps": gaps_passes(GapsOptions(top=TOP_GAPS), root),  # the rows the page draws
+        "gaps": gaps_passes(GapsOptions(top=TOP_GAPS), root, board),
         "ops": ops_passes(root),
-        "timeline": timeline_passes(root),
+        "timeline": timeline_passes(root, board),
         "critical": critical_passes(root),
         "ranks": ranks_passes(root),
         "kernels": kernels_passes(root),

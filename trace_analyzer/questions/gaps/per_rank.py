@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import Any
 
 import polars as pl
 
@@ -32,7 +33,7 @@ from trace_analyzer.questions.gaps.analysis import Fixed, GapsResult, _gaps
 from trace_analyzer.questions.gaps.causes import LATENCY_NS, STEP, by_op, by_step, hardware
 from trace_analyzer.questions.gaps.evidence import launch_calls
 from trace_analyzer.questions.gaps.hints import REPLAYS, TRAINING, hints
-from trace_analyzer.questions.gaps.kept import Keep, drawn, durations_of, kept
+from trace_analyzer.questions.gaps.kept import Keep, durations_of, kept
 from trace_analyzer.questions.gaps.summary import run_summary
 from trace_analyzer.questions.gaps.tally import NONE, Tally, merged, sorted_steps, steps_of
 from trace_analyzer.questions.gaps.waits import QUEUED_LEAST, queued
@@ -65,7 +66,6 @@ class GapsFacts:
     lanes: pl.DataFrame = field(default_factory=pl.DataFrame)
     formats: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     steps: pl.DataFrame = field(default_factory=pl.DataFrame)
-    hardware: frozenset[str] = frozenset()
 
 
 def _hardware(profile: Profile, lanes: str | None) -> pl.DataFrame:
@@ -154,7 +154,6 @@ def gaps_facts(
         spans,
         formats,
         steps,
-        frozenset(hw["lane"].cast(pl.String).unique().to_list()),
     )
 
 
@@ -423,7 +422,8 @@ def combine_gaps(parts: list[GapsPart], run: RunFacts, ids: Renumber, *, root: s
 class GapsOptions:
     """What the gaps of a run a rank at a time are measured with: ``--lane``, ``--step``,
     ``--window`` (``span``), ``--min-gap``, ``--latency``; ``top``: for a report, only the
-    rows it draws kept (``Keep``: these longest, and the lanes its timeline draws)."""
+    rows it lists kept (``Keep``: these longest; the timeline reads its lanes' gaps where the
+    files are, timeline_parts.py)."""
 
     lanes: str | None = None
     step: int | None = None
@@ -433,17 +433,35 @@ class GapsOptions:
     top: int | None = None
 
 
+def _lanes_and_longest(parts: list[GapsPart]) -> dict[str, pl.DataFrame]:
+    """The run's ``lanes`` rows and the device gaps its parts hold (``device_gaps``), as
+    ``combine_gaps`` orders them (their event ids still the files')."""
+    lanes = [p.lanes for p in parts if p.lanes.width]
+    held = [p.device_gaps for p in parts if p.device_gaps.width]
+    device_gaps = pl.concat(held, how="vertical_relaxed") if held else pl.DataFrame()
+    if held:
+        device_gaps = device_gaps.sort("start_ns", "device", maintain_order=True)
+    return {
+        "lanes": pl.concat(lanes, how="vertical_relaxed").sort("lane") if lanes else pl.DataFrame(),
+        "device_gaps": device_gaps,
+    }
+
+
 def counts_of(profile: Profile, queries: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
     """One file's ``tie_counts`` of ``queries``: the pass ``Renumber`` is counted from."""
     return tie_counts(profile.events, queries)
 
 
-def gaps_passes(how: GapsOptions, root: str) -> Passes[GapsResult | None]:
+def gaps_passes(
+    how: GapsOptions, root: str, board: dict[str, Any] | None = None
+) -> Passes[GapsResult | None]:
     """The gaps of the run ``root`` a file at a time (analyses/passes.py; module doc): with
     ``--step`` or ``--window`` the run's window first (``window_facts``), then each file's
     ``GapsFacts``, its ``GapsPart`` measured with the run's ``Fixed``, and its ``tie_counts``
     (taken as they come); None where the run is to be read whole (no file holds the ranks
-    --rank names, files share process numbers, no hardware lane ``--lane`` matches)."""
+    --rank names, files share process numbers, no hardware lane ``--lane`` matches).
+    ``board``: where the parts' round tells the report's timeline (``timeline_parts``, run in
+    step after it) the run's ``fixed``, its ``lanes`` rows and its longest ``device_gaps``."""
     window = None
     if how.step is not None or how.span is not None:
         told = yield partial(window_facts, step=how.step)
@@ -454,10 +472,12 @@ def gaps_passes(how: GapsOptions, root: str) -> Passes[GapsResult | None]:
     run_facts = None if shared(facts) else fixed_of(facts, how.latency_ns, window)
     if run_facts is None:
         return None
-    keep = None if how.top is None else drawn({n for f in facts for n in f.hardware}, how.top)
+    keep = None if how.top is None else Keep(how.top)
     parts = yield partial(
         gaps_part, fixed=run_facts.fixed, min_gap_ns=how.min_gap_ns, lanes=how.lanes, keep=keep
     )
+    if board is not None:
+        board.update(fixed=run_facts.fixed, **_lanes_and_longest(parts))
     ids = Renumber([p.refs for p in parts])
     if ids.queries.height:
         yield Streamed(partial(counts_of, queries=ids.queries), lambda i, c: ids.add(i, *c))

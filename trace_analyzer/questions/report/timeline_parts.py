@@ -30,18 +30,23 @@ from typing import Any
 
 import polars as pl
 
+from trace_analyzer.analyses.busy import Window
 from trace_analyzer.analyses.passes import Passes
 from trace_analyzer.loading.profile import Profile
 from trace_analyzer.model.schema import text
 from trace_analyzer.questions.chain.analysis import chain_table
-from trace_analyzer.questions.gaps.analysis import GapsResult
+from trace_analyzer.questions.gaps.analysis import Fixed, GapsResult, _gaps
 from trace_analyzer.questions.gaps.per_rank import Renumber, tie_counts
+from trace_analyzer.questions.report.lanes import LanePieces, LanePlan, lane_pieces, lane_plan
 from trace_analyzer.questions.report.timeline import (
     EXACT_OPS,
+    MAX_LANES,
     NAME_CHARS,
     OP_COLUMNS,
     TimelineResult,
+    _natural,
     drawn,
+    grid_of,
     packed,
 )
 
@@ -167,27 +172,71 @@ def _run_ops(parts: list[OpsPart]) -> pl.DataFrame:
     return packed(ops.sort("start_ns", "end_ns", "file", "pos"))
 
 
-def timeline_passes(root: str) -> Passes[Drawn]:
+def timeline_passes(root: str, board: dict[str, Any] | None = None) -> Passes[Drawn]:
     """The report's timeline of the run ``root`` a file at a time (module doc): the function
     of the run's ``GapsResult`` (``gaps`` of the run read whole) and the histogram that gives
-    ``timeline(run, gaps, histogram=...)``."""
+    ``timeline(run, gaps, histogram=...)``. ``board``: what the gaps' passes, run in step
+    before these, tell of the run after their parts' round (``gaps_passes``): then the lanes
+    drawn are read where the files are (``lanes_and_ids``), and the gaps need hold only their
+    longest."""
     facts: list[TimelineFacts] = yield partial(timeline_facts)
     schema = facts[0].schema if facts else {}
     found = _start(facts)
     if found is None:
         return partial(_drawn, root, None, pl.DataFrame(schema=schema))
-    _, end, start = found
+    w0, end, start = found
     ops = _run_ops((yield partial(timeline_ops, start=start, end=end)))
+    queries = None
     if 0 < ops.height <= EXACT_OPS:  # listed one by one, with their ids: the run's
         queries = ops.select("start_ns", "end_ns").unique().sort("start_ns", "end_ns")
-        replies = yield partial(op_ids, start=start, end=end, queries=queries)
-        ops = _numbered(ops, replies, queries)
+    plan = _plan(board, start, Window(w0, end, ""), ops) if board else None
+    replies: list[Any] = []
+    if plan is not None:
+        fixed = board["fixed"]  # type: ignore[index]
+        replies = yield partial(
+            lanes_and_ids, start=start, end=end, queries=queries, fixed=fixed, plan=plan
+        )
+    elif queries is not None:
+        replies = [
+            (r, None) for r in (yield partial(op_ids, start=start, end=end, queries=queries))
+        ]
+    if queries is not None:
+        ops = _numbered(ops, [r[0] for r in replies], queries)
     else:
         ops = ops.with_columns(
             event_id=pl.lit(None, pl.Int64), pid=pl.lit(None, pl.Int64), tid=pl.lit(None, pl.Int64)
         )
     listed = pl.Schema({**schema, "name": pl.String()})  # cut: as timeline() has them
-    return partial(_drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(listed))
+    read = None if plan is None else (plan, [r[1] for r in replies])
+    return partial(
+        _drawn, root, found, ops.select(*OP_COLUMNS, "row").cast(listed), lanes_read=read
+    )
+
+
+def _plan(board: dict[str, Any], start: int, window: Window, ops: pl.DataFrame) -> LanePlan:
+    """The plan of the lanes drawn (lanes.py) from what the gaps' parts told (``board``)."""
+    lanes = board["lanes"]
+    names = sorted(lanes["lane"].cast(pl.String).to_list(), key=_natural)
+    grid = grid_of(start, window, len(names), ops)
+    return lane_plan(lanes, board["device_gaps"], names[:MAX_LANES], grid, window.end_ns)
+
+
+def lanes_and_ids(
+    profile: Profile,
+    start: int,
+    end: int,
+    queries: pl.DataFrame | None,
+    fixed: Fixed,
+    plan: LanePlan,
+) -> tuple[tuple[pl.Series, pl.DataFrame, pl.DataFrame] | None, LanePieces]:
+    """Pass 3 with the gaps' parts told (``timeline_passes``' ``board``): the file's ``op_ids``
+    where the ops are listed, and its gaps (measured again with the run's ``fixed``) read
+    into its drawn lanes' pieces (``lanes.lane_pieces``)."""
+    ids = None if queries is None else op_ids(profile, start, end, queries)
+    r = _gaps(profile, None, None, 0, None, None, fixed, [])
+    hardware = profile.events.filter(pl.col("lane_kind") == "hardware")
+    own = set(hardware["lane"].cast(pl.String).unique().to_list())
+    return ids, lane_pieces(r.gaps, plan, own)
 
 
 def _numbered(
@@ -216,6 +265,7 @@ def _drawn(
     ops: pl.DataFrame,
     g: GapsResult,
     histogram: dict[str, Any] | None,
+    lanes_read: tuple[LanePlan, list[LanePieces]] | None = None,
 ) -> TimelineResult:
     """The ``TimelineResult`` of the run ``root`` from its ``window`` (start, end, the start
     drawn from; None without hardware), its ops (packed) and its gaps ``g``: as ``timeline``
@@ -227,4 +277,4 @@ def _drawn(
         return TimelineResult(root, None, None, framework_ops=ops)
     if (w.start_ns, w.end_ns) != window[:2]:
         raise ValueError("the gaps were measured on another window than the timeline's")
-    return drawn(root, window[2], g, ops, histogram)
+    return drawn(root, window[2], g, ops, histogram, lanes_read)
