@@ -179,18 +179,26 @@ def drawn(
 
 def packed(ops: pl.DataFrame) -> pl.DataFrame:
     """Return ``ops`` with ``row``: an op nested in (or overlapping) another goes one row
-    down; ops past ``MAX_OP_ROWS`` rows are left out."""
-    order = ops.with_row_index("_i").sort("start_ns", pl.col("end_ns"), descending=[False, True])
+    down; ops past ``MAX_OP_ROWS`` rows are left out. Ops of equal times keep their order.
+    Only their times are sorted and walked (a multi-rank run's reducer packs every op of its
+    span: 2.8 million at 256 generated ranks)."""
+    order = (
+        ops.select("start_ns", "end_ns")
+        .with_row_index("_i")
+        .sort("start_ns", "end_ns", descending=[False, True], maintain_order=True)
+    )
     ends: list[int] = []
     rows = []
-    for s, e in zip(order["start_ns"].to_list(), order["end_ns"].to_list(), strict=True):
+    for s, e in order.select("start_ns", "end_ns").iter_rows():
         i = next((k for k, end in enumerate(ends) if s >= end), len(ends))
         if i == len(ends):
             ends.append(0)
         ends[i] = e
         rows.append(i)
-    placed = order.with_columns(row=pl.Series(rows, dtype=pl.Int64)).sort("_i").drop("_i")
-    return placed.filter(pl.col("row") < MAX_OP_ROWS)
+    placed = pl.zeros(ops.height, pl.Int64, eager=True).scatter(
+        order["_i"], pl.Series(rows, dtype=pl.Int64)
+    )
+    return ops.with_columns(row=placed).filter(pl.col("row") < MAX_OP_ROWS)
 
 
 def grid_of(start: int, window: Window, lanes: int, ops: pl.DataFrame) -> Grid:
